@@ -1,0 +1,272 @@
+"""DQN for discrete actions and vector observations (CartPole, Acrobot, MountainCar...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/dqn/#dqnpy (docs/rl-algorithms/dqn.md)
+"""
+
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.buffers import ReplayBuffer
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (this script supports 1)"""
+    buffer_size: int = 10000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 1.0
+    """the target network update rate (1.0 copies the weights)"""
+    target_network_frequency: int = 500
+    """the timesteps it takes to update the target network"""
+    batch_size: int = 128
+    """the batch size of sample from the reply memory"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.05
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.5
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 10000
+    """timestep to start learning"""
+    train_frequency: int = 10
+    """the frequency of training"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    try:
+        gym.spec(env_id)
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+    except gym.error.DependencyNotInstalled as e:
+        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(gym.spec(env_id).entry_point)), "all")
+        fail(f"{env_id} needs a package that is not installed ({str(e).splitlines()[0]}); install it with pip install -e \".[{extra}]\"")
+    except gym.error.Error as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        fail(f"{env_id} has a {type(envs.single_action_space).__name__} action space; dqn.py needs Discrete actions (use ddpg_continuous_action.py or sac_continuous_action.py)")
+    if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; dqn.py needs a flat Box (use dqn_atari.py for images)")
+    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    def __init__(self, env):
+        super().__init__()
+        self.network = nn.Sequential(
+            nn.Linear(np.array(env.single_observation_space.shape).prod(), 120),
+            nn.ReLU(),
+            nn.Linear(120, 84),
+            nn.ReLU(),
+            nn.Linear(84, env.single_action_space.n),
+        )
+
+    def forward(self, x):
+        return self.network(x)
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_envs != 1:
+        fail(f"--num-envs {args.num_envs}: dqn.py runs a single environment")
+    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1:
+        fail("need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.single_action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+    )
+
+    q_network = QNetwork(envs).to(device)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)  # fused: one kernel for all parameters
+    target_network = QNetwork(envs).to(device)
+    target_network.load_state_dict(q_network.state_dict())
+
+    # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
+    rb = ReplayBuffer(
+        args.buffer_size,
+        envs.single_observation_space,
+        envs.single_action_space,
+        device,
+        handle_timeout_termination=False,
+    )
+    start_time = time.time()
+
+    obs, _ = envs.reset(seed=args.seed)
+    try:
+        for global_step in range(args.total_timesteps):
+            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
+            if random.random() < epsilon:
+                actions = np.array([envs.single_action_space.sample() for _ in range(envs.num_envs)])
+            else:
+                with torch.inference_mode():
+                    q_values = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device))
+                    actions = q_values.argmax(dim=1).cpu().numpy()
+
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+            if "_episode" in infos:
+                for i in np.flatnonzero(infos["_episode"]):
+                    episodic_return = float(infos["episode"]["r"][i])
+                    print(f"global_step={global_step}, episodic_return={episodic_return}")
+                    writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                    writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+
+            # The env has already reset sub-envs that ended: their true last state is in final_obs.
+            # Storing it (never the reset observation) keeps every transition inside one episode.
+            real_next_obs = next_obs.copy()
+            for i in np.flatnonzero(terminations | truncations):
+                real_next_obs[i] = infos["final_obs"][i]
+            rb.add(obs, real_next_obs, actions, rewards, terminations, [{}])
+            obs = next_obs
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                if global_step % args.train_frequency == 0:
+                    data = rb.sample(args.batch_size)
+                    with torch.no_grad():
+                        target_max, _ = target_network(data.next_observations).max(dim=1)
+                        td_target = data.rewards.flatten() + args.gamma * target_max * (1 - data.dones.flatten())
+                    old_val = q_network(data.observations).gather(1, data.actions).squeeze(1)
+                    loss = F.mse_loss(td_target, old_val)
+
+                    if global_step % 100 == 0:
+                        writer.add_scalar("losses/td_loss", loss.item(), global_step)
+                        writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
+                        sps = int(global_step / (time.time() - start_time))
+                        print("SPS:", sps)
+                        writer.add_scalar("charts/SPS", sps, global_step)
+
+                    # optimize the model
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+                # update target network
+                if global_step % args.target_network_frequency == 0:
+                    with torch.no_grad():
+                        for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):
+                            target_param.lerp_(q_param, args.tau)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save(q_network.state_dict(), model_path)
+            print(f"model saved to {model_path}")
+            from cleanrl_utils.evals.dqn_eval import evaluate
+
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                device=device,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    finally:
+        # Runs on a crash or Ctrl-C too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,375 @@
+"""PPO for discrete actions and vector observations (CartPole, Acrobot, LunarLander...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo/#ppopy (docs/rl-algorithms/ppo.md)
+"""
+
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 4
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    try:
+        gym.spec(env_id)
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+    except gym.error.DependencyNotInstalled as e:
+        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(gym.spec(env_id).entry_point)), "all")
+        fail(f"{env_id} needs a package that is not installed ({str(e).splitlines()[0]}); install it with pip install -e \".[{extra}]\"")
+    except gym.error.Error as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        fail(f"{env_id} has a {type(envs.single_action_space).__name__} action space; ppo.py needs Discrete actions (use ppo_continuous_action.py)")
+    if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (use ppo_atari.py for images)")
+    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+
+
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        obs_dim = np.array(envs.single_observation_space.shape).prod()
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 1), std=1.0),
+        )
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, envs.single_action_space.n), std=0.01),
+        )
+
+    def get_value(self, x):
+        return self.critic(x).squeeze(-1)
+
+    # The categorical distribution is written out: at this network size,
+    # torch.distributions.Categorical costs more than the forward pass itself.
+    def act(self, x):
+        """Rollout: sample an action; return it with its log-probability and the state value."""
+        logp_all = self.actor(x).log_softmax(-1)
+        # Gumbel-max trick: argmax(log p - log E) with E ~ Exp(1) is a sample from p.
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(x).squeeze(-1)
+
+    def evaluate_actions(self, x, action):
+        """Update: log-probability and entropy of given actions under the current policy, and the state value."""
+        logp_all = self.actor(x).log_softmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, self.critic(x).squeeze(-1)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} (num-envs x num-steps)")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for 64-unit MLPs, waking extra threads costs more than the math
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+    )
+
+    agent = Agent(envs).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)  # fused: one kernel for all parameters
+
+    # rollout storage: network inputs/outputs on the device, env outputs on the host
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            for step in range(args.num_steps):
+                global_step += args.num_envs
+                with torch.inference_mode():
+                    action, logprob, value = agent.act(next_obs)
+                    obs[step] = next_obs
+                    actions[step] = action
+                    logprobs[step] = logprob
+                    values[step] = value
+
+                next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                cut = truncations & ~terminations
+                if cut.any():
+                    # A time limit is not a true end: credit the value of the state the episode was cut at.
+                    final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), dtype=torch.float32, device=device)
+                    with torch.inference_mode():
+                        reward[cut] += args.gamma * agent.get_value(final_obs).cpu().numpy()
+                rewards[step] = reward
+                dones[step] = terminations | truncations
+                next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
+
+                if "_episode" in infos:
+                    for i in np.flatnonzero(infos["_episode"]):
+                        episodic_return = float(infos["episode"]["r"][i])
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+
+            # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
+            # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
+            with torch.inference_mode():
+                next_value = agent.get_value(next_obs).cpu().numpy()
+            values_np = values.cpu().numpy()
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                nextnonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+
+            # Optimizing the policy and value network
+            clipfracs = []
+            for epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                        v_loss = 0.5 * v_loss_max.mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            var_y = np.var(returns_np)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(returns_np - values_np) / var_y
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save(agent.state_dict(), model_path)
+            print(f"model saved to {model_path}")
+            from cleanrl_utils.evals.ppo_eval import evaluate
+
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                device=device,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    finally:
+        # Runs on a crash or Ctrl-C too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

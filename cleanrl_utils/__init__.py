@@ -1,0 +1,1 @@
+"""Tools around the single-file algorithms: evaluation, benchmarking, tuning, uploads."""

@@ -1,0 +1,1 @@
+"""Evaluators for saved models: each takes the model class and env factory as arguments."""
