@@ -93,16 +93,16 @@ def make_env(env_id, idx, capture_video, run_name):
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
     try:
-        gym.spec(env_id)
         envs = gym.vector.SyncVectorEnv(
             [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         )
     except gym.error.DependencyNotInstalled as e:
-        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(gym.spec(env_id).entry_point)), "all")
-        fail(f"{env_id} needs a package that is not installed ({str(e).splitlines()[0]}); install it with pip install -e \".[{extra}]\"")
-    except gym.error.Error as e:
-        fail(f"cannot make env {env_id!r}: {e}")
+        spec = gym.registry.get(env_id.split(":")[-1])
+        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(spec and spec.entry_point)), "all")
+        fail(f"{env_id} needs a package that is not installed ({' '.join(str(e).split())}); install it with pip install -e \".[{extra}]\"")
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {' '.join(str(e).split())}")
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
         fail(f"{env_id} has a {type(envs.single_action_space).__name__} action space; dqn.py needs Discrete actions (use ddpg_continuous_action.py or sac_continuous_action.py)")
     if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:

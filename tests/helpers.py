@@ -1,0 +1,104 @@
+"""Run algorithm scripts as a user would (a subprocess in a scratch folder) and read back what they wrote."""
+
+import os
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Run:
+    """A finished script run: its exit code, output, and the folder it ran in."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    cwd: Path
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        return sorted((self.cwd / "runs").glob("*")) if (self.cwd / "runs").is_dir() else []
+
+    @property
+    def run_dir(self) -> Path:
+        assert len(self.run_dirs) == 1, f"expected one run folder, found {self.run_dirs}"
+        return self.run_dirs[0]
+
+    def scalars(self) -> dict[str, list[tuple[int, float]]]:
+        return read_scalars(self.run_dir)
+
+    def texts(self) -> dict[str, str]:
+        return read_texts(self.run_dir)
+
+    def videos(self, suffix: str = "") -> list[Path]:
+        return sorted((self.cwd / "videos" / f"{self.run_dir.name}{suffix}").glob("*.mp4"))
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+        SDL_VIDEODRIVER="dummy",
+        SDL_AUDIODRIVER="dummy",
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run_script(script: str, *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> Run:
+    """Run `cleanrl/<script>` with `args` in `cwd` (so runs/ and videos/ land there)."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "cleanrl" / script), *args],
+        cwd=cwd,
+        env=env or script_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr, cwd)
+
+
+def read_wandb_history_keys(run_file: Path) -> set[str]:
+    """Keys of the history rows in an offline W&B run file (`run-*.wandb`).
+
+    The file is a LevelDB-style log: a 7-byte header, then 32 KiB blocks of records, each
+    with a 7-byte header (crc32, length, type) and a protobuf `Record` split across blocks.
+    """
+    from wandb.proto import wandb_internal_pb2
+
+    block, raw = 32768, run_file.read_bytes()
+    assert raw[:4] == b":W&B", f"{run_file} is not a W&B run file"
+    records, pending, pos = [], b"", 7
+    while pos + 7 <= len(raw):
+        left = block - pos % block
+        if left < 7:
+            pos += left
+            continue
+        _, length, kind = struct.unpack("<IHB", raw[pos : pos + 7])
+        if kind == 0:
+            pos += left
+            continue
+        data, pos = raw[pos + 7 : pos + 7 + length], pos + 7 + length
+        if kind in (1, 2):  # FULL, FIRST
+            pending = data
+        else:  # MIDDLE, LAST
+            pending += data
+        if kind in (1, 4):
+            records.append(pending)
+    keys = set()
+    for data in records:
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(data)
+        if record.WhichOneof("record_type") == "history":
+            keys.update(item.key or "/".join(item.nested_key) for item in record.history.item)
+    return keys

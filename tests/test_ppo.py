@@ -1,0 +1,62 @@
+"""Behaviour of ppo.py that the contract tests do not reach: truncation, simultaneous episode ends, eval."""
+
+from collections import Counter
+
+import pytest
+import torch
+
+from cleanrl import ppo
+from cleanrl_utils.evals.ppo_eval import evaluate
+from tests.envs import EPISODE_LENGTH
+from tests.helpers import run_script
+
+# Episodes end together in all 4 sub-envs every EPISODE_LENGTH steps.
+FAST_VALUE_LEARNING = ("--num-envs", "4", "--num-steps", "64", "--learning-rate", "0.01", "--no-clip-vloss", "--no-anneal-lr")
+
+
+def trained_value(tmp_path, env_id: str) -> tuple[float, dict]:
+    run = run_script("ppo.py", "--env-id", env_id, "--total-timesteps", "8192", *FAST_VALUE_LEARNING, "--save-model", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    envs = ppo.make_vector_env(env_id, 1, False, "unused")
+    agent = ppo.Agent(envs)
+    agent.load_state_dict(torch.load(run.run_dir / "ppo.cleanrl_model", weights_only=True))
+    obs, _ = envs.reset(seed=0)
+    with torch.inference_mode():
+        return agent.get_value(torch.as_tensor(obs)).item(), run.scalars()
+
+
+def test_truncation_bootstraps_and_termination_does_not(tmp_path):
+    # Same rewards, same episode length; only how the episode ends differs.
+    truncated, scalars = trained_value(tmp_path / "t", "tests.envs:ConstantRewardTruncated-v0")
+    terminated, _ = trained_value(tmp_path / "d", "tests.envs:ConstantRewardTerminated-v0")
+    # A cut episode goes on in truth: its value heads for 1 / (1 - 0.99) = 100.
+    # A terminated one is worth at most EPISODE_LENGTH.
+    assert terminated < EPISODE_LENGTH + 0.5
+    assert truncated > 4 * EPISODE_LENGTH
+
+    # All four sub-envs end together every 5 steps: every one of those episodes is logged.
+    logged = scalars["charts/episodic_return"]
+    per_step = Counter(step for step, _ in logged)
+    assert set(per_step.values()) == {4}
+    assert len(logged) == 4 * (8192 // 4 // EPISODE_LENGTH)
+    assert {r for _, r in logged} == {float(EPISODE_LENGTH)}
+
+
+@pytest.mark.parametrize("capture_video", [False, True])
+def test_evaluate_loads_model_and_returns_episodes(tmp_path, monkeypatch, capture_video):
+    monkeypatch.chdir(tmp_path)
+    envs = ppo.make_vector_env("CartPole-v1", 1, False, "unused")
+    torch.manual_seed(0)
+    model_path = tmp_path / "ppo.cleanrl_model"
+    torch.save(ppo.Agent(envs).state_dict(), model_path)
+    returns = evaluate(str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=3, run_name="ev", Model=ppo.Agent, capture_video=capture_video)
+    assert len(returns) == 3 and all(r >= 1 for r in returns)
+    assert bool(list((tmp_path / "videos" / "ev").glob("*.mp4"))) == capture_video
+
+
+def test_evaluate_rejects_wrong_model(tmp_path):
+    envs = ppo.make_vector_env("Acrobot-v1", 1, False, "unused")
+    model_path = tmp_path / "acrobot.cleanrl_model"
+    torch.save(ppo.Agent(envs).state_dict(), model_path)
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        evaluate(str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=1, run_name="ev", Model=ppo.Agent, capture_video=False)

@@ -1,0 +1,190 @@
+"""What every algorithm script promises (../CONTRACT.md): outputs, determinism, bad input.
+
+Each script is run as a user runs it, in a scratch folder, and what it wrote is read back.
+Add a row to SCRIPTS for every new algorithm file.
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import Run, read_wandb_history_keys, run_script
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    smoke_args: tuple[str, ...]  # a few steps, enough for every tag to be logged once
+    tags: frozenset[str]  # the documented TensorBoard scalars
+    determinism_args: tuple[str, ...]
+    bad_input: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # case -> (args, expected text)
+    saves_model: bool = True
+
+
+COMMON_BAD_INPUT = {
+    "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+    "continuous actions": (("--env-id", "Pendulum-v1"), "Discrete"),
+    "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+    "missing optional dependency": (("--env-id", "LunarLander-v3"), '.[box2d]"'),
+}
+
+SCRIPTS = {
+    "ppo.py": Script(
+        name="ppo.py",
+        smoke_args=("--total-timesteps", "2048"),
+        tags=frozenset(
+            {
+                "charts/episodic_return",
+                "charts/episodic_length",
+                "charts/learning_rate",
+                "charts/SPS",
+                "losses/value_loss",
+                "losses/policy_loss",
+                "losses/entropy",
+                "losses/old_approx_kl",
+                "losses/approx_kl",
+                "losses/clipfrac",
+                "losses/explained_variance",
+            }
+        ),
+        determinism_args=("--total-timesteps", "4096"),
+        bad_input={
+            **COMMON_BAD_INPUT,
+            "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+            "negative envs": (("--num-envs", "-1"), "--num-envs"),
+        },
+    ),
+    "dqn.py": Script(
+        name="dqn.py",
+        smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
+        tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}),
+        determinism_args=("--total-timesteps", "3000", "--learning-starts", "1000"),
+        bad_input={
+            **COMMON_BAD_INPUT,
+            "zero batch size": (("--batch-size", "0"), "--batch-size"),
+            "several envs": (("--num-envs", "2"), "--num-envs"),
+        },
+    ),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(SCRIPTS))
+def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
+    """One short run per script with --save-model and --capture-video, shared by the checks below."""
+    script = SCRIPTS[request.param]
+    cwd = tmp_path_factory.mktemp(script.name.removesuffix(".py"))
+    run = run_script(script.name, *script.smoke_args, "--save-model", "--capture-video", cwd=cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return script, run
+
+
+def test_run_name_and_hyperparameters(smoke):
+    script, run = smoke
+    assert re.fullmatch(rf"CartPole-v1__{script.name.removesuffix('.py')}__1__\d+", run.run_dir.name)
+    table = run.texts()["hyperparameters"]
+    assert table.startswith("|param|value|")
+    assert "|seed|1|" in table and "|env_id|CartPole-v1|" in table
+
+
+def test_documented_tags_are_logged(smoke):
+    script, run = smoke
+    scalars = run.scalars()
+    missing = script.tags - set(scalars)
+    assert not missing, f"{script.name} did not log {sorted(missing)}"
+    undocumented = set(scalars) - script.tags - {"eval/episodic_return"}
+    assert not undocumented, f"{script.name} logged undocumented tags {sorted(undocumented)}"
+
+
+def test_every_episode_is_logged_and_printed(smoke):
+    _, run = smoke
+    scalars = run.scalars()
+    printed = re.findall(r"^global_step=(\d+), episodic_return=([\d.]+)$", run.stdout, flags=re.M)
+    logged = scalars["charts/episodic_return"]
+    assert len(printed) == len(logged) == len(scalars["charts/episodic_length"]) > 0
+    assert [(int(s), float(r)) for s, r in printed] == [(s, r) for s, r in logged]
+    # CartPole pays 1 per step, so each return equals its length
+    assert [r for _, r in logged] == [n for _, n in scalars["charts/episodic_length"]]
+
+
+def test_saved_model_is_evaluated_for_ten_episodes(smoke):
+    script, run = smoke
+    model = run.run_dir / f"{script.name.removesuffix('.py')}.cleanrl_model"
+    assert model.is_file() and model.stat().st_size > 0
+    evals = run.scalars()["eval/episodic_return"]
+    assert [step for step, _ in evals] == list(range(10))
+    assert all(r >= 1 for _, r in evals)
+
+
+def test_capture_video_writes_mp4s(smoke):
+    _, run = smoke
+    for suffix in ("", "-eval"):
+        videos = run.videos(suffix)
+        assert videos, f"no mp4 under videos/{run.run_dir.name}{suffix}"
+        assert all(v.stat().st_size > 1000 and v.read_bytes()[4:8] == b"ftyp" for v in videos)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_same_seed_same_returns_other_seed_differs(name, tmp_path):
+    script = SCRIPTS[name]
+
+    def returns(seed: int, folder: str) -> list[tuple[int, float]]:
+        cwd = tmp_path / folder
+        cwd.mkdir()
+        run = run_script(name, *script.determinism_args, "--seed", str(seed), cwd=cwd)
+        assert run.returncode == 0, run.stderr[-3000:]
+        scalars = run.scalars()
+        return scalars["charts/episodic_return"] + [(0, v) for _, v in scalars.get("losses/value_loss", scalars.get("losses/td_loss"))]
+
+    first, again, other = returns(1, "a"), returns(1, "b"), returns(2, "c")
+    assert first == again
+    assert first != other
+
+
+BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(SCRIPTS[name].bad_input)]
+
+
+@pytest.fixture
+def blocked_box2d(tmp_path) -> Path:
+    """A folder that, first on PYTHONPATH, makes `import Box2D` fail as if it were not installed."""
+    stub = tmp_path / "blocked" / "Box2D"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('Box2D is blocked for this test')\n")
+    return stub.parent
+
+
+@pytest.mark.parametrize(("name", "case"), BAD_INPUT_CASES)
+def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_box2d):
+    from tests.helpers import script_env
+
+    args, expected = SCRIPTS[name].bad_input[case]
+    env = script_env()
+    env["PYTHONPATH"] = f"{blocked_box2d}:{env['PYTHONPATH']}"
+    run = run_script(name, *args, cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got:\n{run.stderr}"
+    assert lines[0].startswith(f"{name}: error: ") and expected in lines[0]
+    assert "Traceback" not in run.stdout + run.stderr
+    assert not (tmp_path / "runs").exists(), "bad input must not leave a run behind"
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_help_and_underscore_flags(name, tmp_path):
+    helped = run_script(name, "--help", cwd=tmp_path, timeout=120)
+    assert helped.returncode == 0 and "--env-id" in helped.stdout and "--total-timesteps" in helped.stdout
+    # the reference's own scripts pass underscore spellings, and both must keep working
+    run = run_script(name, "--env_id", "NoSuchEnv-v0", cwd=tmp_path, timeout=120)
+    assert run.returncode != 0 and "NoSuchEnv" in run.stderr
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_track_makes_offline_wandb_run_with_scalars(name, tmp_path):
+    script = SCRIPTS[name]
+    run = run_script(name, *script.smoke_args, "--track", "--wandb-project-name", "tests", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    run_files = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 1
+    keys = read_wandb_history_keys(run_files[0])
+    assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"
