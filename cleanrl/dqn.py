@@ -49,7 +49,7 @@ class Args:
     learning_rate: float = 2.5e-4
     """the learning rate of the optimizer"""
     num_envs: int = 1
-    """the number of parallel game environments (this script supports 1)"""
+    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
     buffer_size: int = 10000
     """the replay memory buffer size"""
     gamma: float = 0.99
@@ -85,29 +85,38 @@ def make_env(env_id, idx, capture_video, run_name):
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
         return env
 
     return thunk
 
 
-def make_vector_env(env_id, num_envs, capture_video, run_name):
-    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+def make_checked_env(env_id, capture_video, run_name):
+    """The training env, or one clear error line for an env this script cannot learn."""
     try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        )
+        env = make_env(env_id, 0, capture_video, run_name)()
     except gym.error.DependencyNotInstalled as e:
         spec = gym.registry.get(env_id.split(":")[-1])
-        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(spec and spec.entry_point)), "all")
-        fail(f"{env_id} needs a package that is not installed ({' '.join(str(e).split())}); install it with pip install -e \".[{extra}]\"")
+        extra = next(
+            (
+                x
+                for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")]
+                if k in str(spec and spec.entry_point)
+            ),
+            "all",
+        )
+        fail(
+            f'{env_id} needs a package that is not installed ({" ".join(str(e).split())}); install it with pip install -e ".[{extra}]"'
+        )
     except (gym.error.Error, ModuleNotFoundError) as e:
         fail(f"cannot make env {env_id!r}: {' '.join(str(e).split())}")
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(f"{env_id} has a {type(envs.single_action_space).__name__} action space; dqn.py needs Discrete actions (use ddpg_continuous_action.py or sac_continuous_action.py)")
-    if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; dqn.py needs a flat Box (use dqn_atari.py for images)")
-    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(
+            f"{env_id} has a {type(env.action_space).__name__} action space; dqn.py needs Discrete actions (use ddpg_continuous_action.py or sac_continuous_action.py)"
+        )
+    if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
+        fail(f"{env_id} observations are {env.observation_space}; dqn.py needs a flat Box (use dqn_atari.py for images)")
+    return env
 
 
 # ALGO LOGIC: initialize agent here:
@@ -115,11 +124,11 @@ class QNetwork(nn.Module):
     def __init__(self, env):
         super().__init__()
         self.network = nn.Sequential(
-            nn.Linear(np.array(env.single_observation_space.shape).prod(), 120),
+            nn.Linear(np.array(env.observation_space.shape).prod(), 120),
             nn.ReLU(),
             nn.Linear(120, 84),
             nn.ReLU(),
-            nn.Linear(84, env.single_action_space.n),
+            nn.Linear(84, env.action_space.n),
         )
 
     def forward(self, x):
@@ -152,8 +161,9 @@ if __name__ == "__main__":
         torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
 
     # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
-    envs.single_action_space.seed(args.seed)
+    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
+    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env.action_space.seed(args.seed)
 
     if args.track:
         import wandb
@@ -169,51 +179,48 @@ if __name__ == "__main__":
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text(
         "hyperparameters",
-        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
 
-    q_network = QNetwork(envs).to(device)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)  # fused: one kernel for all parameters
-    target_network = QNetwork(envs).to(device)
+    q_network = QNetwork(env).to(device)
+    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
+    target_network = QNetwork(env).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
     rb = ReplayBuffer(
         args.buffer_size,
-        envs.single_observation_space,
-        envs.single_action_space,
+        env.observation_space,
+        env.action_space,
         device,
         handle_timeout_termination=False,
     )
     start_time = time.time()
 
-    obs, _ = envs.reset(seed=args.seed)
+    obs, _ = env.reset(seed=args.seed)
     try:
         for global_step in range(args.total_timesteps):
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
-                actions = np.array([envs.single_action_space.sample() for _ in range(envs.num_envs)])
+                action = env.action_space.sample()
             else:
                 with torch.inference_mode():
-                    q_values = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device))
-                    actions = q_values.argmax(dim=1).cpu().numpy()
+                    action = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax().item()
 
-            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+            next_obs, reward, terminated, truncated, info = env.step(action)
 
-            if "_episode" in infos:
-                for i in np.flatnonzero(infos["_episode"]):
-                    episodic_return = float(infos["episode"]["r"][i])
-                    print(f"global_step={global_step}, episodic_return={episodic_return}")
-                    writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                    writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
-
-            # The env has already reset sub-envs that ended: their true last state is in final_obs.
-            # Storing it (never the reset observation) keeps every transition inside one episode.
-            real_next_obs = next_obs.copy()
-            for i in np.flatnonzero(terminations | truncations):
-                real_next_obs[i] = infos["final_obs"][i]
-            rb.add(obs, real_next_obs, actions, rewards, terminations, [{}])
-            obs = next_obs
+            # next_obs is the true next state even when the episode ends (we reset only below), and
+            # only a termination is stored as done: a time-limit cut still bootstraps from next_obs.
+            rb.add(obs, next_obs, np.array(action), reward, terminated, [info])
+            if terminated or truncated:
+                episodic_return = float(info["episode"]["r"])
+                print(f"global_step={global_step}, episodic_return={episodic_return}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
+                obs, _ = env.reset()
+            else:
+                obs = next_obs
 
             # ALGO LOGIC: training.
             if global_step > args.learning_starts:
@@ -264,7 +271,7 @@ if __name__ == "__main__":
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
     finally:
         # Runs on a crash or Ctrl-C too: the event file is flushed and videos are closed.
-        envs.close()
+        env.close()
         writer.close()
         if args.track:
             for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:

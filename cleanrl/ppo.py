@@ -111,18 +111,31 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
         )
     except gym.error.DependencyNotInstalled as e:
         spec = gym.registry.get(env_id.split(":")[-1])
-        extra = next((x for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")] if k in str(spec and spec.entry_point)), "all")
-        fail(f"{env_id} needs a package that is not installed ({' '.join(str(e).split())}); install it with pip install -e \".[{extra}]\"")
+        extra = next(
+            (
+                x
+                for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")]
+                if k in str(spec and spec.entry_point)
+            ),
+            "all",
+        )
+        fail(
+            f'{env_id} needs a package that is not installed ({" ".join(str(e).split())}); install it with pip install -e ".[{extra}]"'
+        )
     except (gym.error.Error, ModuleNotFoundError) as e:
         fail(f"cannot make env {env_id!r}: {' '.join(str(e).split())}")
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(f"{env_id} has a {type(envs.single_action_space).__name__} action space; ppo.py needs Discrete actions (use ppo_continuous_action.py)")
+        fail(
+            f"{env_id} has a {type(envs.single_action_space).__name__} action space; ppo.py needs Discrete actions (use ppo_continuous_action.py)"
+        )
     if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (use ppo_atari.py for images)")
+        fail(
+            f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (use ppo_atari.py for images)"
+        )
     return gym.wrappers.vector.RecordEpisodeStatistics(envs)
 
 
-def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+def layer_init(layer, std=2**0.5, bias_const=0.0):
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -174,7 +187,9 @@ if __name__ == "__main__":
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     args.batch_size = int(args.num_envs * args.num_steps)
     if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} (num-envs x num-steps)")
+        fail(
+            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} (num-envs x num-steps)"
+        )
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
     if args.num_iterations == 0:
@@ -208,11 +223,12 @@ if __name__ == "__main__":
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text(
         "hyperparameters",
-        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
 
     agent = Agent(envs).to(device)
-    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)  # fused: one kernel for all parameters
+    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     # rollout storage: network inputs/outputs on the device, env outputs on the host
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
@@ -232,32 +248,35 @@ if __name__ == "__main__":
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
-            for step in range(args.num_steps):
-                global_step += args.num_envs
-                with torch.inference_mode():
+            # The whole rollout runs without autograd bookkeeping.
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    global_step += args.num_envs
                     action, logprob, value = agent.act(next_obs)
                     obs[step] = next_obs
                     actions[step] = action
                     logprobs[step] = logprob
                     values[step] = value
 
-                next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
-                cut = truncations & ~terminations
-                if cut.any():
-                    # A time limit is not a true end: credit the value of the state the episode was cut at.
-                    final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), dtype=torch.float32, device=device)
-                    with torch.inference_mode():
-                        reward[cut] += args.gamma * agent.get_value(final_obs).cpu().numpy()
-                rewards[step] = reward
-                dones[step] = terminations | truncations
-                next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    cut = truncations & ~terminations
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the state the episode was cut at.
+                        final_obs = np.stack(infos["final_obs"][cut])
+                        reward[cut] += (
+                            args.gamma
+                            * agent.get_value(torch.as_tensor(final_obs, dtype=torch.float32, device=device)).cpu().numpy()
+                        )
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
 
-                if "_episode" in infos:
-                    for i in np.flatnonzero(infos["_episode"]):
-                        episodic_return = float(infos["episode"]["r"][i])
-                        print(f"global_step={global_step}, episodic_return={episodic_return}")
-                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                        writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+                    if "_episode" in infos:
+                        for i in np.flatnonzero(infos["_episode"]):
+                            episodic_return = float(infos["episode"]["r"][i])
+                            print(f"global_step={global_step}, episodic_return={episodic_return}")
+                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                            writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
 
             # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
@@ -283,7 +302,7 @@ if __name__ == "__main__":
 
             # Optimizing the policy and value network
             clipfracs = []
-            for epoch in range(args.update_epochs):
+            for _epoch in range(args.update_epochs):
                 b_inds = torch.randperm(args.batch_size, device=device)
                 for start in range(0, args.batch_size, args.minibatch_size):
                     mb_inds = b_inds[start : start + args.minibatch_size]

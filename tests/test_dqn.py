@@ -33,21 +33,38 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path):
 
 def test_evaluate_is_greedy_at_epsilon_zero(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    envs = dqn.make_vector_env("CartPole-v1", 1, False, "unused")
+    env = dqn.make_env("CartPole-v1", 0, False, "unused")()
     torch.manual_seed(0)
     model_path = tmp_path / "dqn.cleanrl_model"
-    torch.save(dqn.QNetwork(envs).state_dict(), model_path)
+    torch.save(dqn.QNetwork(env).state_dict(), model_path)
     random.seed(0)
     greedy = [
-        evaluate(str(model_path), dqn.make_env, "CartPole-v1", eval_episodes=2, run_name="ev", Model=dqn.QNetwork, epsilon=0.0, capture_video=False)
+        evaluate(
+            str(model_path),
+            dqn.make_env,
+            "CartPole-v1",
+            eval_episodes=2,
+            run_name="ev",
+            Model=dqn.QNetwork,
+            epsilon=0.0,
+            capture_video=False,
+        )
         for _ in range(2)
     ]
     assert greedy[0] == greedy[1] and len(greedy[0]) == 2
 
 
 def test_evaluate_rejects_non_positive_episode_count(tmp_path):
-    envs = dqn.make_vector_env("CartPole-v1", 1, False, "unused")
+    env = dqn.make_env("CartPole-v1", 0, False, "unused")()
     model_path = tmp_path / "dqn.cleanrl_model"
-    torch.save(dqn.QNetwork(envs).state_dict(), model_path)
+    torch.save(dqn.QNetwork(env).state_dict(), model_path)
     with pytest.raises(ValueError, match="eval_episodes"):
-        evaluate(str(model_path), dqn.make_env, "CartPole-v1", eval_episodes=0, run_name="ev", Model=dqn.QNetwork, capture_video=False)
+        evaluate(
+            str(model_path),
+            dqn.make_env,
+            "CartPole-v1",
+            eval_episodes=0,
+            run_name="ev",
+            Model=dqn.QNetwork,
+            capture_video=False,
+        )

@@ -15,7 +15,9 @@ FAST_VALUE_LEARNING = ("--num-envs", "4", "--num-steps", "64", "--learning-rate"
 
 
 def trained_value(tmp_path, env_id: str) -> tuple[float, dict]:
-    run = run_script("ppo.py", "--env-id", env_id, "--total-timesteps", "8192", *FAST_VALUE_LEARNING, "--save-model", cwd=tmp_path)
+    run = run_script(
+        "ppo.py", "--env-id", env_id, "--total-timesteps", "8192", *FAST_VALUE_LEARNING, "--save-model", cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     envs = ppo.make_vector_env(env_id, 1, False, "unused")
     agent = ppo.Agent(envs)
@@ -49,7 +51,15 @@ def test_evaluate_loads_model_and_returns_episodes(tmp_path, monkeypatch, captur
     torch.manual_seed(0)
     model_path = tmp_path / "ppo.cleanrl_model"
     torch.save(ppo.Agent(envs).state_dict(), model_path)
-    returns = evaluate(str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=3, run_name="ev", Model=ppo.Agent, capture_video=capture_video)
+    returns = evaluate(
+        str(model_path),
+        ppo.make_env,
+        "CartPole-v1",
+        eval_episodes=3,
+        run_name="ev",
+        Model=ppo.Agent,
+        capture_video=capture_video,
+    )
     assert len(returns) == 3 and all(r >= 1 for r in returns)
     assert bool(list((tmp_path / "videos" / "ev").glob("*.mp4"))) == capture_video
 
@@ -59,4 +69,6 @@ def test_evaluate_rejects_wrong_model(tmp_path):
     model_path = tmp_path / "acrobot.cleanrl_model"
     torch.save(ppo.Agent(envs).state_dict(), model_path)
     with pytest.raises(RuntimeError, match="size mismatch"):
-        evaluate(str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=1, run_name="ev", Model=ppo.Agent, capture_video=False)
+        evaluate(
+            str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=1, run_name="ev", Model=ppo.Agent, capture_video=False
+        )

@@ -59,7 +59,9 @@ SCRIPTS = {
     "dqn.py": Script(
         name="dqn.py",
         smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
-        tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}),
+        tags=frozenset(
+            {"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}
+        ),
         determinism_args=("--total-timesteps", "3000", "--learning-starts", "1000"),
         bad_input={
             **COMMON_BAD_INPUT,
@@ -135,7 +137,9 @@ def test_same_seed_same_returns_other_seed_differs(name, tmp_path):
         run = run_script(name, *script.determinism_args, "--seed", str(seed), cwd=cwd)
         assert run.returncode == 0, run.stderr[-3000:]
         scalars = run.scalars()
-        return scalars["charts/episodic_return"] + [(0, v) for _, v in scalars.get("losses/value_loss", scalars.get("losses/td_loss"))]
+        return scalars["charts/episodic_return"] + [
+            (0, v) for _, v in scalars.get("losses/value_loss", scalars.get("losses/td_loss"))
+        ]
 
     first, again, other = returns(1, "a"), returns(1, "b"), returns(2, "c")
     assert first == again

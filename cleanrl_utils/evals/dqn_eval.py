@@ -6,7 +6,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import make_eval_envs, run_episodes
+from cleanrl_utils.evals.episodes import single_env_returns
 
 
 def evaluate(
@@ -21,17 +21,16 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    envs = make_eval_envs(make_env, env_id, run_name, capture_video)
-    envs.single_action_space.seed(seed)
-    model = Model(envs).to(device)
+    env = make_env(env_id, 0, capture_video, run_name)()
+    env.action_space.seed(seed)
+    model = Model(env).to(device)
     model.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
     model.eval()
 
-    def act(obs: np.ndarray) -> np.ndarray:
+    def act(obs: np.ndarray) -> int:
         if random.random() < epsilon:
-            return np.array([envs.single_action_space.sample() for _ in range(envs.num_envs)])
+            return env.action_space.sample()
         with torch.inference_mode():
-            q_values = model(torch.as_tensor(obs, dtype=torch.float32, device=device))
-        return q_values.argmax(dim=1).cpu().numpy()
+            return model(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax().item()
 
-    return run_episodes(envs, act, eval_episodes, seed)
+    return single_env_returns(env, act, eval_episodes, seed)

@@ -1,4 +1,4 @@
-"""Shared episode loop for the evaluators."""
+"""Episode loops shared by the evaluators."""
 
 from collections.abc import Callable
 
@@ -6,8 +6,8 @@ import gymnasium as gym
 import numpy as np
 
 
-def make_eval_envs(make_env: Callable, env_id: str, run_name: str, capture_video: bool) -> gym.vector.VectorEnv:
-    """One sub-env from the algorithm's own factory, with episode statistics."""
+def make_eval_vector_env(make_env: Callable, env_id: str, run_name: str, capture_video: bool) -> gym.vector.VectorEnv:
+    """One sub-env from a vector-env script's own factory, with episode statistics."""
     envs = gym.vector.SyncVectorEnv(
         [make_env(env_id, 0, capture_video, run_name)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -15,24 +15,42 @@ def make_eval_envs(make_env: Callable, env_id: str, run_name: str, capture_video
     return gym.wrappers.vector.RecordEpisodeStatistics(envs)
 
 
-def run_episodes(
-    envs: gym.vector.VectorEnv,
-    act: Callable[[np.ndarray], np.ndarray],
-    eval_episodes: int,
-    seed: int = 0,
-) -> list[float]:
-    """Step `envs` with `act(obs) -> actions` until `eval_episodes` episodes end; return their returns."""
+def _check(eval_episodes: int) -> None:
     if eval_episodes <= 0:
         raise ValueError(f"eval_episodes must be positive, got {eval_episodes}")
+
+
+def _record(episodic_returns: list[float], episodic_return: float) -> None:
+    print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_return}")
+    episodic_returns.append(episodic_return)
+
+
+def vector_env_returns(envs: gym.vector.VectorEnv, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
+    """Step a vector env (with vector RecordEpisodeStatistics) until `eval_episodes` episodes end."""
+    _check(eval_episodes)
     episodic_returns: list[float] = []
     obs, _ = envs.reset(seed=seed)
     try:
         while len(episodic_returns) < eval_episodes:
             obs, _, _, _, infos = envs.step(act(obs))
             for i in np.flatnonzero(infos.get("_episode", [])):
-                episodic_return = float(infos["episode"]["r"][i])
-                print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_return}")
-                episodic_returns.append(episodic_return)
+                _record(episodic_returns, float(infos["episode"]["r"][i]))
     finally:
         envs.close()
     return episodic_returns[:eval_episodes]
+
+
+def single_env_returns(env: gym.Env, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
+    """Step one env (wrapped in RecordEpisodeStatistics) until `eval_episodes` episodes end."""
+    _check(eval_episodes)
+    episodic_returns: list[float] = []
+    obs, _ = env.reset(seed=seed)
+    try:
+        while len(episodic_returns) < eval_episodes:
+            obs, _, terminated, truncated, info = env.step(act(obs))
+            if terminated or truncated:
+                _record(episodic_returns, float(info["episode"]["r"]))
+                obs, _ = env.reset()
+    finally:
+        env.close()
+    return episodic_returns

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import make_eval_envs, run_episodes
+from cleanrl_utils.evals.episodes import make_eval_vector_env, vector_env_returns
 
 
 def evaluate(
@@ -19,7 +19,7 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    envs = make_eval_envs(make_env, env_id, run_name, capture_video)
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     agent = Model(envs).to(device)
     agent.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
     agent.eval()
@@ -29,5 +29,4 @@ def evaluate(
             action, _, _ = agent.act(torch.as_tensor(obs, dtype=torch.float32, device=device))
         return action.cpu().numpy()
 
-    return run_episodes(envs, act, eval_episodes, seed)
-
+    return vector_env_returns(envs, act, eval_episodes, seed)
