@@ -44,7 +44,9 @@ def ours_sps(algo: str, total_timesteps: int, seed: int) -> float:
         (run_dir,) = (Path(tmp) / "runs").iterdir()
         sps = read_scalars(run_dir).get("charts/SPS")
         if not sps:
-            raise SystemExit(f"speed_vs_sb3: {algo}.py logged no charts/SPS in {total_timesteps} steps (too few to start learning?)")
+            raise SystemExit(
+                f"speed_vs_sb3: {algo}.py logged no charts/SPS in {total_timesteps} steps (too few to start learning?)"
+            )
         return sps[-1][1]
 
 

@@ -36,14 +36,20 @@ def last_mean(series: Series, last: int) -> float:
 
 
 def best_window_mean(series: Series, window: int) -> tuple[float, int]:
-    """Highest mean over the episodes that end within any `window` consecutive steps, and where it starts.
+    """Highest mean over the episodes that end within `window` consecutive steps, and where it starts.
 
-    Windows start at each logged step; one holding no episode is skipped.
+    Windows start at a logged step and must fit inside the logged range, so a window near the
+    end is never judged on a handful of episodes. A run shorter than one window is one window.
     """
     if not series:
         raise ValueError("no episodes were logged")
+    last_step = series[-1][0]
+    if series[0][0] + window > last_step + 1:
+        return sum(v for _, v in series) / len(series), series[0][0]
     best, best_start, hi, total = float("-inf"), series[0][0], 0, 0.0
     for lo, (start, _) in enumerate(series):
+        if start + window > last_step + 1:
+            break
         while hi < len(series) and series[hi][0] < start + window:
             total += series[hi][1]
             hi += 1
