@@ -5,6 +5,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/dqn/#dqnpy (docs/rl-algo
 
 import os
 import random
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -72,8 +73,13 @@ class Args:
     """the frequency of training"""
 
 
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
 def fail(message: str):
     """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
     print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -96,26 +102,16 @@ def make_checked_env(env_id, capture_video, run_name):
     try:
         env = make_env(env_id, 0, capture_video, run_name)()
     except gym.error.DependencyNotInstalled as e:
-        spec = gym.registry.get(env_id.split(":")[-1])
-        extra = next(
-            (
-                x
-                for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")]
-                if k in str(spec and spec.entry_point)
-            ),
-            "all",
-        )
-        fail(
-            f'{env_id} needs a package that is not installed ({" ".join(str(e).split())}); install it with pip install -e ".[{extra}]"'
-        )
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
     except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {' '.join(str(e).split())}")
+        fail(f"cannot make env {env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(
-            f"{env_id} has a {type(env.action_space).__name__} action space; dqn.py needs Discrete actions (use ddpg_continuous_action.py or sac_continuous_action.py)"
-        )
+        fail(f"{env_id} has {env.action_space} actions; dqn.py needs Discrete ones (see sac_continuous_action.py)")
     if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
-        fail(f"{env_id} observations are {env.observation_space}; dqn.py needs a flat Box (use dqn_atari.py for images)")
+        fail(f"{env_id} observations are {env.observation_space}; dqn.py needs a flat Box (see dqn_atari.py)")
     return env
 
 
@@ -199,6 +195,8 @@ if __name__ == "__main__":
     start_time = time.time()
 
     obs, _ = env.reset(seed=args.seed)
+    # A SIGTERM (a scheduler, the benchmark runner) stops the run like Ctrl-C: through `finally`, logs saved.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         for global_step in range(args.total_timesteps):
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -269,8 +267,11 @@ if __name__ == "__main__":
             )
             for idx, episodic_return in enumerate(episodic_returns):
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
-        # Runs on a crash or Ctrl-C too: the event file is flushed and videos are closed.
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
         env.close()
         writer.close()
         if args.track:

@@ -5,6 +5,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo/#ppopy (docs/rl-algo
 
 import os
 import random
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -84,8 +85,13 @@ class Args:
     """the number of iterations (computed in runtime)"""
 
 
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
 def fail(message: str):
     """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
     print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -110,28 +116,16 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         )
     except gym.error.DependencyNotInstalled as e:
-        spec = gym.registry.get(env_id.split(":")[-1])
-        extra = next(
-            (
-                x
-                for k, x in [("box2d", "box2d"), ("mujoco", "mujoco"), ("ale_py", "atari")]
-                if k in str(spec and spec.entry_point)
-            ),
-            "all",
-        )
-        fail(
-            f'{env_id} needs a package that is not installed ({" ".join(str(e).split())}); install it with pip install -e ".[{extra}]"'
-        )
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
     except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {' '.join(str(e).split())}")
+        fail(f"cannot make env {env_id!r}: {e}")
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(
-            f"{env_id} has a {type(envs.single_action_space).__name__} action space; ppo.py needs Discrete actions (use ppo_continuous_action.py)"
-        )
+        fail(f"{env_id} has {envs.single_action_space} actions; ppo.py needs Discrete ones (see ppo_continuous_action.py)")
     if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
-        fail(
-            f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (use ppo_atari.py for images)"
-        )
+        fail(f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (see ppo_atari.py)")
     return gym.wrappers.vector.RecordEpisodeStatistics(envs)
 
 
@@ -241,6 +235,8 @@ if __name__ == "__main__":
     start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    # A SIGTERM (a scheduler, the benchmark runner) stops the run like Ctrl-C: through `finally`, logs saved.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
@@ -386,8 +382,11 @@ if __name__ == "__main__":
             )
             for idx, episodic_return in enumerate(episodic_returns):
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
-        # Runs on a crash or Ctrl-C too: the event file is flushed and videos are closed.
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
         envs.close()
         writer.close()
         if args.track:

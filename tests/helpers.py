@@ -54,6 +54,15 @@ def script_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def start_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start `cleanrl/<script>` in the background, with its output readable line by line."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(REPO / "cleanrl" / script), *args]
+    return subprocess.Popen(
+        command, cwd=cwd, env=env or script_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def run_script(script: str, *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> Run:
     """Run `cleanrl/<script>` with `args` in `cwd` (so runs/ and videos/ land there)."""
     cwd.mkdir(parents=True, exist_ok=True)

@@ -5,12 +5,13 @@ Add a row to SCRIPTS for every new algorithm file.
 """
 
 import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Run, read_wandb_history_keys, run_script
+from tests.helpers import Run, read_wandb_history_keys, run_script, start_script
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Script:
 
 COMMON_BAD_INPUT = {
     "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
-    "continuous actions": (("--env-id", "Pendulum-v1"), "Discrete"),
+    "continuous actions": (("--env-id", "Pendulum-v1"), "needs Discrete"),
     "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
     "missing optional dependency": (("--env-id", "LunarLander-v3"), '.[box2d]"'),
 }
@@ -192,3 +193,24 @@ def test_track_makes_offline_wandb_run_with_scalars(name, tmp_path):
     assert len(run_files) == 1
     keys = read_wandb_history_keys(run_files[0])
     assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
+    proc = start_script(name, "--total-timesteps", "100000000", cwd=tmp_path)
+    printed = []
+    for line in proc.stdout:
+        printed += [line] if line.startswith("global_step=") else []
+        if len(printed) == 5:
+            break
+    proc.send_signal(sig)
+    out, err = proc.stdout.read(), proc.stderr.read()  # read(), not communicate(): keeps lines already buffered
+    proc.wait(timeout=120)
+    printed += [line for line in out.splitlines() if line.startswith("global_step=")]
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    logged = Run(proc.returncode, out, err, tmp_path).scalars()["charts/episodic_return"]
+    # An episode is printed, then logged: the signal can fall between the two for the last one only.
+    assert len(printed) - 1 <= len(logged) <= len(printed)
+    assert [f"global_step={s}, episodic_return={r}" for s, r in logged] == [p.strip() for p in printed[: len(logged)]]
