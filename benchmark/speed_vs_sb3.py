@@ -5,11 +5,14 @@
 Runs every script in turn (never two at once, so they do not share the CPU), on CartPole-v1,
 and prints a Markdown table: each one's steps per second and our speed-up over SB3. Ours is
 the final `charts/SPS` the run logged; SB3's is total steps over the time `learn()` took.
-Both leave out interpreter start-up and imports.
+Both leave out interpreter start-up and imports. A shared or virtual machine drifts by 10%
+and more over minutes, so the runs alternate (ours, SB3, ours, SB3, ...) for `--rounds`
+rounds and the table gives the median of each, with every round's value beside it.
 """
 
 import argparse
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,17 +67,26 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", choices=["ppo", "dqn"], default=["ppo", "dqn"])
     parser.add_argument("--total-timesteps", type=int, default=500000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per pair; medians are reported")
     parser.add_argument("--sb3-one-thread", action="store_true", help="also time SB3 with torch limited to one thread")
     args = parser.parse_args()
+    if args.rounds <= 0 or args.total_timesteps <= 0:
+        parser.error("--rounds and --total-timesteps must be positive")
 
-    print("| algorithm | ours (SPS) | SB3 (SPS) | speed-up |")
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.0f} ({', '.join(f'{v:.0f}' for v in values)})"
+
+    print("| algorithm | ours: median SPS (each round) | SB3: median SPS (each round) | speed-up of the medians |")
     print("|---|---|---|---|")
     for algo in args.algos:
-        ours = ours_sps(algo, args.total_timesteps, args.seed)
         for threads, label in [(0, "default threads")] + ([(1, "1 thread")] if args.sb3_one_thread else []):
-            theirs = sb3_sps(algo, args.total_timesteps, args.seed, threads)
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours.append(ours_sps(algo, args.total_timesteps, args.seed))
+                theirs.append(sb3_sps(algo, args.total_timesteps, args.seed, threads))
+            ratio = statistics.median(ours) / statistics.median(theirs)
             print(
-                f"| {algo} ({args.total_timesteps} steps, SB3 {label}) | {ours:.0f} | {theirs:.0f} | {ours / theirs:.2f}x |",
+                f"| {algo} ({args.total_timesteps} steps, SB3 {label}) | {cell(ours)} | {cell(theirs)} | {ratio:.2f}x |",
                 flush=True,
             )
 

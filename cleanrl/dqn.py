@@ -85,12 +85,14 @@ def fail(message: str):
 
 
 def make_env(env_id, idx, capture_video, run_name):
+    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
+    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
     def thunk():
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id)
+            env = gym.make(env_id, disable_env_checker=True)
         env = gym.wrappers.RecordEpisodeStatistics(env)
         return env
 
@@ -146,6 +148,11 @@ if __name__ == "__main__":
     if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1:
         fail("need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator comes with this project's package
+            from cleanrl_utils.evals.dqn_eval import evaluate
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
 
     # seeding
     random.seed(args.seed)
@@ -252,8 +259,6 @@ if __name__ == "__main__":
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             torch.save(q_network.state_dict(), model_path)
             print(f"model saved to {model_path}")
-            from cleanrl_utils.evals.dqn_eval import evaluate
-
             episodic_returns = evaluate(
                 model_path,
                 make_env,

@@ -97,12 +97,14 @@ def fail(message: str):
 
 
 def make_env(env_id, idx, capture_video, run_name):
+    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
+    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
     def thunk():
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id)
+            env = gym.make(env_id, disable_env_checker=True)
         return env
 
     return thunk
@@ -160,14 +162,13 @@ class Agent(nn.Module):
     # The categorical distribution is written out: at this network size,
     # torch.distributions.Categorical costs more than the forward pass itself.
     def act(self, x):
-        """Rollout: sample an action and return it with its log-probability (the critic runs later, batched)."""
-        logp_all = self.actor(x).log_softmax(-1)
-        # Gumbel-max trick: argmax(log p - log E) with E ~ Exp(1) is a sample from p.
-        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
-        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        """Rollout: sample actions. Their log-probabilities and the values come later, in one batched call."""
+        logits = self.actor(x)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        return (logits - torch.empty_like(logits).exponential_().log()).argmax(-1)
 
     def evaluate_actions(self, x, action):
-        """Update: log-probability and entropy of given actions under the current policy, and the state value."""
+        """Log-probability and entropy of given actions under the current policy, and the state value."""
         logp_all = self.actor(x).log_softmax(-1)
         logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
@@ -189,6 +190,11 @@ if __name__ == "__main__":
     if args.num_iterations == 0:
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator comes with this project's package
+            from cleanrl_utils.evals.ppo_eval import evaluate
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
 
     # seeding
     random.seed(args.seed)
@@ -227,7 +233,6 @@ if __name__ == "__main__":
     # rollout storage: network inputs/outputs on the device, env outputs on the host
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
-    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
 
@@ -247,10 +252,9 @@ if __name__ == "__main__":
             with torch.inference_mode():
                 for step in range(args.num_steps):
                     global_step += args.num_envs
-                    action, logprob = agent.act(next_obs)
+                    action = agent.act(next_obs)
                     obs[step] = next_obs
                     actions[step] = action
-                    logprobs[step] = logprob
 
                     next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
                     cut = truncations & ~terminations
@@ -272,10 +276,11 @@ if __name__ == "__main__":
                             writer.add_scalar("charts/episodic_return", episodic_return, global_step)
                             writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
 
-            # The parameters did not change during the rollout, so the critic can score all of its
-            # observations in one batched call instead of one small call per step: same values, less overhead.
+            # The parameters did not change during the rollout, so the log-probabilities of the actions taken
+            # and the state values can be computed for all of it in one batched call instead of one small call
+            # per step: the same numbers for a fraction of the overhead.
             with torch.no_grad():
-                values = agent.get_value(obs)
+                logprobs, _, values = agent.evaluate_actions(obs, actions)
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
@@ -368,8 +373,6 @@ if __name__ == "__main__":
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             torch.save(agent.state_dict(), model_path)
             print(f"model saved to {model_path}")
-            from cleanrl_utils.evals.ppo_eval import evaluate
-
             episodic_returns = evaluate(
                 model_path,
                 make_env,

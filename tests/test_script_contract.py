@@ -29,6 +29,7 @@ COMMON_BAD_INPUT = {
     "continuous actions": (("--env-id", "Pendulum-v1"), "needs Discrete"),
     "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
     "missing optional dependency": (("--env-id", "LunarLander-v3"), '.[box2d]"'),
+    "save-model without cleanrl_utils": (("--save-model",), "pip install -e ."),
 }
 
 SCRIPTS = {
@@ -151,21 +152,22 @@ BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(S
 
 
 @pytest.fixture
-def blocked_box2d(tmp_path) -> Path:
-    """A folder that, first on PYTHONPATH, makes `import Box2D` fail as if it were not installed."""
-    stub = tmp_path / "blocked" / "Box2D"
-    stub.mkdir(parents=True)
-    (stub / "__init__.py").write_text("raise ImportError('Box2D is blocked for this test')\n")
-    return stub.parent
+def blocked_imports(tmp_path) -> Path:
+    """A folder that, first on PYTHONPATH, makes `import Box2D` and `import cleanrl_utils` fail as if not installed."""
+    for package in ("Box2D", "cleanrl_utils"):
+        stub = tmp_path / "blocked" / package
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
+    return tmp_path / "blocked"
 
 
 @pytest.mark.parametrize(("name", "case"), BAD_INPUT_CASES)
-def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_box2d):
+def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports):
     from tests.helpers import script_env
 
     args, expected = SCRIPTS[name].bad_input[case]
     env = script_env()
-    env["PYTHONPATH"] = f"{blocked_box2d}:{env['PYTHONPATH']}"
+    env["PYTHONPATH"] = f"{blocked_imports}:{env['PYTHONPATH']}"
     run = run_script(name, *args, cwd=tmp_path, env=env, timeout=120)
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()

@@ -26,7 +26,7 @@ def evaluate(
 
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            action, _ = agent.act(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            action = agent.act(torch.as_tensor(obs, dtype=torch.float32, device=device))
         return action.cpu().numpy()
 
     return vector_env_returns(envs, act, eval_episodes, seed)
