@@ -78,17 +78,18 @@ def main() -> None:
 
     print("| algorithm | ours: median SPS (each round) | SB3: median SPS (each round) | speed-up of the medians |")
     print("|---|---|---|---|")
+    variants = [(0, "default threads")] + ([(1, "1 thread")] if args.sb3_one_thread else [])
     for algo in args.algos:
-        for threads, label in [(0, "default threads")] + ([(1, "1 thread")] if args.sb3_one_thread else []):
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours.append(ours_sps(algo, args.total_timesteps, args.seed))
-                theirs.append(sb3_sps(algo, args.total_timesteps, args.seed, threads))
-            ratio = statistics.median(ours) / statistics.median(theirs)
-            print(
-                f"| {algo} ({args.total_timesteps} steps, SB3 {label}) | {cell(ours)} | {cell(theirs)} | {ratio:.2f}x |",
-                flush=True,
-            )
+        ours: list[float] = []
+        theirs: dict[int, list[float]] = {threads: [] for threads, _ in variants}
+        for _ in range(args.rounds):  # ours, then each SB3 variant, round after round
+            ours.append(ours_sps(algo, args.total_timesteps, args.seed))
+            for threads, _ in variants:
+                theirs[threads].append(sb3_sps(algo, args.total_timesteps, args.seed, threads))
+        for threads, label in variants:
+            ratio = statistics.median(ours) / statistics.median(theirs[threads])
+            row = f"| {algo} ({args.total_timesteps} steps, SB3 {label}) | {cell(ours)} | {cell(theirs[threads])} | {ratio:.2f}x |"
+            print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -182,9 +182,7 @@ if __name__ == "__main__":
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     args.batch_size = int(args.num_envs * args.num_steps)
     if args.batch_size % args.num_minibatches != 0:
-        fail(
-            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} (num-envs x num-steps)"
-        )
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
     if args.num_iterations == 0:
@@ -230,7 +228,7 @@ if __name__ == "__main__":
     # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
-    # rollout storage: network inputs/outputs on the device, env outputs on the host
+    # rollout storage: what the networks read on the device, what only GAE reads on the host
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
@@ -260,11 +258,8 @@ if __name__ == "__main__":
                     cut = truncations & ~terminations
                     if cut.any():
                         # A time limit is not a true end: credit the value of the state the episode was cut at.
-                        final_obs = np.stack(infos["final_obs"][cut])
-                        reward[cut] += (
-                            args.gamma
-                            * agent.get_value(torch.as_tensor(final_obs, dtype=torch.float32, device=device)).cpu().numpy()
-                        )
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), dtype=torch.float32, device=device)
+                        reward[cut] += args.gamma * agent.get_value(final_obs).cpu().numpy()
                     rewards[step] = reward
                     dones[step] = terminations | truncations
                     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
