@@ -116,6 +116,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
         envs = gym.vector.SyncVectorEnv(
             [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
         )
     except gym.error.DependencyNotInstalled as e:
         entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))

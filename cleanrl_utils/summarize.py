@@ -3,7 +3,8 @@
     python -m cleanrl_utils.summarize runs/CartPole-v1__dqn__* --last 100 --window 50000
 
 prints, per run, the mean of the last N episodes and the best mean over any window of W
-steps, then the mean ± std of each across the runs (seeds).
+steps, then the mean ± std of each across the runs (seeds). `--curve 100000` adds the
+learning curve as a table: the mean return of the episodes that ended in each 100k steps.
 """
 
 import argparse
@@ -60,6 +61,14 @@ def best_window_mean(series: Series, window: int) -> tuple[float, int]:
     return best, best_start
 
 
+def curve(series: Series, bucket: int) -> dict[int, float]:
+    """Mean value per `bucket` steps, keyed by the bucket's end step (buckets with no episode are left out)."""
+    sums: dict[int, list[float]] = {}
+    for step, value in series:
+        sums.setdefault((step // bucket + 1) * bucket, []).append(value)
+    return {end: sum(values) / len(values) for end, values in sorted(sums.items())}
+
+
 def summarize_run(run_dir: Path, last: int, window: int, tag: str = "charts/episodic_return") -> RunSummary:
     scalars = read_scalars(run_dir)
     if tag not in scalars:
@@ -83,9 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--last", type=int, default=100, help="episodes in the final mean (default 100)")
     parser.add_argument("--window", type=int, default=50000, help="steps in the best-window mean (default 50000)")
     parser.add_argument("--tag", default="charts/episodic_return", help="scalar to summarise")
+    parser.add_argument("--curve", type=int, default=0, help="also print mean returns per this many steps (0: no curve)")
     args = parser.parse_args(argv)
-    if args.last <= 0 or args.window <= 0:
-        parser.error("--last and --window must be positive")
+    if args.last <= 0 or args.window <= 0 or args.curve < 0:
+        parser.error("--last and --window must be positive, --curve non-negative")
     try:
         summaries = [summarize_run(d, args.last, args.window, args.tag) for d in args.run_dirs]
     except (FileNotFoundError, ValueError) as e:
@@ -100,6 +110,14 @@ def main(argv: list[str] | None = None) -> int:
         f"| **{len(summaries)} runs** | | **{mean_std([s.last_mean for s in summaries])}** "
         f"| {mean_std([s.best_window_mean for s in summaries])} | |"
     )
+    if args.curve:
+        curves = [curve(read_scalars(d)[args.tag], args.curve) for d in args.run_dirs]
+        ends = sorted(set().union(*curves))
+        print(f"\n| steps up to | {' | '.join(s.run for s in summaries)} |")
+        print("|---" * (len(summaries) + 1) + "|")
+        for end in ends:
+            cells = " | ".join(f"{c[end]:.1f}" if end in c else "-" for c in curves)
+            print(f"| {end} | {cells} |")
     return 0
 
 

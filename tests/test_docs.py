@@ -31,7 +31,7 @@ def test_algorithm_is_listed_and_documented(name):
     pages = [p for p in (REPO / "docs" / "rl-algorithms").glob("*.md") if f"## `{name}`" in p.read_text()]
     assert pages, f"no docs page has a section for {name}"
     page = pages[0].read_text()
-    assert "RESULTS_PLACEHOLDER" not in page, f"{pages[0].name} has no measured results yet"
+    assert "PLACEHOLDER" not in page, f"{pages[0].name} has no measured results yet"
     for heading in ("### Usage", "### Logged metrics", "### Implementation details", "### Results"):
         assert heading in page, f"{pages[0].name} lacks {heading!r}"
 

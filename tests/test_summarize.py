@@ -3,7 +3,7 @@
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from cleanrl_utils.summarize import best_window_mean, last_mean, main
+from cleanrl_utils.summarize import best_window_mean, curve, last_mean, main
 
 
 def test_last_mean_uses_the_last_n_or_all():
@@ -44,3 +44,17 @@ def test_main_reports_missing_runs_in_one_line(tmp_path, capsys):
     assert main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("summarize: error: no TensorBoard run folder")
+
+
+def test_curve_averages_per_bucket_and_skips_empty_ones():
+    series = [(10, 1.0), (90, 3.0), (150, 10.0), (450, 7.0)]
+    assert curve(series, 100) == {100: 2.0, 200: 10.0, 500: 7.0}
+
+
+def test_main_prints_the_curve_table(tmp_path, capsys):
+    write_run(tmp_path / "a", [(50, 1.0), (150, 3.0)])
+    write_run(tmp_path / "b", [(60, 5.0)])
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--curve", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "| steps up to | a | b |" in out
+    assert "| 100 | 1.0 | 5.0 |" in out and "| 200 | 3.0 | - |" in out
