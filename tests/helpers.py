@@ -1,6 +1,7 @@
 """Run algorithm scripts as a user would (a subprocess in a scratch folder) and read back what they wrote."""
 
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -55,11 +56,21 @@ def script_env(**extra: str) -> dict[str, str]:
 
 
 def start_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start `cleanrl/<script>` in the background, with its output readable line by line."""
+    """Start `cleanrl/<script>` in the background, with its output readable line by line.
+
+    SIGINT is reset to its default in the child: a parent started in the background by a
+    non-interactive shell ignores it, and children would inherit that, unlike a user's terminal.
+    """
     cwd.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, str(REPO / "cleanrl" / script), *args]
     return subprocess.Popen(
-        command, cwd=cwd, env=env or script_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        env=env or script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -111,3 +122,12 @@ def read_wandb_history_keys(run_file: Path) -> set[str]:
         if record.WhichOneof("record_type") == "history":
             keys.update(item.key or "/".join(item.nested_key) for item in record.history.item)
     return keys
+
+
+def save_untrained_model(model_class, env, path: Path, seed: int = 0) -> str:
+    """Save a freshly initialised model (weights fixed by `seed`) where an evaluator can load it."""
+    import torch
+
+    torch.manual_seed(seed)
+    torch.save(model_class(env).state_dict(), path)
+    return str(path)

@@ -3,12 +3,11 @@
 import random
 
 import pytest
-import torch
 
 from cleanrl import dqn
 from cleanrl_utils.evals.dqn_eval import evaluate
 from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script
+from tests.helpers import run_script, save_untrained_model
 
 FAST_Q_LEARNING = (
     "--total-timesteps", "4000", "--learning-starts", "200", "--train-frequency", "1",
@@ -31,40 +30,26 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path):
     assert truncated > 4 * EPISODE_LENGTH
 
 
-def test_evaluate_is_greedy_at_epsilon_zero(tmp_path, monkeypatch):
+@pytest.fixture
+def untrained_dqn(tmp_path) -> str:
+    return save_untrained_model(
+        dqn.QNetwork, dqn.make_env("CartPole-v1", 0, False, "unused")(), tmp_path / "dqn.cleanrl_model"
+    )
+
+
+def evaluate_dqn(model_path: str, eval_episodes: int, epsilon: float = 0.05) -> list[float]:
+    return evaluate(
+        model_path, dqn.make_env, "CartPole-v1", eval_episodes, "ev", dqn.QNetwork, epsilon=epsilon, capture_video=False
+    )
+
+
+def test_evaluate_is_greedy_at_epsilon_zero(untrained_dqn, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    env = dqn.make_env("CartPole-v1", 0, False, "unused")()
-    torch.manual_seed(0)
-    model_path = tmp_path / "dqn.cleanrl_model"
-    torch.save(dqn.QNetwork(env).state_dict(), model_path)
     random.seed(0)
-    greedy = [
-        evaluate(
-            str(model_path),
-            dqn.make_env,
-            "CartPole-v1",
-            eval_episodes=2,
-            run_name="ev",
-            Model=dqn.QNetwork,
-            epsilon=0.0,
-            capture_video=False,
-        )
-        for _ in range(2)
-    ]
+    greedy = [evaluate_dqn(untrained_dqn, eval_episodes=2, epsilon=0.0) for _ in range(2)]
     assert greedy[0] == greedy[1] and len(greedy[0]) == 2
 
 
-def test_evaluate_rejects_non_positive_episode_count(tmp_path):
-    env = dqn.make_env("CartPole-v1", 0, False, "unused")()
-    model_path = tmp_path / "dqn.cleanrl_model"
-    torch.save(dqn.QNetwork(env).state_dict(), model_path)
+def test_evaluate_rejects_non_positive_episode_count(untrained_dqn):
     with pytest.raises(ValueError, match="eval_episodes"):
-        evaluate(
-            str(model_path),
-            dqn.make_env,
-            "CartPole-v1",
-            eval_episodes=0,
-            run_name="ev",
-            Model=dqn.QNetwork,
-            capture_video=False,
-        )
+        evaluate_dqn(untrained_dqn, eval_episodes=0)

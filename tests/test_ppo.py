@@ -8,7 +8,7 @@ import torch
 from cleanrl import ppo
 from cleanrl_utils.evals.ppo_eval import evaluate
 from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script
+from tests.helpers import run_script, save_untrained_model
 
 # Episodes end together in all 4 sub-envs every EPISODE_LENGTH steps.
 FAST_VALUE_LEARNING = ("--num-envs", "4", "--num-steps", "64", "--learning-rate", "0.01", "--no-clip-vloss", "--no-anneal-lr")
@@ -48,27 +48,15 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path):
 def test_evaluate_loads_model_and_returns_episodes(tmp_path, monkeypatch, capture_video):
     monkeypatch.chdir(tmp_path)
     envs = ppo.make_vector_env("CartPole-v1", 1, False, "unused")
-    torch.manual_seed(0)
-    model_path = tmp_path / "ppo.cleanrl_model"
-    torch.save(ppo.Agent(envs).state_dict(), model_path)
-    returns = evaluate(
-        str(model_path),
-        ppo.make_env,
-        "CartPole-v1",
-        eval_episodes=3,
-        run_name="ev",
-        Model=ppo.Agent,
-        capture_video=capture_video,
-    )
+    model_path = save_untrained_model(ppo.Agent, envs, tmp_path / "ppo.cleanrl_model")
+    returns = evaluate(model_path, ppo.make_env, "CartPole-v1", 3, "ev", ppo.Agent, capture_video=capture_video)
     assert len(returns) == 3 and all(r >= 1 for r in returns)
     assert bool(list((tmp_path / "videos" / "ev").glob("*.mp4"))) == capture_video
 
 
 def test_evaluate_rejects_wrong_model(tmp_path):
-    envs = ppo.make_vector_env("Acrobot-v1", 1, False, "unused")
-    model_path = tmp_path / "acrobot.cleanrl_model"
-    torch.save(ppo.Agent(envs).state_dict(), model_path)
+    model_path = save_untrained_model(
+        ppo.Agent, ppo.make_vector_env("Acrobot-v1", 1, False, "unused"), tmp_path / "acrobot.cleanrl_model"
+    )
     with pytest.raises(RuntimeError, match="size mismatch"):
-        evaluate(
-            str(model_path), ppo.make_env, "CartPole-v1", eval_episodes=1, run_name="ev", Model=ppo.Agent, capture_video=False
-        )
+        evaluate(model_path, ppo.make_env, "CartPole-v1", 1, "ev", ppo.Agent, capture_video=False)

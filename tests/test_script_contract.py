@@ -6,6 +6,7 @@ Add a row to SCRIPTS for every new algorithm file.
 
 import re
 import signal
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,8 +208,12 @@ def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
         if len(printed) == 5:
             break
     proc.send_signal(sig)
+    try:
+        proc.wait(timeout=60)  # what it prints meanwhile fits in the pipe
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"{name} kept running 60 s after {sig.name}")
     out, err = proc.stdout.read(), proc.stderr.read()  # read(), not communicate(): keeps lines already buffered
-    proc.wait(timeout=120)
     printed += [line for line in out.splitlines() if line.startswith("global_step=")]
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
