@@ -15,42 +15,40 @@ def make_eval_vector_env(make_env: Callable, env_id: str, run_name: str, capture
     return gym.wrappers.vector.RecordEpisodeStatistics(envs)
 
 
-def _check(eval_episodes: int) -> None:
+def _collect(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
+    """Reset `env`, then call `step(obs) -> (obs, returns of the episodes that just ended)` until enough ended."""
     if eval_episodes <= 0:
         raise ValueError(f"eval_episodes must be positive, got {eval_episodes}")
-
-
-def _record(episodic_returns: list[float], episodic_return: float) -> None:
-    print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_return}")
-    episodic_returns.append(episodic_return)
-
-
-def vector_env_returns(envs: gym.vector.VectorEnv, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
-    """Step a vector env (with vector RecordEpisodeStatistics) until `eval_episodes` episodes end."""
-    _check(eval_episodes)
-    episodic_returns: list[float] = []
-    obs, _ = envs.reset(seed=seed)
-    try:
-        while len(episodic_returns) < eval_episodes:
-            obs, _, _, _, infos = envs.step(act(obs))
-            for i in np.flatnonzero(infos.get("_episode", [])):
-                _record(episodic_returns, float(infos["episode"]["r"][i]))
-    finally:
-        envs.close()
-    return episodic_returns[:eval_episodes]
-
-
-def single_env_returns(env: gym.Env, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
-    """Step one env (wrapped in RecordEpisodeStatistics) until `eval_episodes` episodes end."""
-    _check(eval_episodes)
     episodic_returns: list[float] = []
     obs, _ = env.reset(seed=seed)
     try:
         while len(episodic_returns) < eval_episodes:
-            obs, _, terminated, truncated, info = env.step(act(obs))
-            if terminated or truncated:
-                _record(episodic_returns, float(info["episode"]["r"]))
-                obs, _ = env.reset()
+            obs, finished = step(obs)
+            for episodic_return in finished:
+                print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_return}")
+                episodic_returns.append(episodic_return)
     finally:
         env.close()
-    return episodic_returns
+    return episodic_returns[:eval_episodes]
+
+
+def vector_env_returns(envs: gym.vector.VectorEnv, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
+    """Step a vector env (with vector RecordEpisodeStatistics) until `eval_episodes` episodes end."""
+
+    def step(obs):
+        obs, _, _, _, infos = envs.step(act(obs))
+        return obs, [float(infos["episode"]["r"][i]) for i in np.flatnonzero(infos.get("_episode", []))]
+
+    return _collect(envs, step, eval_episodes, seed)
+
+
+def single_env_returns(env: gym.Env, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
+    """Step one env (wrapped in RecordEpisodeStatistics) until `eval_episodes` episodes end."""
+
+    def step(obs):
+        obs, _, terminated, truncated, info = env.step(act(obs))
+        if terminated or truncated:
+            return env.reset()[0], [float(info["episode"]["r"])]
+        return obs, []
+
+    return _collect(env, step, eval_episodes, seed)
