@@ -72,7 +72,40 @@ SCRIPTS = {
             "several envs": (("--num-envs", "2"), "--num-envs"),
         },
     ),
+    "c51.py": Script(
+        name="c51.py",
+        smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
+        tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/loss", "losses/q_values"}),
+        determinism_args=("--total-timesteps", "3000", "--learning-starts", "1000"),
+        bad_input={
+            **COMMON_BAD_INPUT,
+            "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
+            "several envs": (("--num-envs", "2"), "--num-envs"),
+        },
+    ),
+    "pqn.py": Script(
+        name="pqn.py",
+        smoke_args=("--total-timesteps", "2048"),
+        tags=frozenset(
+            {
+                "charts/episodic_return",
+                "charts/episodic_length",
+                "charts/learning_rate",
+                "charts/SPS",
+                "losses/td_loss",
+                "losses/q_values",
+            }
+        ),
+        determinism_args=("--total-timesteps", "4096"),
+        bad_input={
+            **COMMON_BAD_INPUT,
+            "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+            "lambda out of range": (("--q-lambda", "1.5"), "--q-lambda"),
+        },
+    ),
 }
+
+LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss")
 
 
 @pytest.fixture(scope="module", params=sorted(SCRIPTS))
@@ -140,9 +173,8 @@ def test_same_seed_same_returns_other_seed_differs(name, tmp_path):
         run = run_script(name, *script.determinism_args, "--seed", str(seed), cwd=cwd)
         assert run.returncode == 0, run.stderr[-3000:]
         scalars = run.scalars()
-        return scalars["charts/episodic_return"] + [
-            (0, v) for _, v in scalars.get("losses/value_loss", scalars.get("losses/td_loss"))
-        ]
+        loss_tag = next(tag for tag in LOSS_TAGS if tag in scalars)
+        return scalars["charts/episodic_return"] + [(0, v) for _, v in scalars[loss_tag]]
 
     first, again, other = returns(1, "a"), returns(1, "b"), returns(2, "c")
     assert first == again

@@ -1,12 +1,10 @@
 """Evaluate a saved `dqn.py` model with epsilon-greedy actions."""
 
-import random
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import single_env_returns
+from cleanrl_utils.evals.episodes import epsilon_greedy, single_env_returns
 
 
 def evaluate(
@@ -26,11 +24,4 @@ def evaluate(
     model = Model(env).to(device)
     model.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
     model.eval()
-
-    def act(obs: np.ndarray) -> int:
-        if random.random() < epsilon:
-            return env.action_space.sample()
-        with torch.inference_mode():
-            return model(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax().item()
-
-    return single_env_returns(env, act, eval_episodes, seed)
+    return single_env_returns(env, epsilon_greedy(model, env.action_space, epsilon, device), eval_episodes, seed)

@@ -1,9 +1,11 @@
-"""Episode loops shared by the evaluators."""
+"""Episode loops and action rules shared by the evaluators."""
 
+import random
 from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 
 def make_eval_vector_env(make_env: Callable, env_id: str, run_name: str, capture_video: bool) -> gym.vector.VectorEnv:
@@ -52,3 +54,21 @@ def single_env_returns(env: gym.Env, act: Callable, eval_episodes: int, seed: in
         return obs, []
 
     return _collect(env, step, eval_episodes, seed)
+
+
+def epsilon_greedy(
+    q_network: torch.nn.Module, action_space: gym.Space, epsilon: float, device: torch.device | str
+) -> Callable[[np.ndarray], int | np.ndarray]:
+    """Act greedily on `q_network(obs)`, at random with probability `epsilon` (decided per sub-env for a batch)."""
+
+    def act(obs: np.ndarray) -> int | np.ndarray:
+        batched = isinstance(action_space, gym.spaces.MultiDiscrete)  # a vector env's action space
+        if not batched and random.random() < epsilon:
+            return action_space.sample()
+        with torch.inference_mode():
+            greedy = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax(-1).cpu().numpy()
+        if not batched:
+            return int(greedy)
+        return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
+
+    return act

@@ -1,0 +1,326 @@
+"""C51 (categorical distributional DQN) for discrete actions and vector observations (CartPole, Acrobot...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/c51/#c51py (docs/rl-algorithms/c51.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.buffers import ReplayBuffer
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    n_atoms: int = 101
+    """the number of atoms"""
+    v_min: float = -100
+    """the return lower bound"""
+    v_max: float = 100
+    """the return upper bound"""
+    buffer_size: int = 10000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    target_network_frequency: int = 500
+    """the timesteps it takes to update the target network"""
+    batch_size: int = 128
+    """the batch size of sample from the reply memory"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.05
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.5
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 10000
+    """timestep to start learning"""
+    train_frequency: int = 10
+    """the frequency of training"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
+    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_checked_env(env_id, capture_video, run_name):
+    """The training env, or one clear error line for an env this script cannot learn."""
+    try:
+        env = make_env(env_id, 0, capture_video, run_name)()
+    except gym.error.DependencyNotInstalled as e:
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(f"{env_id} has {env.action_space} actions; c51.py needs Discrete ones (see sac_continuous_action.py)")
+    if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
+        fail(f"{env_id} observations are {env.observation_space}; c51.py needs a flat Box (see c51_atari.py)")
+    return env
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    """Outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
+
+    def __init__(self, env, n_atoms=101, v_min=-100, v_max=100):
+        super().__init__()
+        self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))
+        self.n_actions, self.n_atoms = env.action_space.n, n_atoms
+        self.network = nn.Sequential(
+            nn.Linear(np.array(env.observation_space.shape).prod(), 120),
+            nn.ReLU(),
+            nn.Linear(120, 84),
+            nn.ReLU(),
+            nn.Linear(84, self.n_actions * n_atoms),
+        )
+
+    def pmfs(self, x):
+        """Return distributions, shape (..., actions, atoms)."""
+        logits = self.network(x).view(*x.shape[:-1], self.n_actions, self.n_atoms)
+        return logits.softmax(dim=-1)
+
+    def forward(self, x):
+        """Q-values: the mean of each action's return distribution."""
+        return (self.pmfs(x) * self.atoms).sum(-1)
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+def project(next_atoms, next_pmfs, atoms):
+    """Distribute each probability of `next_pmfs`, sitting at `next_atoms`, onto the two nearest atoms of the support.
+
+    This is the categorical projection of the C51 paper: the Bellman-updated distribution lives on
+    shifted and shrunk atoms (r + gamma * z), and the loss needs it on the network's fixed support.
+    """
+    v_min, v_max, n_atoms = atoms[0], atoms[-1], atoms.numel()
+    delta_z = (v_max - v_min) / (n_atoms - 1)
+    b = (next_atoms.clamp(v_min, v_max) - v_min) / delta_z  # fractional index into the support
+    lower, upper = b.floor().clamp(0, n_atoms - 1), b.ceil().clamp(0, n_atoms - 1)
+    # When b falls exactly on an atom, lower == upper and the whole mass goes to it.
+    mass_lower = (upper + (lower == upper).float() - b) * next_pmfs
+    mass_upper = (b - lower) * next_pmfs
+    target_pmfs = torch.zeros_like(next_pmfs)
+    target_pmfs.scatter_add_(-1, lower.long(), mass_lower)
+    target_pmfs.scatter_add_(-1, upper.long(), mass_upper)
+    return target_pmfs
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_envs != 1:
+        fail(f"--num-envs {args.num_envs}: c51.py runs a single environment")
+    if args.n_atoms < 2 or not args.v_min < args.v_max:
+        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
+    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
+        fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator comes with this project's package
+            from cleanrl_utils.evals.c51_eval import evaluate
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
+    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    q_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
+    # the paper's Adam epsilon, 0.01 / batch size; fused: one kernel updates every parameter
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size, fused=True)
+    target_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
+    target_network.load_state_dict(q_network.state_dict())
+
+    # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
+    rb = ReplayBuffer(
+        args.buffer_size,
+        env.observation_space,
+        env.action_space,
+        device,
+        handle_timeout_termination=False,
+    )
+    batch_index = torch.arange(args.batch_size, device=device)
+    start_time = time.time()
+
+    obs, _ = env.reset(seed=args.seed)
+    # A SIGTERM (a scheduler, the benchmark runner) stops the run like Ctrl-C: through `finally`, logs saved.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        for global_step in range(args.total_timesteps):
+            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
+            if random.random() < epsilon:
+                action = env.action_space.sample()
+            else:
+                with torch.inference_mode():
+                    action = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax().item()
+
+            next_obs, reward, terminated, truncated, info = env.step(action)
+
+            # next_obs is the true next state even when the episode ends (we reset only below), and
+            # only a termination is stored as done: a time-limit cut still bootstraps from next_obs.
+            rb.add(obs, next_obs, np.array(action), reward, terminated, [info])
+            if terminated or truncated:
+                episodic_return = float(info["episode"]["r"])
+                print(f"global_step={global_step}, episodic_return={episodic_return}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
+                obs, _ = env.reset()
+            else:
+                obs = next_obs
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                if global_step % args.train_frequency == 0:
+                    data = rb.sample(args.batch_size)
+                    with torch.no_grad():
+                        # the target network's distribution for its greedy next action, moved by the Bellman update
+                        next_pmfs = target_network.pmfs(data.next_observations)
+                        next_actions = (next_pmfs * target_network.atoms).sum(-1).argmax(1)
+                        next_pmfs = next_pmfs[batch_index, next_actions]
+                        next_atoms = data.rewards + args.gamma * target_network.atoms * (1 - data.dones)
+                        target_pmfs = project(next_atoms, next_pmfs, target_network.atoms)
+
+                    old_pmfs = q_network.pmfs(data.observations)[batch_index, data.actions.flatten()]
+                    # cross-entropy between the projected target and the predicted distribution
+                    loss = (-(target_pmfs * old_pmfs.clamp(min=1e-5, max=1 - 1e-5).log()).sum(-1)).mean()
+
+                    if global_step % 100 == 0:
+                        writer.add_scalar("losses/loss", loss.item(), global_step)
+                        old_val = (old_pmfs.detach() * q_network.atoms).sum(-1)
+                        writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
+                        sps = int(global_step / (time.time() - start_time))
+                        print("SPS:", sps)
+                        writer.add_scalar("charts/SPS", sps, global_step)
+
+                    # optimize the model
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+                # update target network
+                if global_step % args.target_network_frequency == 0:
+                    target_network.load_state_dict(q_network.state_dict())
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                device=device,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        env.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,340 @@
+"""PQN (parallel Q-learning: Q(lambda) on many envs, no replay, no target network) for discrete actions and
+vector observations (CartPole, Acrobot...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn/#pqnpy (docs/rl-algorithms/pqn.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 4
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the Q-network"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.05
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.5
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    max_grad_norm: float = 10.0
+    """the maximum norm for the gradient clipping"""
+    q_lambda: float = 0.65
+    """the lambda for the Q-Learning algorithm"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
+    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
+        )
+    except gym.error.DependencyNotInstalled as e:
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        fail(f"{env_id} has {envs.single_action_space} actions; pqn.py needs Discrete ones (see sac_continuous_action.py)")
+    if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; pqn.py needs a flat Box (see pqn_atari_envpool.py)")
+    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        obs_dim = np.array(envs.single_observation_space.shape).prod()
+        # Layer normalisation is what lets PQN learn stably without a target network.
+        self.network = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 120)),
+            nn.LayerNorm(120),
+            nn.ReLU(),
+            layer_init(nn.Linear(120, 84)),
+            nn.LayerNorm(84),
+            nn.ReLU(),
+            layer_init(nn.Linear(84, envs.single_action_space.n)),
+        )
+
+    def forward(self, x):
+        return self.network(x)
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+def q_lambda_returns(rewards, dones, values, next_value, gamma, q_lambda):
+    """Q(lambda) targets, computed backwards over a rollout of shape (num_steps, num_envs).
+
+    values[t] = max_a Q(obs[t], a) as the rollout saw it. The target of step t mixes the one-step
+    bootstrap and the next step's own target: r + gamma * (lambda * G[t+1] + (1 - lambda) * max Q(s')).
+    dones[t] (the episode ended after step t) cuts both, so no target reaches across episodes.
+    """
+    returns = np.zeros_like(rewards)
+    next_return = next_value  # after the last step, the lambda-return is just the bootstrap
+    for t in reversed(range(len(rewards))):
+        nextnonterminal = 1.0 - dones[t]
+        bootstrap = next_value if t == len(rewards) - 1 else values[t + 1]
+        mixed = q_lambda * next_return + (1 - q_lambda) * bootstrap
+        returns[t] = next_return = rewards[t] + gamma * nextnonterminal * mixed
+    return returns
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not 0 < args.exploration_fraction <= 1 or not 0 <= args.q_lambda <= 1:
+        fail("need 0 < --exploration-fraction <= 1 and 0 <= --q-lambda <= 1")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator comes with this project's package
+            from cleanrl_utils.evals.pqn_eval import evaluate
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    q_network = QNetwork(envs).to(device)
+    optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
+
+    # rollout storage: what the network reads on the device, what only the Q(lambda) targets read on the host
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
+    values = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # max_a Q(obs, a) at acting time
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    # A SIGTERM (a scheduler, the benchmark runner) stops the run like Ctrl-C: through `finally`, logs saved.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    # epsilon follows the steps taken so far; each sub-env explores on its own coin flip
+                    epsilon = linear_schedule(
+                        args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
+                    )
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    q_values = q_network(next_obs)
+                    max_q, greedy = q_values.max(dim=1)
+                    values[step] = max_q.cpu().numpy()
+                    explore = np.random.random(args.num_envs) < epsilon
+                    action = np.where(explore, envs.action_space.sample(), greedy.cpu().numpy())
+                    actions[step] = torch.as_tensor(action, device=device)
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action)
+                    cut = truncations & ~terminations
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the state the episode was cut at.
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), dtype=torch.float32, device=device)
+                        reward[cut] += args.gamma * q_network(final_obs).max(dim=1).values.cpu().numpy()
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
+
+                    if "_episode" in infos:
+                        for i in np.flatnonzero(infos["_episode"]):
+                            episodic_return = float(infos["episode"]["r"][i])
+                            print(f"global_step={global_step}, episodic_return={episodic_return}")
+                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                            writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+
+                next_value = q_network(next_obs).max(dim=1).values.cpu().numpy()
+            # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
+            returns = q_lambda_returns(rewards, dones, values, next_value, args.gamma, args.q_lambda)
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_actions = actions.reshape(-1)
+            b_returns = torch.as_tensor(returns.reshape(-1), device=device)
+
+            # Optimizing the Q-network
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+                    old_val = q_network(b_obs[mb_inds]).gather(1, b_actions[mb_inds].unsqueeze(-1)).squeeze(-1)
+                    loss = F.mse_loss(b_returns[mb_inds], old_val)
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
+                    optimizer.step()
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/td_loss", loss.item(), global_step)
+            writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save(q_network.state_dict(), model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                device=device,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

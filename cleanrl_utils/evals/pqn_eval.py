@@ -1,0 +1,27 @@
+"""Evaluate a saved `pqn.py` model with epsilon-greedy actions."""
+
+from collections.abc import Callable
+
+import torch
+
+from cleanrl_utils.evals.episodes import epsilon_greedy, make_eval_vector_env, vector_env_returns
+
+
+def evaluate(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type[torch.nn.Module],
+    device: torch.device | str = "cpu",
+    epsilon: float = 0.05,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
+    envs.action_space.seed(seed)
+    model = Model(envs).to(device)
+    model.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
+    model.eval()
+    return vector_env_returns(envs, epsilon_greedy(model, envs.action_space, epsilon, device), eval_episodes, seed)
