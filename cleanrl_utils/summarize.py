@@ -13,9 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanrl_utils.tensorboard_reader import read_scalars
-
-Series = list[tuple[int, float]]
+from cleanrl_utils.tensorboard_reader import Series, read_scalars
 
 
 @dataclass(frozen=True)
@@ -81,9 +79,10 @@ def summarize_run(run_dir: Path, last: int, window: int, tag: str = "charts/epis
     )
 
 
-def mean_std(values: list[float]) -> str:
+def mean_std(values: list[float], digits: int = 2) -> str:
+    """`mean ± std` of `values`, std being the population standard deviation (0 for a single value)."""
     std = statistics.pstdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.2f} ± {std:.2f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {std:.{digits}f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,22 @@
 """Read what a run logged back from its TensorBoard event files."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+Series = list[tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class RunEvents:
+    """Everything `read_run` gets from one pass over a run's event files."""
+
+    scalars: dict[str, Series]
+    texts: dict[str, str]
+    # Wall-clock seconds (Unix time) of the first and last logged value, None when nothing was logged.
+    first_wall_time: float | None
+    last_wall_time: float | None
 
 
 def _load(logdir: str | Path) -> EventAccumulator:
@@ -14,18 +28,40 @@ def _load(logdir: str | Path) -> EventAccumulator:
     return accumulator
 
 
-def read_scalars(logdir: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar series of the run in `logdir`, as {tag: [(step, value), ...]} in logging order."""
-    accumulator = _load(logdir)
+def _scalars(accumulator: EventAccumulator) -> dict[str, Series]:
     return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
 
 
-def read_texts(logdir: str | Path) -> dict[str, str]:
-    """The text summaries of the run (e.g. the `hyperparameters` table), as {tag: first text}."""
-    accumulator = _load(logdir)
+def _texts(accumulator: EventAccumulator) -> dict[str, str]:
     texts = {}
     for tag in accumulator.Tags()["tensors"]:
         events = accumulator.Tensors(tag)
         if events and events[0].tensor_proto.string_val:
             texts[tag.removesuffix("/text_summary")] = events[0].tensor_proto.string_val[0].decode()
     return texts
+
+
+def _wall_times(accumulator: EventAccumulator) -> list[float]:
+    # Only logged values count: the writer's own file-header event is stamped when the
+    # writer opens, which says nothing about when the run logged its first value.
+    tags = accumulator.Tags()
+    times = [e.wall_time for tag in tags["scalars"] for e in accumulator.Scalars(tag)]
+    times += [e.wall_time for tag in tags["tensors"] for e in accumulator.Tensors(tag)]
+    return times
+
+
+def read_scalars(logdir: str | Path) -> dict[str, Series]:
+    """Every scalar series of the run in `logdir`, as {tag: [(step, value), ...]} in logging order."""
+    return _scalars(_load(logdir))
+
+
+def read_texts(logdir: str | Path) -> dict[str, str]:
+    """The text summaries of the run (e.g. the `hyperparameters` table), as {tag: first text}."""
+    return _texts(_load(logdir))
+
+
+def read_run(logdir: str | Path) -> RunEvents:
+    """Scalars, texts and the wall-time span of the run in `logdir`, reading its events once."""
+    accumulator = _load(logdir)
+    times = _wall_times(accumulator)
+    return RunEvents(_scalars(accumulator), _texts(accumulator), min(times) if times else None, max(times) if times else None)
