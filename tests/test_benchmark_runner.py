@@ -1,0 +1,325 @@
+"""`python -m cleanrl_utils.benchmark` runs a command per (seed, env), a few at a time, and reports what happened.
+
+The runs are a tiny fake training script, so the whole file takes seconds.
+"""
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cleanrl_utils.benchmark import build_runs, estimate_time_left
+from tests.helpers import script_env
+
+FAKE_TRAIN = """
+import argparse, json, os, signal, subprocess, sys, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--env-id")
+parser.add_argument("--seed", type=int)
+parser.add_argument("--sleep", type=float, default=0.0)
+parser.add_argument("--record-dir")
+parser.add_argument("--spawn-grandchild", action="store_true")
+args = parser.parse_args()
+
+start = time.time()
+print(f"training {args.env_id} seed {args.seed}")
+print("WANDB_TAGS=" + os.environ.get("WANDB_TAGS", "<unset>"))
+if args.spawn_grandchild:
+    # A grandchild that ignores SIGTERM: only a SIGKILL to the whole group ends it.
+    grandchild = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"]
+    )
+    with open(os.path.join(args.record_dir, f"pids-{args.env_id}-{args.seed}.json"), "w") as f:
+        json.dump([os.getpid(), grandchild.pid], f)
+time.sleep(args.sleep)
+if args.record_dir and not args.spawn_grandchild:
+    with open(os.path.join(args.record_dir, f"times-{args.env_id}-{args.seed}.json"), "w") as f:
+        json.dump([start, time.time()], f)
+if args.env_id.startswith("Fail"):
+    print(f"error: {args.env_id} cannot be trained", file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+@pytest.fixture
+def fake_train(tmp_path: Path) -> str:
+    """The command string that runs the fake training script."""
+    script = tmp_path / "fake_train.py"
+    script.write_text(FAKE_TRAIN)
+    return shlex.join([sys.executable, str(script)])
+
+
+def benchmark(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.benchmark", *args],
+        cwd=cwd,
+        env=env or script_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def log_files(log_dir: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted(log_dir.glob("*.log"))}
+
+
+# --- the commands -------------------------------------------------------------------------
+
+
+def test_seeds_are_the_outer_loop_and_envs_the_inner_one():
+    runs = build_runs(["python", "train.py"], ["A-v1", "B-v1"], [4, 5])
+    assert [(run.env_id, run.seed) for run in runs] == [("A-v1", 4), ("B-v1", 4), ("A-v1", 5), ("B-v1", 5)]
+    assert runs[1].argv == ["python", "train.py", "--env-id", "B-v1", "--seed", "4"]
+    assert len({run.log_name for run in runs}) == len(runs)
+
+
+def test_log_names_are_file_names_and_never_collide():
+    runs = build_runs(["train"], ["ALE/Pong-v5", "ALE_Pong-v5"], [1])
+    assert [run.log_name for run in runs] == ["000__ALE_Pong-v5__seed1.log", "001__ALE_Pong-v5__seed1.log"]
+
+
+def test_workers_0_only_prints_the_commands(tmp_path):
+    proc = benchmark(
+        "--env_ids", "A-v1", "B-v1",
+        "--command", "python -c 'print(1)' --flag",
+        "--num-seeds", "2",
+        "--start-seed", "7",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [shlex.split(line) for line in lines] == [
+        ["python", "-c", "print(1)", "--flag", "--env-id", env_id, "--seed", seed]
+        for seed in ("7", "8")
+        for env_id in ("A-v1", "B-v1")
+    ]
+    assert not (tmp_path / "benchmark_logs").exists(), "printing the commands must not run or log anything"
+
+
+# --- running them -------------------------------------------------------------------------
+
+
+def test_runs_every_command_at_most_workers_at_a_time(tmp_path, fake_train):
+    record = tmp_path / "record"
+    record.mkdir()
+    proc = benchmark(
+        "--env-ids", "A-v1", "B-v1",
+        "--command", f"{fake_train} --sleep 0.8 --record-dir {record}",
+        "--num-seeds", "2",
+        "--workers", "2",
+        "--log-dir", "logs",
+        "--no-auto-tag",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+    logs = log_files(tmp_path / "logs")
+    assert sorted(logs) == ["000__A-v1__seed1.log", "001__B-v1__seed1.log", "002__A-v1__seed2.log", "003__B-v1__seed2.log"]
+    assert "training B-v1 seed 2" in logs["003__B-v1__seed2.log"]
+    assert "training A-v1 seed 1" not in logs["003__B-v1__seed2.log"]
+
+    intervals = [json.loads(path.read_text()) for path in record.glob("times-*.json")]
+    assert len(intervals) == 4
+    most_at_once = max(sum(1 for s, e in intervals if s <= start < e) for start, _ in intervals)
+    assert most_at_once == 2, f"expected exactly 2 runs at a time, saw {most_at_once}: {intervals}"
+
+    assert "time left unknown" in proc.stderr
+    assert "benchmark: 4 done, 0 failed, 0 running, 0 queued" in proc.stderr
+    assert "finished 4 runs" in proc.stderr and "4 succeeded, 0 failed" in proc.stderr
+
+
+def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train):
+    proc = benchmark(
+        "--env-ids", "Fail-v0", "A-v1",
+        "--command", fake_train,
+        "--num-seeds", "2",
+        "--workers", "1",
+        "--log-dir", "logs",
+        "--no-auto-tag",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    logs = log_files(tmp_path / "logs")
+    assert len(logs) == 4 and all(f"seed {seed}" in logs[name] for name, seed in zip(sorted(logs), [1, 1, 2, 2]))
+
+    report = proc.stderr[proc.stderr.index("failed run 1/2") :]
+    assert f"command: {fake_train} --env-id Fail-v0 --seed 1" in report
+    assert f"command: {fake_train} --env-id Fail-v0 --seed 2" in report
+    assert "exit code 3" in report
+    assert f"log: {Path('logs') / '000__Fail-v0__seed1.log'}" in report
+    assert "| error: Fail-v0 cannot be trained" in report
+    assert "A-v1" not in report, "a run that succeeded was listed as failed"
+    assert "2 succeeded, 2 failed" in proc.stderr
+
+
+# --- stopping them ------------------------------------------------------------------------
+
+
+def process_is_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (waiting to be reaped counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_every_run_and_its_children(tmp_path, fake_train, signum, exit_code):
+    record = tmp_path / "record"
+    record.mkdir()
+    runner = subprocess.Popen(
+        [
+            sys.executable, "-m", "cleanrl_utils.benchmark",
+            "--env-ids", "A-v1", "B-v1",
+            "--command", f"{fake_train} --sleep 120 --spawn-grandchild --record-dir {record}",
+            "--num-seeds", "2",
+            "--workers", "2",
+            "--log-dir", "logs",
+            "--no-auto-tag",
+        ],
+        cwd=tmp_path,
+        env=script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # As from a terminal: a parent started in the background by a shell ignores SIGINT.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        wait_for(lambda: len(list(record.glob("pids-*.json"))) == 2, 30, "both runs to start their grandchildren")
+        pids = [pid for path in record.glob("pids-*.json") for pid in json.loads(path.read_text())]
+        assert all(process_is_alive(pid) for pid in pids)
+
+        sent = time.monotonic()
+        runner.send_signal(signum)
+        _, stderr = runner.communicate(timeout=30)
+        assert runner.returncode == exit_code, stderr
+        # The grandchildren ignore SIGTERM, so this is the grace period plus a little.
+        assert time.monotonic() - sent < 15, "the runner took too long to stop"
+
+        wait_for(lambda: not any(process_is_alive(pid) for pid in pids), 5, f"runs and their children {pids} to end")
+        assert f"{signal.Signals(signum).name} received; stopping 2 running runs" in stderr
+        assert stderr.count("stopped: ") == 2 and "--env-id A-v1 --seed 1" in stderr
+        assert "2 stopped, 2 never started" in stderr
+        assert not list(record.glob("pids-*-2.json")), "queued runs were started after the signal"
+    finally:
+        # If the runner failed to clean up, do it here so a broken runner leaves nothing behind.
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        for path in record.glob("pids-*.json"):
+            for pid in json.loads(path.read_text()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+# --- the auto-tag -------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for message in ("first", "second"):
+        git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return repo
+
+
+def wandb_tags_seen(cwd: Path, command: str, *flags: str, **env: str) -> tuple[str, str]:
+    """The WANDB_TAGS a run saw, and the runner's stderr."""
+    proc = benchmark("--env-ids", "A-v1", "--command", command, "--num-seeds", "1", "--workers", "1", "--log-dir", "logs",
+                     *flags, cwd=cwd, env=script_env(**env))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (log,) = log_files(cwd / "logs").values()
+    return next(line for line in log.splitlines() if line.startswith("WANDB_TAGS=")).removeprefix("WANDB_TAGS="), proc.stderr
+
+
+def test_auto_tag_appends_the_git_tag_to_wandb_tags(git_repo, fake_train):
+    git(git_repo, "tag", "v9.9")
+    tags, _ = wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine,yours")
+    assert tags == "mine,yours,v9.9"
+
+
+def test_auto_tag_without_a_tag_names_the_commit(git_repo, fake_train):
+    tags, _ = wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")
+    assert tags == f"mine,no-tag-2-g{git(git_repo, 'rev-parse', '--short', 'HEAD')}"
+
+
+def test_no_auto_tag_leaves_wandb_tags_alone(git_repo, fake_train):
+    git(git_repo, "tag", "v9.9")
+    tags, _ = wandb_tags_seen(git_repo, fake_train, "--no-auto-tag", WANDB_TAGS="mine")
+    assert tags == "mine"
+
+
+def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    tags, stderr = wandb_tags_seen(folder, fake_train, GIT_CEILING_DIRECTORIES=str(tmp_path))
+    assert tags == "<unset>"
+    warnings = [line for line in stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "not a git repository" in warnings[0]
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env-ids", "--command", "python x.py"], "--env-ids needs at least one environment id"),
+        (["--env-ids", "A", "--command", "python x.py", "--num-seeds", "0"], "--num-seeds must be positive"),
+        (["--env-ids", "A", "--command", "python x.py", "--workers", "-1"], "--workers must be 0"),
+        (["--env-ids", "A", "--command", "   "], "--command is empty"),
+        (["--env-ids", "A", "--command", "no-such-program-4711 --x", "--workers", "1"], "cannot find the program"),
+        (["--env-ids", "A", "--command", "python 'x.py"], "cannot split --command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, message):
+    proc = benchmark(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
+    assert proc.stderr.startswith("benchmark: error: ") and message in proc.stderr
+    assert not (tmp_path / "benchmark_logs").exists()
+
+
+# --- the estimate -------------------------------------------------------------------------
+
+
+def test_time_left_is_unknown_until_a_run_finishes():
+    assert estimate_time_left([], [1.0], queued=3, workers=2) is None
+
+
+def test_time_left_shares_the_remaining_runs_among_the_workers():
+    # Mean run 10 s; 4 queued runs and one running for 4 s: (40 + 6) s of work over 2 workers.
+    assert estimate_time_left([8.0, 12.0], [4.0], queued=4, workers=2) == pytest.approx(23.0)
+    # One run left is not shared: it takes what is left of a mean run.
+    assert estimate_time_left([10.0], [], queued=1, workers=4) == pytest.approx(10.0)
