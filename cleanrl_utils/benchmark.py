@@ -329,7 +329,13 @@ class LocalRunner:
 
     def _launch(self, spec: RunSpec) -> None:
         log_path = self.log_dir / spec.log_name
-        with log_path.open("w") as log:
+        try:
+            log = log_path.open("w")
+        except OSError as error:  # e.g. the log folder was removed mid-benchmark: this run fails, the rest go on
+            print(f"benchmark: cannot write the log of {spec.command}: {error}", file=sys.stderr)
+            self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
+            return
+        with log:
             log.write(f"$ {spec.command}\n")
             log.flush()
             try:

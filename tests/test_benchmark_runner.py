@@ -19,7 +19,7 @@ from cleanrl_utils.benchmark import build_runs, estimate_time_left
 from tests.helpers import script_env
 
 FAKE_TRAIN = """
-import argparse, json, os, signal, subprocess, sys, time
+import argparse, json, os, shutil, signal, subprocess, sys, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--env-id")
@@ -43,6 +43,8 @@ time.sleep(args.sleep)
 if args.record_dir and not args.spawn_grandchild:
     with open(os.path.join(args.record_dir, f"times-{args.env_id}-{args.seed}.json"), "w") as f:
         json.dump([start, time.time()], f)
+if args.env_id.startswith("RemoveLogs"):
+    shutil.rmtree("logs")
 if args.env_id.startswith("Fail"):
     print(f"error: {args.env_id} cannot be trained", file=sys.stderr)
     sys.exit(3)
@@ -159,6 +161,22 @@ def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train
     assert "| error: Fail-v0 cannot be trained" in report
     assert "A-v1" not in report, "a run that succeeded was listed as failed"
     assert "2 succeeded, 2 failed" in proc.stderr
+
+
+def test_a_log_that_cannot_be_written_fails_that_run_only(tmp_path, fake_train):
+    # the first run deletes the log folder: the later runs cannot open their logs
+    proc = benchmark(
+        "--env-ids", "RemoveLogs-v0", "A-v1",
+        "--command", fake_train,
+        "--num-seeds", "1",
+        "--workers", "1",
+        "--log-dir", "logs",
+        "--no-auto-tag",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "cannot write the log of" in proc.stderr and "1 succeeded, 1 failed" in proc.stderr
 
 
 # --- stopping them ------------------------------------------------------------------------
