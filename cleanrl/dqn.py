@@ -84,6 +84,20 @@ def fail(message: str):
     raise SystemExit(2)
 
 
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
 def make_env(env_id, idx, capture_video, run_name):
     # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
     # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
@@ -202,10 +216,13 @@ if __name__ == "__main__":
     start_time = time.time()
 
     obs, _ = env.reset(seed=args.seed)
-    # A SIGTERM (a scheduler, the benchmark runner) stops the run like Ctrl-C: through `finally`, logs saved.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
     try:
         for global_step in range(args.total_timesteps):
+            if stop_signals:
+                raise KeyboardInterrupt
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
                 action = env.action_space.sample()
@@ -272,6 +289,8 @@ if __name__ == "__main__":
             )
             for idx, episodic_return in enumerate(episodic_returns):
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
         raise SystemExit(130) from None
