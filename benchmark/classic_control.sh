@@ -22,5 +22,6 @@ for algo in $algos; do
 done
 # shellcheck disable=SC2086  # the algorithm names are separate words on purpose
 python -m cleanrl_utils.report "$out/runs" --exp-names $algos --env-ids "${env_ids[@]}" \
+    --published "$repo/benchmark/published/classic_control.json" \
     --plot-dir "${PLOT_DIR:-$out/plots}" --output "${REPORT_OUT:-$out/report.md}"
 exit $status

@@ -11,6 +11,7 @@ way W&B tags tell runs of two code versions apart.
 """
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -260,6 +261,43 @@ def report_tables(runs: list[Run], rows: list[str], columns: list[str], metric: 
     return "\n\n".join(sections)
 
 
+def load_published(path: Path) -> dict[str, dict[str, tuple[float, float]]]:
+    """Published results, `{exp_name: {env_id: [mean, std]}}` in a JSON file."""
+    try:
+        data = json.loads(path.read_text())
+        return {exp: {env: (float(m), float(sd)) for env, (m, sd) in envs.items()} for exp, envs in data.items()}
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as e:
+        raise ReportError(f"{path}: expected {{exp_name: {{env_id: [mean, std]}}}} in JSON ({e})") from e
+
+
+def published_section(runs: list[Run], rows: list[str], columns: list[str], metric: str, last: int, published: dict) -> str:
+    """Our mean ± std beside the published one, and whether ours reaches the published mean minus two published std."""
+    lines = [
+        "## Against published results",
+        "",
+        f"`{metric}`, each run's mean of its last {last} values, then mean ± std across seeds ({STD_NOTE})."
+        " *Reached* means our mean is at least the published mean minus two published standard deviations.",
+        "",
+        "| env id | exp name | ours | published | reached |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        for column in columns:
+            exp_name = next((run.exp_name for run in runs if run.column == column), column)
+            reference = published.get(exp_name, {}).get(row)
+            values = [
+                last_mean(run.scalars[metric], last)
+                for run in runs
+                if run.env_id == row and run.column == column and run.scalars.get(metric)
+            ]
+            if reference is None or not values:
+                continue
+            mean, std = reference
+            reached = "yes" if statistics.fmean(values) >= mean - 2 * std else "**no**"
+            lines.append(f"| {row} | {column} | {mean_std(values, 2)} | {mean:.2f} ± {std:.2f} | {reached} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- learning curves
 
 
@@ -377,6 +415,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--band", choices=["std", "minmax"], default="std", help="band around the mean curve")
     parser.add_argument("--smooth", type=int, default=5, help="rolling mean over this many values per run (1: none)")
     parser.add_argument("--output", type=Path, help="also write the Markdown to this file")
+    parser.add_argument(
+        "--published", type=Path, help="JSON of published results {exp_name: {env_id: [mean, std]}} to compare against"
+    )
     return parser.parse_args(argv)
 
 
@@ -407,6 +448,9 @@ def build_report(args: argparse.Namespace) -> str:
     rows = ordered((r.env_id for r in runs), args.env_ids)
     columns = table_columns(runs, args.exp_names, ordered(groups, args.groups) if args.groups else groups)
     markdown = report_tables(runs, rows, columns, args.metric, args.last)
+    if args.published:
+        published = load_published(args.published)
+        markdown += "\n\n" + published_section(runs, rows, columns, args.metric, args.last, published)
     if args.plot_dir:
         figure = plot_learning_curves(runs, args.metric, rows, columns, args.smooth, args.band)
         paths = save_figure(figure, args.plot_dir, args.formats)

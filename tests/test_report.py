@@ -260,3 +260,25 @@ def test_module_runs_as_a_command_without_traceback(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"report: error: no such folder: {tmp_path / 'missing'}"
+
+
+def test_published_results_are_compared_at_mean_minus_two_std(runs_dir, tmp_path, capsys):
+    published = tmp_path / "published.json"
+    # ppo on CartPole: ours 200; 260 - 2 * 30 = 200 is reached (just). dqn on CartPole: ours 100 < 150 - 2 * 20.
+    # Acrobot has no published ppo entry and no row for it; dqn on Acrobot has no published number either.
+    published.write_text('{"ppo": {"CartPole-v1": [260, 30]}, "dqn": {"CartPole-v1": [150, 20], "Pong-v5": [1, 1]}}')
+    code, out, _ = report(capsys, runs_dir, "--published", published)
+    assert code == 0
+    body = out.split("## Against published results\n", 1)[1]
+    rows = [line for line in body.splitlines() if line.startswith("| CartPole") or line.startswith("| Acrobot")]
+    assert rows == [
+        "| CartPole-v1 | dqn | 100.00 ± 48.99 | 150.00 ± 20.00 | **no** |",
+        "| CartPole-v1 | ppo | 200.00 ± 24.49 | 260.00 ± 30.00 | yes |",
+    ]
+
+
+def test_malformed_published_file_is_one_error_line(runs_dir, tmp_path, capsys):
+    published = tmp_path / "published.json"
+    published.write_text('{"ppo": [1, 2]}')
+    code, _, err = report(capsys, runs_dir, "--published", published)
+    assert code == 2 and err.startswith("report: error: ") and "expected {exp_name" in err
