@@ -125,7 +125,10 @@ def make_env(env_id, idx, capture_video, run_name):
 
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
-    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation.
+
+    Episode returns and lengths are counted in the training loop, not by a wrapper.
+    """
     try:
         envs = gym.vector.SyncVectorEnv(
             [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
@@ -143,7 +146,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
         fail(f"{env_id} has {envs.single_action_space} actions; ppo.py needs Discrete ones (see ppo_continuous_action.py)")
     if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
         fail(f"{env_id} observations are {envs.single_observation_space}; ppo.py needs a flat Box (see ppo_atari.py)")
-    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    return envs
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):
@@ -253,6 +256,10 @@ if __name__ == "__main__":
     start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    # Episode statistics kept by hand: Gymnasium's RecordEpisodeStatistics vector wrapper costs
+    # ~17 us per step here (~5% of a whole step); these arrays do the same for a fraction of it.
+    episode_returns = np.zeros(args.num_envs)
+    episode_lengths = np.zeros(args.num_envs, dtype=np.int64)
     # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
@@ -273,6 +280,8 @@ if __name__ == "__main__":
                     actions[step] = action
 
                     next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    episode_returns += reward  # before the truncation bootstrap below changes `reward`
+                    episode_lengths += 1
                     cut = truncations & ~terminations
                     if cut.any():
                         # A time limit is not a true end: credit the value of the state the episode was cut at.
@@ -282,12 +291,12 @@ if __name__ == "__main__":
                     dones[step] = terminations | truncations
                     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
 
-                    if "_episode" in infos:
-                        for i in np.flatnonzero(infos["_episode"]):
-                            episodic_return = float(infos["episode"]["r"][i])
-                            print(f"global_step={global_step}, episodic_return={episodic_return}")
-                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                            writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+                    for i in np.flatnonzero(dones[step]):
+                        episodic_return = float(episode_returns[i])
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", int(episode_lengths[i]), global_step)
+                        episode_returns[i] = episode_lengths[i] = 0
 
             # The parameters did not change during the rollout, so the log-probabilities of the actions taken
             # and the state values can be computed for all of it in one batched call instead of one small call
@@ -361,7 +370,8 @@ if __name__ == "__main__":
 
                     optimizer.zero_grad()
                     loss.backward()
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    # foreach: one call for all 12 gradient tensors (the default loops over them on the CPU)
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
                     optimizer.step()
 
                 if args.target_kl is not None and approx_kl.item() > args.target_kl:
