@@ -1,4 +1,4 @@
-"""Behaviour of dqn.py that the contract tests do not reach: truncation and evaluation."""
+"""Behaviour of dqn.py that the contract tests do not reach: evaluation (truncation: test_truncation.py)."""
 
 import random
 
@@ -6,28 +6,7 @@ import pytest
 
 from cleanrl import dqn
 from cleanrl_utils.evals.dqn_eval import evaluate
-from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script, save_untrained_model
-
-FAST_Q_LEARNING = (
-    "--total-timesteps", "4000", "--learning-starts", "200", "--train-frequency", "1",
-    "--target-network-frequency", "25", "--learning-rate", "0.003", "--batch-size", "64",
-)  # fmt: skip
-
-
-def final_q_value(tmp_path, env_id: str) -> float:
-    run = run_script("dqn.py", "--env-id", env_id, *FAST_Q_LEARNING, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.scalars()["losses/q_values"][-1][1]
-
-
-def test_truncation_bootstraps_and_termination_does_not(tmp_path):
-    truncated = final_q_value(tmp_path / "t", "tests.envs:ConstantRewardTruncated-v0")
-    terminated = final_q_value(tmp_path / "d", "tests.envs:ConstantRewardTerminated-v0")
-    # The stored next state of a cut episode is its real last state, and it is bootstrapped:
-    # Q climbs towards 1 / (1 - 0.99) = 100. A real termination caps Q at EPISODE_LENGTH.
-    assert terminated < EPISODE_LENGTH + 0.5
-    assert truncated > 4 * EPISODE_LENGTH
+from tests.helpers import save_untrained_model
 
 
 @pytest.fixture

@@ -1,12 +1,11 @@
-"""Behaviour of pqn.py that the contract tests do not reach: Q(lambda) targets, truncation, evaluation."""
+"""Behaviour of pqn.py that the contract tests do not reach: Q(lambda) targets and evaluation (truncation: test_truncation.py)."""
 
 import numpy as np
 import pytest
 
 from cleanrl import pqn
 from cleanrl_utils.evals.pqn_eval import evaluate
-from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script, save_untrained_model
+from tests.helpers import save_untrained_model
 
 
 def lambda_return_by_definition(rewards, dones, values, next_value, gamma, lam, t, env):
@@ -46,24 +45,6 @@ def test_q_lambda_returns_match_the_definition():
         for t in range(steps)
     ]
     np.testing.assert_allclose(returns, expected, rtol=1e-5)
-
-
-# Episodes end together in all 4 sub-envs every EPISODE_LENGTH steps.
-FAST_Q_LEARNING = ("--total-timesteps", "16384", "--num-steps", "64", "--learning-rate", "0.01", "--no-anneal-lr")
-
-
-def final_q_value(tmp_path, env_id: str) -> float:
-    run = run_script("pqn.py", "--env-id", env_id, *FAST_Q_LEARNING, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.scalars()["losses/q_values"][-1][1]
-
-
-def test_truncation_bootstraps_and_termination_does_not(tmp_path):
-    truncated = final_q_value(tmp_path / "t", "tests.envs:ConstantRewardTruncated-v0")
-    terminated = final_q_value(tmp_path / "d", "tests.envs:ConstantRewardTerminated-v0")
-    # A cut episode goes on in truth: Q heads for 1 / (1 - 0.99) = 100. A terminated one is worth at most 5.
-    assert terminated < EPISODE_LENGTH + 0.5
-    assert truncated > 4 * EPISODE_LENGTH
 
 
 @pytest.fixture

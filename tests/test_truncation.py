@@ -1,0 +1,37 @@
+"""Q-learning scripts tell a time-limit cut from a real end (CONTRACT.md section 4).
+
+The same constant-reward task (reward 1 per step, 5-step episodes) ends either by a time limit
+or by termination. A cut episode goes on in truth, so its value climbs towards 1 / (1 - 0.99) = 100;
+a terminated one is worth at most the episode length. (ppo.py's version, which reads the learned
+value function back, is in test_ppo.py.)
+"""
+
+import pytest
+
+from tests.envs import EPISODE_LENGTH
+from tests.helpers import run_script
+
+DQN_FAMILY = (
+    "--total-timesteps", "4000", "--learning-starts", "200", "--train-frequency", "1",
+    "--target-network-frequency", "25", "--learning-rate", "0.003", "--batch-size", "64",
+)  # fmt: skip
+FAST_Q_LEARNING = {
+    "dqn.py": DQN_FAMILY,
+    "c51.py": DQN_FAMILY,  # the default support [-100, 100] holds values up to 100
+    # 4 envs whose episodes all end together every 5 steps
+    "pqn.py": ("--total-timesteps", "16384", "--num-steps", "64", "--learning-rate", "0.01", "--no-anneal-lr"),
+}
+
+
+def final_q_value(script: str, env_id: str, cwd) -> float:
+    run = run_script(script, "--env-id", env_id, *FAST_Q_LEARNING[script], cwd=cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.scalars()["losses/q_values"][-1][1]
+
+
+@pytest.mark.parametrize("script", sorted(FAST_Q_LEARNING))
+def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
+    truncated = final_q_value(script, "tests.envs:ConstantRewardTruncated-v0", tmp_path / "t")
+    terminated = final_q_value(script, "tests.envs:ConstantRewardTerminated-v0", tmp_path / "d")
+    assert terminated < EPISODE_LENGTH + 0.5
+    assert truncated > 4 * EPISODE_LENGTH
