@@ -40,6 +40,10 @@ class Args:
     """whether to capture videos of the agent performances (check out `videos` folder)"""
     save_model: bool = False
     """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "CartPole-v1"
@@ -196,11 +200,20 @@ if __name__ == "__main__":
     if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
         fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
     if args.save_model:
-        try:  # checked now, not after training: the evaluator comes with this project's package
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
             from cleanrl_utils.evals.c51_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
         except ImportError:
             fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
 
     # seeding
     random.seed(args.seed)
@@ -330,6 +343,12 @@ if __name__ == "__main__":
             )
             for idx, episodic_return in enumerate(episodic_returns):
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "C51", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
         if stop_signals:  # one came during the evaluation
             raise KeyboardInterrupt
     except KeyboardInterrupt:

@@ -31,6 +31,7 @@ COMMON_BAD_INPUT = {
     "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
     "missing optional dependency": (("--env-id", "LunarLander-v3"), '.[box2d]"'),
     "save-model without cleanrl_utils": (("--save-model",), "pip install -e ."),
+    "upload-model without save-model": (("--upload-model",), "add --save-model"),
 }
 
 SCRIPTS = {

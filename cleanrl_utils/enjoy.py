@@ -1,0 +1,149 @@
+"""Play a saved model: one from the Hugging Face Hub, or a local `.cleanrl_model` file.
+
+    python -m cleanrl_utils.enjoy --exp-name dqn --env-id CartPole-v1
+    python -m cleanrl_utils.enjoy --exp-name dqn --env-id CartPole-v1 --model-path runs/<run>/dqn.cleanrl_model
+
+downloads `{exp_name}.cleanrl_model` from the Hub repo `{hf_entity}/{env_id}-{exp_name}-seed{seed}`
+(or `--hf-repository`) into the local Hub cache, unless `--model-path` names a file, then plays
+`--eval-episodes` episodes with the algorithm's evaluator and prints each return and their
+mean +/- std. With `HF_HUB_OFFLINE=1` the model comes from the cache alone. `--capture-video`
+writes the episodes' videos to `videos/{run_name}/`. Failures end with one line on stderr and exit
+code 2.
+"""
+
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import tyro
+
+from cleanrl_utils.huggingface import repo_name
+from cleanrl_utils.zoo import entry
+
+
+@dataclass
+class Args:
+    exp_name: str
+    """the algorithm file whose model to play (its name without .py: ppo, dqn, c51, pqn...)"""
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    seed: int = 1
+    """the training seed in the Hub repo name; it also seeds the evaluation"""
+    hf_entity: str = "cleanrl"
+    """the Hub user or org of the repo"""
+    hf_repository: str = ""
+    """the full Hub repo id, instead of {hf-entity}/{env-id}-{exp-name}-seed{seed}"""
+    model_path: str = ""
+    """a local model file to play instead of downloading one"""
+    eval_episodes: int = 10
+    """the number of episodes to play"""
+    capture_video: bool = False
+    """whether to write videos of the episodes (to `videos/{run_name}`)"""
+    cuda: bool = False
+    """run the model on the GPU"""
+
+
+class EnjoyError(Exception):
+    """Something to tell the user in one line."""
+
+
+def download(repo_id: str, filename: str) -> str:
+    """The local path of `filename` from the Hub repo `repo_id`, fetched into (or, offline, read from) the Hub cache."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    try:
+        return hf_hub_download(repo_id, filename)
+    except RepositoryNotFoundError:
+        raise EnjoyError(
+            f"Hub repo {repo_id} not found (or private without a token): check --hf-entity, --env-id and --seed,"
+            " or name it with --hf-repository"
+        ) from None
+    except LocalEntryNotFoundError as e:  # before EntryNotFoundError: it is one of them
+        offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+        reason = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
+        raise EnjoyError(f"cannot get {filename} of {repo_id}: {reason} ({type(e).__name__})") from None
+    except EntryNotFoundError:
+        raise EnjoyError(f"Hub repo {repo_id} has no file {filename}: is --exp-name right?") from None
+    except HfHubHTTPError as e:
+        raise EnjoyError(f"cannot get {filename} of {repo_id}: {one_line(e)}") from None
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(error).split())
+    return (text[:limit] + "...") if len(text) > limit else text or type(error).__name__
+
+
+def enjoy(args: Args) -> list[float]:
+    """Play the model that `args` names; return the episodes' returns."""
+    try:
+        zoo_entry = entry(args.exp_name)
+    except KeyError as e:
+        raise EnjoyError(e.args[0]) from None
+    if args.eval_episodes <= 0:
+        raise EnjoyError(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    if args.model_path:
+        if not os.path.isfile(args.model_path):
+            raise EnjoyError(f"no model file at {args.model_path}")
+        model_path, source = args.model_path, args.model_path
+    else:
+        repo_id = args.hf_repository or f"{args.hf_entity}/{repo_name(args.env_id, args.exp_name, args.seed)}"
+        model_path, source = download(repo_id, f"{args.exp_name}.cleanrl_model"), f"the Hub repo {repo_id}"
+    try:  # weights_only: a model file holds tensors (and plain values), nothing to run
+        torch.load(model_path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
+    evaluate, model_class, make_env = zoo_entry.load()
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    run_name = f"{args.env_id}__{args.exp_name}__enjoy__{int(time.time())}"
+    print(f"playing {args.exp_name} from {source} in {args.env_id} for {args.eval_episodes} episodes")
+    try:
+        returns = evaluate(
+            model_path,
+            make_env,
+            args.env_id,
+            eval_episodes=args.eval_episodes,
+            run_name=run_name,
+            Model=model_class,
+            device=device,
+            capture_video=args.capture_video,
+            seed=args.seed,
+            **zoo_entry.eval_kwargs,
+        )
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        raise EnjoyError(f"cannot make env {args.env_id!r}: {e}") from None
+    except (RuntimeError, ValueError, KeyError, AttributeError) as e:  # weights of another network or env
+        raise EnjoyError(f"the model from {source} does not fit {args.exp_name} in {args.env_id}: {one_line(e)}") from None
+    mean, std = statistics.fmean(returns), statistics.pstdev(returns)
+    print(f"mean return over {len(returns)} episodes: {mean:.2f} +/- {std:.2f}")
+    if args.capture_video:
+        print(f"videos in videos/{run_name}")
+    return returns
+
+
+def main() -> None:
+    args = tyro.cli(Args)
+    try:
+        enjoy(args)
+    except EnjoyError as e:
+        print(f"enjoy: error: {' '.join(str(e).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

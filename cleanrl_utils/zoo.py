@@ -1,0 +1,45 @@
+"""Which evaluator, model class and env factory play the saved model of each algorithm file.
+
+This is the one place that imports algorithm files (lazily, when an entry is loaded), so the
+evaluators in `cleanrl_utils.evals` stay free of them. Add an entry for every file that can save
+a model; the key is the file's `exp_name` (its stem), which is also the name of the model file
+(`{exp_name}.cleanrl_model`) and part of its Hub repo name.
+"""
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """How to play one algorithm file's saved model: `evaluator(model_path, make_env, ..., Model=model, **eval_kwargs)`."""
+
+    algorithm: str  # module of the algorithm file, e.g. "cleanrl.dqn"
+    model: str  # its network class, as `evaluate` needs it
+    evaluator: str  # module in cleanrl_utils.evals with its `evaluate`
+    eval_kwargs: dict[str, Any] = field(default_factory=dict)  # what the script passes besides the common arguments
+    make_env: str = "make_env"  # its env factory: make_env(env_id, idx, capture_video, run_name) -> thunk
+
+    def load(self) -> tuple[Callable[..., list[float]], type, Callable]:
+        """(evaluate, model class, env factory), importing the algorithm file and its evaluator."""
+        algorithm = importlib.import_module(self.algorithm)
+        evaluate = importlib.import_module(self.evaluator).evaluate
+        return evaluate, getattr(algorithm, self.model), getattr(algorithm, self.make_env)
+
+
+ZOO: dict[str, ZooEntry] = {
+    "ppo": ZooEntry("cleanrl.ppo", "Agent", "cleanrl_utils.evals.ppo_eval"),
+    "dqn": ZooEntry("cleanrl.dqn", "QNetwork", "cleanrl_utils.evals.dqn_eval", {"epsilon": 0.05}),
+    "c51": ZooEntry("cleanrl.c51", "QNetwork", "cleanrl_utils.evals.c51_eval", {"epsilon": 0.05}),
+    "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.pqn_eval", {"epsilon": 0.05}),
+}
+
+
+def entry(exp_name: str) -> ZooEntry:
+    """The zoo entry of `exp_name`; KeyError with the known names otherwise."""
+    try:
+        return ZOO[exp_name]
+    except KeyError:
+        raise KeyError(f"no model zoo entry for exp name {exp_name!r}; known: {', '.join(sorted(ZOO))}") from None

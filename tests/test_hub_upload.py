@@ -1,0 +1,202 @@
+"""--upload-model and cleanrl_utils.huggingface, against a fake Hub on a local port (tests/fake_hub.py)."""
+
+import importlib.metadata
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from huggingface_hub import HfApi, ModelCard
+
+from cleanrl_utils.huggingface import UploadError, push_to_hub
+from cleanrl_utils.tensorboard_reader import read_scalars
+from tests.fake_hub import FakeHub
+from tests.helpers import REPO, run_script, script_env
+
+SHORT_RUNS = {
+    "ppo.py": ("--total-timesteps", "512", "--num-steps", "128"),
+    "pqn.py": ("--total-timesteps", "512", "--num-steps", "128"),
+    "dqn.py": ("--total-timesteps", "300", "--learning-starts", "100"),
+    "c51.py": ("--total-timesteps", "300", "--learning-starts", "100"),
+}
+ALGO_NAMES = {"ppo.py": "PPO", "pqn.py": "PQN", "dqn.py": "DQN", "c51.py": "C51"}
+# the entity the repo goes to: "" means the token's user, "tester" on the fake Hub
+ENTITIES = {"ppo.py": "", "pqn.py": "", "dqn.py": "some-org", "c51.py": "some-org"}
+
+
+@pytest.fixture
+def hub():
+    hub = FakeHub().start()
+    yield hub
+    hub.stop()
+
+
+def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str, str]:
+    env = script_env(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf_home"), HF_TOKEN=token or hub.token)
+    if token == "":
+        del env["HF_TOKEN"]
+    return env
+
+
+@pytest.mark.parametrize("script", sorted(SHORT_RUNS))
+def test_upload_model_pushes_one_complete_commit(script, hub, tmp_path):
+    exp_name = script.removesuffix(".py")
+    entity_args = ("--hf-entity", ENTITIES[script]) if ENTITIES[script] else ()
+    args = (*SHORT_RUNS[script], "--save-model", "--upload-model", "--capture-video", *entity_args)
+    run = run_script(script, *args, cwd=tmp_path, env=hub_env(hub, tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    repo_id = f"{ENTITIES[script] or hub.user}/CartPole-v1-{exp_name}-seed1"
+    assert f"model pushed to {hub.url}/{repo_id}" in run.stdout
+    assert len(hub.commits[repo_id]) == 1, "everything goes in one commit"
+    files = hub.repos[repo_id]
+    events = sorted(name for name in files if name.startswith("events.out.tfevents."))
+    assert set(files) == {f"{exp_name}.cleanrl_model", "README.md", "replay.mp4", script, "requirements.txt", *events}
+    assert len(events) == 1
+
+    # the files are the run's own
+    assert files[f"{exp_name}.cleanrl_model"] == (run.run_dir / f"{exp_name}.cleanrl_model").read_bytes()
+    assert files[script] == (REPO / "cleanrl" / script).read_bytes()
+    newest_video = max(run.videos("-eval"), key=lambda p: p.stat().st_mtime_ns)
+    assert files["replay.mp4"] == newest_video.read_bytes() and files["replay.mp4"][4:8] == b"ftyp"
+    pins = files["requirements.txt"].decode().splitlines()
+    for package in ("torch", "gymnasium", "huggingface_hub"):
+        dist = importlib.metadata.distribution(package)
+        assert f"{dist.metadata['Name']}=={dist.version}" in pins
+
+    # the pushed event file holds the evaluation, and the card's metadata reports it as the Hub expects
+    (tmp_path / "pushed").mkdir()
+    (tmp_path / "pushed" / events[0]).write_bytes(files[events[0]])
+    evaluation = [value for _, value in read_scalars(tmp_path / "pushed")["eval/episodic_return"]]
+    assert len(evaluation) == 10
+    card = ModelCard(files["README.md"].decode())
+    assert card.data.library_name == "cleanrl"
+    assert {"CartPole-v1", "reinforcement-learning", "deep-reinforcement-learning", "custom-implementation"} <= set(
+        card.data.tags
+    )
+    (result,) = card.data.eval_results
+    assert (result.task_type, result.dataset_type, result.dataset_name) == (
+        "reinforcement-learning",
+        "CartPole-v1",
+        "CartPole-v1",
+    )
+    assert result.metric_type == "mean_reward"
+    assert result.metric_value == f"{statistics.fmean(evaluation):.2f} +/- {statistics.pstdev(evaluation):.2f}"
+    assert yaml.safe_load(files["README.md"].decode().split("---")[1])["model-index"][0]["name"] == ALGO_NAMES[script]
+    body = card.text
+    assert (
+        f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --env-id CartPole-v1 --hf-entity {repo_id.split('/')[0]} --seed 1"
+        in body
+    )
+    assert f"python {script} {' '.join(args)}" in body
+    assert "| learning_rate | 0.00025 |" in body and "pip install -r requirements.txt" in body
+
+
+def test_upload_model_needs_a_token_before_training(hub, tmp_path):
+    run = run_script("dqn.py", "--save-model", "--upload-model", cwd=tmp_path, env=hub_env(hub, tmp_path, token=""))
+    assert run.returncode == 2
+    assert (
+        run.stderr.strip()
+        == "dqn.py: error: --upload-model needs a Hugging Face token: log in with `hf auth login` or set HF_TOKEN"
+    )
+    assert not (tmp_path / "runs").exists() and hub.requests == []
+
+
+def test_failed_upload_is_one_line_and_keeps_the_model(hub, tmp_path):
+    hub.failures["commit"] = [403]  # not transient: no retry
+    run = run_script(
+        "dqn.py", *SHORT_RUNS["dqn.py"], "--save-model", "--upload-model", cwd=tmp_path, env=hub_env(hub, tmp_path)
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr
+    assert lines[0].startswith("dqn.py: error: upload to the Hub repo tester/CartPole-v1-dqn-seed1 failed: ")
+    assert "403" in lines[0] and f"the model stays in runs/{run.run_dir.name}" in lines[0]
+    assert (run.run_dir / "dqn.cleanrl_model").is_file()
+    assert [request for request in hub.requests if request[1].endswith("/commit/main")] == [
+        ("POST", "/api/models/tester/CartPole-v1-dqn-seed1/commit/main")
+    ]
+
+
+@pytest.fixture
+def finished_run(tmp_path) -> tuple[SimpleNamespace, Path, Path]:
+    """A run folder with a model and an event file, and an eval video folder, as a script leaves them."""
+    run_dir, video_dir = tmp_path / "runs" / "r", tmp_path / "videos" / "r-eval"
+    run_dir.mkdir(parents=True)
+    video_dir.mkdir(parents=True)
+    (run_dir / "dqn.cleanrl_model").write_bytes(b"weights")
+    (run_dir / "events.out.tfevents.1.host.1.0").write_bytes(b"first run")
+    (video_dir / "rl-video-episode-0.mp4").write_bytes(b"....ftyp video")
+    args = SimpleNamespace(env_id="CartPole-v1", exp_name="dqn", seed=1, hf_entity="", learning_rate=0.1)
+    return args, run_dir, video_dir
+
+
+def push(hub: FakeHub, finished_run, **kwargs) -> str:
+    args, run_dir, video_dir = finished_run
+    api = HfApi(endpoint=hub.url, token=kwargs.pop("token", hub.token))
+    return push_to_hub(args, [1.0, 3.0], "DQN", run_dir, video_dir, REPO / "cleanrl" / "dqn.py", api=api, **kwargs)
+
+
+def test_transient_errors_are_retried_with_backoff(hub, finished_run, capsys):
+    hub.failures.update(whoami=[503], create=[502], commit=[503, 500])
+    url = push(hub, finished_run, backoff_s=0.01)
+    assert url == f"{hub.url}/tester/CartPole-v1-dqn-seed1"
+    assert len(hub.commits["tester/CartPole-v1-dqn-seed1"]) == 1
+    retries = [line for line in capsys.readouterr().err.splitlines() if line.startswith("huggingface: ")]
+    assert [line.split(" failed")[0] for line in retries] == [
+        "huggingface: " + what for what in ("whoami", "create repo", "commit", "commit")
+    ]
+    assert "retry 2/5 in 0.02 s" in retries[-1]
+    card = hub.repos["tester/CartPole-v1-dqn-seed1"]["README.md"].decode()
+    assert "value: 2.00 +/- 1.00" in card
+
+
+def test_errors_that_persist_end_in_upload_error(hub, finished_run):
+    hub.failures["commit"] = [503] * 5
+    with pytest.raises(UploadError, match=r"upload to the Hub repo tester/CartPole-v1-dqn-seed1 failed: .*503"):
+        push(hub, finished_run, retries=2, backoff_s=0.01)
+    assert sum(path.endswith("/commit/main") for _, path in hub.requests) == 3
+
+
+def test_lost_connection_is_retried_then_reported(finished_run, capsys):
+    hub = FakeHub().start()
+    hub.stop()  # nothing listens on its port any more
+    with pytest.raises(UploadError, match="upload to the Hub repo CartPole-v1-dqn-seed1 failed"):
+        push(hub, finished_run, retries=1, backoff_s=0.01)
+    assert "huggingface: whoami failed" in capsys.readouterr().err
+
+
+def test_a_bad_token_is_not_retried(hub, finished_run):
+    with pytest.raises(UploadError, match=r"\(HTTP 401\): Invalid user token"):
+        push(hub, finished_run, token="hf_wrong")
+    assert hub.requests == [("GET", "/api/whoami-v2")]
+
+
+def test_hf_entity_skips_whoami(hub, finished_run):
+    finished_run[0].hf_entity = "some-org"
+    push(hub, finished_run)
+    assert ("GET", "/api/whoami-v2") not in hub.requests
+    assert "some-org/CartPole-v1-dqn-seed1" in hub.repos
+
+
+def test_a_new_upload_replaces_the_old_logs_and_video(hub, finished_run):
+    args, run_dir, video_dir = finished_run
+    push(hub, finished_run)
+    (run_dir / "events.out.tfevents.1.host.1.0").unlink()
+    (run_dir / "events.out.tfevents.2.host.2.0").write_bytes(b"second run")
+    for video in video_dir.iterdir():
+        video.unlink()
+    hub.repos["tester/CartPole-v1-dqn-seed1"]["notes.md"] = b"added by hand on the Hub"
+    push(hub, finished_run)
+    second = hub.commits["tester/CartPole-v1-dqn-seed1"][-1]
+    assert sorted(second.deleted) == ["events.out.tfevents.1.host.1.0", "replay.mp4"]
+    files = hub.repos["tester/CartPole-v1-dqn-seed1"]
+    assert "events.out.tfevents.2.host.2.0" in files and "notes.md" in files and "replay.mp4" not in files
+
+
+def test_nothing_is_sent_without_a_model(hub, finished_run):
+    (finished_run[1] / "dqn.cleanrl_model").unlink()
+    with pytest.raises(UploadError, match="no model to upload"):
+        push(hub, finished_run)
+    assert hub.requests == []

@@ -1,0 +1,185 @@
+"""The model zoo: the registry covers every script that saves a model, and `enjoy` plays local and Hub models."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from cleanrl_utils.enjoy import Args, EnjoyError, enjoy
+from cleanrl_utils.huggingface import push_to_hub
+from cleanrl_utils.zoo import ZOO, entry
+from tests.fake_hub import FakeHub
+from tests.helpers import REPO, script_env
+
+SAVING_SCRIPTS = sorted(
+    p.stem for p in (REPO / "cleanrl").glob("*.py") if "--save-model" in p.read_text() or "save_model" in p.read_text()
+)
+RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
+MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
+
+
+def save_untrained(exp_name: str, path: Path) -> Path:
+    """A freshly initialised model of `exp_name`, saved the way its script saves one."""
+    _, model_class, make_env = entry(exp_name).load()
+    torch.manual_seed(0)
+    if exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
+        torch.save(model_class(envs).state_dict(), path)
+    elif exp_name == "c51":
+        support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
+        model = model_class(make_env("CartPole-v1", 0, False, "unused")(), **support)
+        torch.save({"model_weights": model.state_dict(), "args": support}, path)
+    else:
+        torch.save(model_class(make_env("CartPole-v1", 0, False, "unused")()).state_dict(), path)
+    return path
+
+
+def run_enjoy(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", *args],
+        cwd=cwd,
+        env=script_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_script_that_saves_a_model_is_in_the_zoo():
+    assert SAVING_SCRIPTS, "no algorithm file saves a model?"
+    assert set(SAVING_SCRIPTS) <= set(ZOO), f"no zoo entry for {sorted(set(SAVING_SCRIPTS) - set(ZOO))}"
+    for exp_name, zoo_entry in ZOO.items():
+        evaluate, model_class, make_env = zoo_entry.load()
+        assert zoo_entry.algorithm == f"cleanrl.{exp_name}"
+        assert callable(evaluate) and isinstance(model_class, type) and callable(make_env)
+
+
+@pytest.mark.parametrize("exp_name", sorted(ZOO))
+def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    model = save_untrained(exp_name, tmp_path / f"{exp_name}.cleanrl_model")
+    returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=3))
+    out = capsys.readouterr().out
+    assert len(returns) == 3 and all(r >= 1 for r in returns)
+    assert len(RETURN_LINE.findall(out)) == 3 and MEAN_LINE.search(out).group(1) == "3"
+
+
+def test_enjoy_is_reproducible_and_captures_video(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    model = str(save_untrained("dqn", tmp_path / "dqn.cleanrl_model"))
+    first = enjoy(Args(exp_name="dqn", model_path=model, eval_episodes=2, capture_video=True))
+    assert first == enjoy(Args(exp_name="dqn", model_path=model, eval_episodes=2))
+    videos = list((tmp_path / "videos").glob("CartPole-v1__dqn__enjoy__*/*.mp4"))
+    assert videos and all(v.read_bytes()[4:8] == b"ftyp" for v in videos)
+    assert "videos in videos/CartPole-v1__dqn__enjoy__" in capsys.readouterr().out
+
+
+def test_enjoy_command_line_plays_a_local_model(tmp_path):
+    model = save_untrained("dqn", tmp_path / "dqn.cleanrl_model")
+    proc = run_enjoy("--exp-name", "dqn", "--env-id", "CartPole-v1", "--model-path", str(model), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(RETURN_LINE.findall(proc.stdout)) == 10 and MEAN_LINE.search(proc.stdout).group(1) == "10"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"exp_name": "nosuch"}, "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, pqn"),
+        ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
+        ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),
+        ({"exp_name": "dqn", "env_id": "Acrobot-v1"}, "does not fit dqn in Acrobot-v1: Error(s) in loading state_dict"),
+        ({"exp_name": "dqn", "env_id": "NoSuchEnv-v0"}, "cannot make env 'NoSuchEnv-v0'"),
+        ({"exp_name": "c51"}, "does not fit c51 in CartPole-v1"),
+    ],
+)
+def test_enjoy_errors_are_one_clear_line(args, expected, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    save_untrained("dqn", tmp_path / "dqn.cleanrl_model")
+    args.setdefault("model_path", "dqn.cleanrl_model")
+    with pytest.raises(EnjoyError, match=re.escape(expected)):
+        enjoy(Args(**args))
+
+
+def test_enjoy_rejects_a_file_that_is_not_a_model(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model\n")
+    proc = run_enjoy("--exp-name", "dqn", "--model-path", "notes.txt", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith("enjoy: error: notes.txt is not a model file saved by an algorithm script")
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """A fake Hub holding tester/CartPole-v1-dqn-seed3 (uploaded with push_to_hub), and an empty Hub cache."""
+    from huggingface_hub import HfApi
+
+    hub = FakeHub().start()
+    run_dir = tmp_path / "upload" / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    save_untrained("dqn", run_dir / "dqn.cleanrl_model")
+    args = SimpleNamespace(env_id="CartPole-v1", exp_name="dqn", seed=3, hf_entity="")
+    push_to_hub(
+        args, [9.0, 10.0], "DQN", run_dir, "", REPO / "cleanrl" / "dqn.py", api=HfApi(endpoint=hub.url, token=hub.token)
+    )
+    yield hub
+    hub.stop()
+
+
+def hub_env(hub: FakeHub, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": hub.token, **extra}
+
+
+def test_enjoy_downloads_from_the_hub_then_plays_from_the_offline_cache(hub, tmp_path):
+    repo_args = ("--exp-name", "dqn", "--hf-entity", "tester", "--seed", "3", "--eval-episodes", "4")
+    online = run_enjoy(*repo_args, cwd=tmp_path, **hub_env(hub, tmp_path))
+    assert online.returncode == 0, online.stderr
+    assert "from the Hub repo tester/CartPole-v1-dqn-seed3" in online.stdout
+    assert ("GET", "/tester/CartPole-v1-dqn-seed3/resolve/main/dqn.cleanrl_model") in hub.requests
+    cached = list(
+        (tmp_path / "hf_home" / "hub" / "models--tester--CartPole-v1-dqn-seed3" / "snapshots").glob("*/dqn.cleanrl_model")
+    )
+    assert len(cached) == 1
+
+    # With the Hub gone and HF_HUB_OFFLINE=1, the same command plays the cached model: same episodes.
+    hub.stop()
+    offline = run_enjoy(*repo_args, cwd=tmp_path, **hub_env(hub, tmp_path, HF_HUB_OFFLINE="1"))
+    assert offline.returncode == 0, offline.stderr
+    assert RETURN_LINE.findall(offline.stdout) == RETURN_LINE.findall(online.stdout)
+    assert len(RETURN_LINE.findall(offline.stdout)) == 4
+
+    # --hf-repository names the repo directly
+    direct = run_enjoy(
+        "--exp-name", "dqn", "--hf-repository", "tester/CartPole-v1-dqn-seed3", "--seed", "3", "--eval-episodes", "4",
+        cwd=tmp_path, **hub_env(hub, tmp_path, HF_HUB_OFFLINE="1"),
+    )  # fmt: skip
+    assert direct.returncode == 0 and RETURN_LINE.findall(direct.stdout) == RETURN_LINE.findall(online.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "offline", "expected"),
+    [
+        (("--hf-entity", "tester", "--seed", "4"), False, "Hub repo tester/CartPole-v1-dqn-seed4 not found"),
+        (("--hf-entity", "nobody", "--seed", "3"), False, "Hub repo nobody/CartPole-v1-dqn-seed3 not found"),
+        (("--hf-entity", "tester", "--seed", "3"), True, "HF_HUB_OFFLINE is set and it is not in the local Hub cache"),
+    ],
+    ids=["other seed", "other entity", "offline and not cached"],
+)
+def test_enjoy_hub_errors_are_one_clear_line(hub, tmp_path, args, offline, expected):
+    extra = {"HF_HUB_OFFLINE": "1"} if offline else {}
+    proc = run_enjoy("--exp-name", "dqn", *args, cwd=tmp_path, **hub_env(hub, tmp_path, **extra))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("enjoy: error: ") and expected in lines[0], proc.stderr
+
+
+def test_enjoy_names_a_missing_file_in_an_existing_repo(hub, tmp_path):
+    hub.repos["tester/CartPole-v1-ppo-seed3"] = {"README.md": b"no model here"}
+    proc = run_enjoy("--exp-name", "ppo", "--hf-entity", "tester", "--seed", "3", cwd=tmp_path, **hub_env(hub, tmp_path))
+    assert proc.returncode == 2
+    assert "Hub repo tester/CartPole-v1-ppo-seed3 has no file ppo.cleanrl_model" in proc.stderr
