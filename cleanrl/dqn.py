@@ -45,6 +45,10 @@ class Args:
     """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # Algorithm specific arguments
     env_id: str = "CartPole-v1"
@@ -158,6 +162,19 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.checkpoint_frequency < 0:
+        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
+    checkpoint = None
+    if args.checkpoint_frequency or args.resume:
+        try:  # a resumed run goes on with the arguments it was started with
+            from cleanrl_utils import checkpoint as ckpt
+
+            checkpoint = ckpt.load(args.resume) if args.resume else None
+            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
+        except ImportError:
+            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
+        except ckpt.CheckpointError as e:
+            fail(str(e))
     for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
@@ -165,7 +182,7 @@ if __name__ == "__main__":
         fail(f"--num-envs {args.num_envs}: dqn.py runs a single environment")
     if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1:
         fail("need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     if args.upload_model and not args.save_model:
         fail("--upload-model uploads the saved model: add --save-model")
     if args.save_model:
@@ -205,8 +222,11 @@ if __name__ == "__main__":
             config=vars(args),
             name=run_name,
             save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
+            resume="allow" if checkpoint else None,
         )
-    writer = SummaryWriter(f"runs/{run_name}")
+    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
     writer.add_text(
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
@@ -228,12 +248,24 @@ if __name__ == "__main__":
     )
     start_time = time.time()
 
-    obs, _ = env.reset(seed=args.seed)
+    first_step = 0
+    if checkpoint:  # pick up exactly where the checkpoint was written
+        q_network.load_state_dict(checkpoint["q_network"])
+        target_network.load_state_dict(checkpoint["target_network"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        rb = checkpoint["replay_buffer"]
+        rb.device = device
+        ckpt.restore_env(env, checkpoint["env"])
+        ckpt.set_rng_state(checkpoint["rng"])
+        obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
+        start_time -= checkpoint["elapsed_time"]
+    else:
+        obs, _ = env.reset(seed=args.seed)
     # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        for global_step in range(args.total_timesteps):
+        for global_step in range(first_step, args.total_timesteps):
             if stop_signals:
                 raise KeyboardInterrupt
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -284,6 +316,15 @@ if __name__ == "__main__":
                     with torch.no_grad():
                         for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):
                             target_param.lerp_(q_param, args.tau)
+
+            if args.checkpoint_frequency and (global_step + 1) % args.checkpoint_frequency == 0:
+                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+                ckpt.save(f"runs/{run_name}", global_step + 1, {
+                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                    "global_step": global_step, "elapsed_time": time.time() - start_time, "rng": ckpt.rng_state(),
+                    "q_network": q_network.state_dict(), "target_network": target_network.state_dict(),
+                    "optimizer": optimizer.state_dict(), "replay_buffer": rb, "env": ckpt.env_state(env), "obs": obs,
+                })  # fmt: skip
 
         if args.save_model:
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"

@@ -33,6 +33,11 @@ COMMON_BAD_INPUT = {
     "save-model without cleanrl_utils": (("--save-model",), "pip install -e ."),
     "upload-model without save-model": (("--upload-model",), "add --save-model"),
 }
+# scripts with --checkpoint-frequency and --resume
+CHECKPOINT_BAD_INPUT = {
+    "negative checkpoint frequency": (("--checkpoint-frequency", "-1"), "--checkpoint-frequency"),
+    "checkpoints without cleanrl_utils": (("--checkpoint-frequency", "10"), "pip install -e ."),
+}
 
 SCRIPTS = {
     "ppo.py": Script(
@@ -56,6 +61,7 @@ SCRIPTS = {
         determinism_args=("--total-timesteps", "4096"),
         bad_input={
             **COMMON_BAD_INPUT,
+            **CHECKPOINT_BAD_INPUT,
             "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
             "negative envs": (("--num-envs", "-1"), "--num-envs"),
         },
@@ -69,6 +75,7 @@ SCRIPTS = {
         determinism_args=("--total-timesteps", "3000", "--learning-starts", "1000"),
         bad_input={
             **COMMON_BAD_INPUT,
+            **CHECKPOINT_BAD_INPUT,
             "zero batch size": (("--batch-size", "0"), "--batch-size"),
             "several envs": (("--num-envs", "2"), "--num-envs"),
         },

@@ -1,0 +1,256 @@
+"""Checkpoints and --resume: a killed run, resumed, logs what an uninterrupted run logs."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cleanrl_utils import checkpoint as ckpt
+from cleanrl_utils.tensorboard_reader import read_scalars
+from tests.helpers import REPO, run_script, script_env
+
+TIME_TAGS = {"charts/SPS"}  # depend on the clock, not on the computation
+
+
+@dataclass(frozen=True)
+class KillCase:
+    script: str
+    args: tuple[str, ...]
+    frequency: str  # iterations (ppo) or steps (dqn)
+    total_steps: int
+
+
+KILL_CASES = {
+    # 40 iterations of 4 x 128 steps, a checkpoint every 4
+    "ppo.py": KillCase("ppo.py", ("--total-timesteps", "20480", "--num-steps", "128"), "4", 20480),
+    # learning from step 1000 on, a checkpoint (with the replay buffer) every 1500 steps
+    "dqn.py": KillCase("dqn.py", ("--total-timesteps", "8000", "--learning-starts", "1000"), "1500", 8000),
+}
+
+
+def start_in_background(script: str, *args: str, cwd: Path) -> subprocess.Popen:
+    """Start a script with its output going to files, so it never waits on a full pipe."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    with open(cwd / "stdout.txt", "w") as out, open(cwd / "stderr.txt", "w") as err:
+        return subprocess.Popen(
+            [sys.executable, str(REPO / "cleanrl" / script), *args], cwd=cwd, env=script_env(), stdout=out, stderr=err
+        )
+
+
+def wait_for_checkpoints(cwd: Path, count: int, proc: subprocess.Popen, timeout: float = 240) -> list[Path]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p for run in (cwd / "runs").glob("*") for p in ckpt.checkpoints(run / ckpt.CHECKPOINT_DIR)]
+        if len(found) >= count:
+            return found
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended (code {proc.returncode}) before writing {count} checkpoints")
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"no {count} checkpoints after {timeout} s")
+
+
+def logged(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    return {tag: series for tag, series in read_scalars(run_dir).items() if tag not in TIME_TAGS}
+
+
+@pytest.mark.parametrize("name", sorted(KILL_CASES))
+def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_path):
+    case = KILL_CASES[name]
+    uninterrupted = run_script(case.script, *case.args, cwd=tmp_path / "uninterrupted")
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+
+    killed_dir = tmp_path / "killed"
+    proc = start_in_background(case.script, *case.args, "--checkpoint-frequency", case.frequency, cwd=killed_dir)
+    found = wait_for_checkpoints(killed_dir, 2, proc)
+    proc.kill()  # SIGKILL: no handler runs, nothing is flushed or closed
+    assert proc.wait(timeout=60) == -9
+    (run_dir,) = (killed_dir / "runs").glob("*")
+    latest = ckpt.find(run_dir)
+    step = int(ckpt.NAME.fullmatch(latest.name).group(1))
+    assert step >= int(ckpt.NAME.fullmatch(found[-1].name).group(1))
+    assert step < case.total_steps, "the run finished before it was killed: nothing to resume"
+
+    # --resume with the run folder: its newest checkpoint, and the arguments the run started with
+    resumed = run_script(case.script, "--resume", str(run_dir.relative_to(killed_dir)), cwd=killed_dir)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming from {latest.relative_to(killed_dir)}" in resumed.stdout
+    assert len(list((killed_dir / "runs").glob("*"))) == 1, "the resumed run logs into the same run folder"
+
+    # What TensorBoard shows of the run folder (the old events after the checkpoint purged) is the
+    # uninterrupted run, step for step: episodes, losses, learning rate, up to the last step.
+    expected, got = logged(uninterrupted.run_dir), logged(run_dir)
+    assert got.keys() == expected.keys()
+    for tag in expected:
+        assert got[tag] == expected[tag], f"{tag} differs after resuming at step {step}"
+    assert max(s for s, _ in read_scalars(run_dir)["charts/SPS"]) > case.total_steps - 200, "it trained to the end"
+    # the resumed process printed exactly the episodes after the checkpoint
+    printed = re.findall(r"^global_step=(\d+), episodic_return=([\d.]+)$", resumed.stdout, flags=re.M)
+    first_logged = step + 1 if name == "ppo.py" else step
+    assert [(int(s), float(r)) for s, r in printed] == [
+        (s, r) for s, r in expected["charts/episodic_return"] if s >= first_logged
+    ]
+
+
+def test_resume_with_video_and_checkpoint_arguments_win(tmp_path):
+    args = ("--total-timesteps", "4096", "--num-steps", "128", "--capture-video", "--checkpoint-frequency", "2")
+    first = run_script("ppo.py", *args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = logged(first.run_dir)
+    checkpoints = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)
+    assert [p.name for p in checkpoints] == ["checkpoint_3072.pt", "checkpoint_4096.pt"], "the newest two are kept"
+
+    # Resume from the older one, the video recorder included; a different --learning-rate is overridden.
+    resumed = run_script("ppo.py", "--resume", str(checkpoints[0]), "--learning-rate", "0.1", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "the checkpoint's arguments win over --learning-rate 0.1 (the run uses 0.00025)" in resumed.stderr
+    assert logged(first.run_dir) == before
+    assert first.videos(), "videos keep being written"
+
+
+def test_tracked_run_resumes_its_wandb_run(tmp_path):
+    args = ("--total-timesteps", "2048", "--num-steps", "128", "--checkpoint-frequency", "2", "--track")
+    first = run_script("ppo.py", *args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
+    wandb_id = torch.load(oldest, weights_only=False)["wandb_id"]
+    assert wandb_id
+    resumed = run_script("ppo.py", "--resume", str(oldest), cwd=tmp_path)  # tracked, as the run was
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2 and all(run.name.endswith(f"-{wandb_id}") for run in runs)
+
+
+@pytest.mark.parametrize(
+    ("script", "resume", "expected"),
+    [
+        ("ppo.py", "no/such/path", "--resume no/such/path: no such checkpoint file or run folder"),
+        ("dqn.py", "runs", "--resume runs: no checkpoint in it (runs write them with --checkpoint-frequency)"),
+        ("ppo.py", "bad.pt", "--resume bad.pt: not a readable checkpoint"),
+        ("ppo.py", "dqn.pt", "--resume: the checkpoint's arguments are not this script's (it comes from dqn.py"),
+    ],
+)
+def test_bad_resume_is_one_clear_line(script, resume, expected, tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    torch.save({"args": {"exp_name": "dqn", "buffer_size": 10}}, tmp_path / "dqn.pt")
+    run = run_script(script, "--resume", resume, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{script}: error: ") and expected in lines[0], run.stderr
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+# --- cleanrl_utils.checkpoint on its own
+
+
+def test_save_keeps_the_newest_and_find_takes_the_latest(tmp_path):
+    for step in (100, 200, 1000):
+        ckpt.save(tmp_path, step, {"args": {}, "global_step": step})
+    assert [p.name for p in ckpt.checkpoints(tmp_path / "checkpoints")] == ["checkpoint_200.pt", "checkpoint_1000.pt"]
+    assert ckpt.find(tmp_path).name == "checkpoint_1000.pt"  # by step, not by name order
+    assert ckpt.find(tmp_path / "checkpoints" / "checkpoint_200.pt").name == "checkpoint_200.pt"
+    assert ckpt.load(tmp_path)["global_step"] == 1000
+
+
+def test_a_write_cut_short_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
+
+    def save_half_then_die(obj, f):
+        f.write(b"PK\x03\x04 half a checkpoint")
+        raise KeyboardInterrupt  # as if the run were stopped in the middle of the write
+
+    monkeypatch.setattr(ckpt.torch, "save", save_half_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        ckpt.save(tmp_path, 200, {"args": {}, "global_step": 200})
+    assert os.listdir(tmp_path / "checkpoints") == ["checkpoint_100.pt"]
+    # a SIGKILL cannot clean up: its temporary file stays, and is never taken for a checkpoint
+    (tmp_path / "checkpoints" / ".checkpoint_300.pt.4242.tmp").write_bytes(b"PK\x03\x04 cut")
+    assert ckpt.load(tmp_path)["global_step"] == 100
+    monkeypatch.undo()
+    ckpt.save(tmp_path, 400, {"args": {}, "global_step": 400})
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint_100.pt", "checkpoint_400.pt"]
+
+
+def test_env_snapshot_continues_the_same_episodes(tmp_path):
+    import gymnasium as gym
+
+    from cleanrl import dqn, ppo
+
+    def make():
+        envs = ppo.make_vector_env("CartPole-v1", 2, False, "unused")
+        envs.reset(seed=3)
+        return envs
+
+    def play(envs, steps=60):
+        return [envs.step(envs.action_space.sample())[0].copy() for _ in range(steps)]
+
+    envs = make()
+    play(envs, 30)
+    snapshot = ckpt.env_state(envs)
+    expected = play(envs)
+    fresh = ppo.make_vector_env("CartPole-v1", 2, False, "unused")
+    ckpt.restore_env(fresh, snapshot)
+    assert all(np.array_equal(a, b) for a, b in zip(play(fresh), expected, strict=True))
+
+    # a single env with episode statistics, as dqn.py steps it
+    env = dqn.make_env("CartPole-v1", 0, False, "unused")()
+    env.reset(seed=5)
+    for _ in range(7):
+        env.step(env.action_space.sample())
+    snapshot = ckpt.env_state(env)
+    fresh = dqn.make_env("CartPole-v1", 0, False, "unused")()
+    ckpt.restore_env(fresh, snapshot)
+    for _ in range(50):
+        action = env.action_space.sample()
+        assert fresh.action_space.sample() == action  # the action space's generator came along too
+        a, b = env.step(action), fresh.step(action)
+        assert np.array_equal(a[0], b[0]) and a[1:4] == b[1:4]
+        if a[2] or a[3]:
+            assert a[4]["episode"]["r"] == b[4]["episode"]["r"]
+            env.reset(), fresh.reset()
+
+    with pytest.raises(ckpt.CheckpointError, match="env wrappers"):
+        ckpt.restore_env(gym.make("CartPole-v1"), snapshot)
+
+
+def test_restored_args_keep_the_runs_values(capsys):
+    @dataclass
+    class Args:
+        exp_name: str = "x"
+        seed: int = 1
+        learning_rate: float = 0.1
+        track: bool = False
+        checkpoint_frequency: int = 0
+        resume: str | None = None
+
+    saved = vars(Args(seed=2, learning_rate=0.5, track=True, checkpoint_frequency=10))
+    given = Args(learning_rate=0.7, checkpoint_frequency=5, resume="runs/x")
+    args = ckpt.restored_args(given, {"args": saved})
+    # the run's seed and learning rate; its tracking (not given); the new checkpoint frequency (given)
+    assert (args.seed, args.learning_rate, args.track, args.checkpoint_frequency, args.resume) == (2, 0.5, True, 5, "runs/x")
+    assert capsys.readouterr().err == "resume: the checkpoint's arguments win over --learning-rate 0.7 (the run uses 0.5)\n"
+    with pytest.raises(ckpt.CheckpointError, match="not this script's"):
+        ckpt.restored_args(Args(), {"args": {**saved, "buffer_size": 10}})
+
+
+def test_rng_state_round_trip():
+    import random
+
+    state = ckpt.rng_state()
+    expected = (random.random(), np.random.random(), torch.rand(1).item())
+    ckpt.set_rng_state(state)
+    assert (random.random(), np.random.random(), torch.rand(1).item()) == expected
+
+
+def test_checkpoint_frequency_off_writes_nothing(tmp_path):
+    run = run_script("dqn.py", "--total-timesteps", "300", "--learning-starts", "100", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert not (run.run_dir / ckpt.CHECKPOINT_DIR).exists()
