@@ -1,0 +1,133 @@
+"""The command line of `python -m cleanrl_utils.benchmark`: flags, checks, the list of runs, and the mode."""
+
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from cleanrl_utils.benchmark.common import BadInput, RunSpec
+from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
+from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
+
+
+@dataclass
+class Args:
+    """Run `<command> --env-id E --seed S` for every environment and seed, locally and a few at a time."""
+
+    env_ids: list[str]
+    """environments to run (space-separated)"""
+    command: str
+    """training command, quoted, e.g. "python cleanrl/ppo.py --no-cuda" """
+    num_seeds: int = 3
+    """seeds per environment"""
+    start_seed: int = 1
+    """first seed; seeds are start-seed ... start-seed + num-seeds - 1"""
+    workers: int = 0
+    """runs at a time; 0 only prints the commands (with a Slurm template: array tasks at a time; 0 only writes the script)"""
+    auto_tag: bool = True
+    """append the git tag (or commit) of the current folder to the runs' WANDB_TAGS"""
+    log_dir: Annotated[
+        str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: a new benchmark_logs/<date>-<time>)")
+    ] = None
+    """folder for the runs' log files"""
+    slurm_template_path: Annotated[str | None, tyro.conf.arg(metavar="PATH")] = None
+    """Slurm job-array template (e.g. benchmark/cleanrl_cpu.slurm_template); submits the runs to Slurm instead of running them here"""
+    slurm_gpus_per_task: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
+    """GPUs per Slurm task (fills the template's gpus_per_task)"""
+    slurm_total_cpus: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
+    """CPUs of a job, spread over its GPUs (fills cpus_per_gpu with total-cpus / (gpus-per-task * ntasks), rounded up)"""
+    slurm_ntasks: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
+    """Slurm tasks per array task (fills ntasks; srun starts the command once per task)"""
+    slurm_nodes: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
+    """nodes per array task (fills nodes with an `#SBATCH --nodes` line; left empty when not given)"""
+
+
+def parse_command(command: str, check_program: bool = True) -> list[str]:
+    """Split the `--command` string as a shell would and (optionally) check that its program exists here."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as error:
+        raise BadInput(f"cannot split --command {command!r}: {error}") from None
+    if not argv:
+        raise BadInput("--command is empty")
+    if not check_program:
+        return argv
+    program = argv[0]
+    if os.sep in program:
+        found = Path(program).is_file() and os.access(program, os.X_OK)
+    else:
+        found = shutil.which(program) is not None
+    if not found:
+        raise BadInput(f"cannot find the program {program!r} of --command (not an executable file or not on PATH)")
+    return argv
+
+
+def validate(args: Args) -> list[str]:
+    """Check the arguments; returns the command split into words."""
+    if not args.env_ids:
+        raise BadInput("--env-ids needs at least one environment id")
+    if args.num_seeds <= 0:
+        raise BadInput(f"--num-seeds must be positive, got {args.num_seeds}")
+    if args.workers < 0:
+        raise BadInput(f"--workers must be 0 (only print the commands) or more, got {args.workers}")
+    if args.slurm_template_path is None:
+        given = [flag for flag, value in slurm_flags(args).items() if value is not None]
+        if given:
+            raise BadInput(f"{given[0]} is a Slurm option: it needs --slurm-template-path")
+        return parse_command(args.command)
+    if args.log_dir is not None:
+        raise BadInput("--log-dir is for local runs; Slurm writes the logs where the template's --output says")
+    for flag, value in slurm_flags(args).items():
+        if value is not None and value <= 0:
+            raise BadInput(f"{flag} must be positive, got {value}")
+    # The program only has to exist on the compute nodes, which may differ from this machine.
+    return parse_command(args.command, check_program=False)
+
+
+def slurm_flags(args: Args) -> dict[str, int | None]:
+    """The numeric Slurm options by flag name, as given (None when not)."""
+    return {
+        "--slurm-gpus-per-task": args.slurm_gpus_per_task,
+        "--slurm-total-cpus": args.slurm_total_cpus,
+        "--slurm-ntasks": args.slurm_ntasks,
+        "--slurm-nodes": args.slurm_nodes,
+    }
+
+
+def seeds(args: Args) -> list[int]:
+    return list(range(args.start_seed, args.start_seed + args.num_seeds))
+
+
+def build_runs(base_argv: list[str], env_ids: list[str], run_seeds: list[int]) -> list[RunSpec]:
+    """One run per (seed, env id): seeds in the outer loop, environments in the inner one."""
+    pairs = [(env_id, seed) for seed in run_seeds for env_id in env_ids]
+    return [
+        RunSpec(index, env_id, seed, [*base_argv, "--env-id", env_id, "--seed", str(seed)])
+        for index, (env_id, seed) in enumerate(pairs)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = tyro.cli(Args, args=argv, prog="python -m cleanrl_utils.benchmark")
+    try:
+        base_argv = validate(args)
+        if args.slurm_template_path is not None:
+            array = SlurmArray(list(args.env_ids), seeds(args), base_argv, args.workers)
+            return run_slurm(args.slurm_template_path, array, slurm_flags(args), args.auto_tag)
+        runs = build_runs(base_argv, args.env_ids, seeds(args))
+        if args.workers == 0:
+            print_commands(runs)
+            return 0
+        env = run_environment(args.auto_tag)
+        log_dir = new_log_dir(args.log_dir)
+    except BadInput as error:
+        print(f"benchmark: error: {error}", file=sys.stderr)
+        return 2
+    runner = LocalRunner(runs, args.workers, log_dir, env)
+    runner.install_signal_handlers()
+    return runner.run()

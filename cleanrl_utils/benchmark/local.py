@@ -1,0 +1,305 @@
+"""Local mode of the benchmark: the runs as subprocesses, a few at a time, with progress and a clean stop."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+
+from cleanrl_utils.benchmark.common import BadInput, RunSpec, tagged_wandb_tags
+
+POLL_SECONDS = 0.1
+PROGRESS_EVERY_SECONDS = 10.0
+# How long stopped runs get to exit after SIGTERM before their process groups are killed.
+STOP_GRACE_SECONDS = 5.0
+FAILURE_TAIL_LINES = 20
+DEFAULT_LOG_ROOT = "benchmark_logs"
+
+
+@dataclass
+class Outcome:
+    """What became of a run that was started: its exit code (None when stopped by the benchmark)."""
+
+    spec: RunSpec
+    log_path: Path
+    returncode: int | None
+    seconds: float
+
+
+def run_environment(auto_tag: bool) -> dict[str, str]:
+    """Environment for the runs: ours, plus the auto-tag, and unbuffered Python so logs can be followed live."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if auto_tag:
+        tags = tagged_wandb_tags(env.get("WANDB_TAGS"))
+        if tags is not None:
+            env["WANDB_TAGS"] = tags
+    return env
+
+
+def new_log_dir(requested: str | None) -> Path:
+    """The requested folder, or a fresh timestamped one under benchmark_logs/ that no earlier benchmark used."""
+    if requested is not None:
+        path = Path(requested)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BadInput(f"cannot create --log-dir {requested!r}: {error}") from None
+        return path
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1, 1000):
+        path = Path(DEFAULT_LOG_ROOT) / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+    raise BadInput(f"cannot create a new log folder under {DEFAULT_LOG_ROOT}/")
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def estimate_time_left(finished_seconds: list[float], running_elapsed: list[float], queued: int, workers: int) -> float | None:
+    """Rough time left: the mean duration of finished runs for each run still to do, shared among the workers.
+
+    Runs already going are counted for what is left of a mean run. None until a run has finished.
+    """
+    if not finished_seconds:
+        return None
+    mean = sum(finished_seconds) / len(finished_seconds)
+    remaining = len(running_elapsed) + queued
+    if remaining == 0:
+        return 0.0
+    work_left = queued * mean + sum(max(mean - elapsed, 0.0) for elapsed in running_elapsed)
+    return work_left / min(workers, remaining)
+
+
+def log_tail(path: Path, lines: int = FAILURE_TAIL_LINES) -> list[str]:
+    """The last lines of a log file, reading only its end (training logs can be long)."""
+    try:
+        with path.open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(log.tell() - 64 * 1024, 0))
+            text = log.read().decode(errors="replace")
+    except OSError as error:
+        return [f"(cannot read the log: {error})"]
+    return text.splitlines()[-lines:]
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "stopped by the benchmark"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def process_group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class _Running:
+    spec: RunSpec
+    process: subprocess.Popen
+    log_path: Path
+    started: float
+
+
+class LocalRunner:
+    """Runs the commands as local subprocesses, at most `workers` at a time.
+
+    Each run starts in its own session (so its own process group): a Ctrl-C at the terminal
+    reaches only the runner, which then stops every run together with whatever it started.
+    """
+
+    def __init__(self, runs: list[RunSpec], workers: int, log_dir: Path, env: dict[str, str]):
+        self.queue = deque(runs)
+        self.total = len(runs)
+        self.workers = workers
+        self.log_dir = log_dir
+        self.env = env
+        self.running: dict[int, _Running] = {}
+        self.outcomes: list[Outcome] = []
+        self.signals: list[int] = []
+        self.started = time.monotonic()
+        self._last_progress: tuple[int, ...] | None = None
+        self._last_progress_time = 0.0
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only note it: the main loop stops the runs at a point where its bookkeeping is consistent.
+        self.signals.append(signum)
+
+    def install_signal_handlers(self) -> None:
+        # Set explicitly: a runner started in the background by a script inherits SIGINT ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+
+    def run(self) -> int:
+        """Run everything; returns the exit code for the benchmark."""
+        print(
+            f"benchmark: {self.total} runs, up to {self.workers} at a time, logs in {self.log_dir}/",
+            file=sys.stderr,
+        )
+        try:
+            while self.queue or self.running:
+                if self.signals:
+                    return self._stop(self.signals[0])
+                self._collect_finished()
+                while self.queue and len(self.running) < self.workers and not self.signals:
+                    self._launch(self.queue.popleft())
+                self._report_progress()
+                time.sleep(POLL_SECONDS)
+        finally:
+            # Never leave runs behind, whatever made the loop end.
+            for run in self.running.values():
+                signal_group(run.process.pid, signal.SIGKILL)
+                run.process.wait()
+        return self._final_report()
+
+    def _launch(self, spec: RunSpec) -> None:
+        log_path = self.log_dir / spec.log_name
+        try:
+            log = log_path.open("w")
+        except OSError as error:  # e.g. the log folder was removed mid-benchmark: this run fails, the rest go on
+            print(f"benchmark: cannot write the log of {spec.command}: {error}", file=sys.stderr)
+            self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
+            return
+        with log:
+            log.write(f"$ {spec.command}\n")
+            log.flush()
+            try:
+                process = subprocess.Popen(
+                    spec.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                log.write(f"benchmark: could not start the command: {error}\n")
+                self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
+                return
+        self.running[process.pid] = _Running(spec, process, log_path, time.monotonic())
+
+    def _collect_finished(self) -> None:
+        for pid, run in list(self.running.items()):
+            returncode = run.process.poll()
+            if returncode is not None:
+                del self.running[pid]
+                self.outcomes.append(Outcome(run.spec, run.log_path, returncode, time.monotonic() - run.started))
+
+    def _counts(self) -> tuple[int, int, int, int]:
+        """Succeeded, failed, running and queued runs (runs stopped by the benchmark are in none of them)."""
+        succeeded = sum(1 for outcome in self.outcomes if outcome.returncode == 0)
+        failed = sum(1 for outcome in self.outcomes if outcome.returncode not in (0, None))
+        return succeeded, failed, len(self.running), len(self.queue)
+
+    def _report_progress(self) -> None:
+        """A progress line when the counts change, and every few seconds while they do not."""
+        counts = self._counts()
+        now = time.monotonic()
+        if counts == self._last_progress and now - self._last_progress_time < PROGRESS_EVERY_SECONDS:
+            return
+        self._last_progress, self._last_progress_time = counts, now
+        succeeded, failed, running, queued = counts
+        time_left = estimate_time_left(
+            [outcome.seconds for outcome in self.outcomes],
+            [now - run.started for run in self.running.values()],
+            queued,
+            self.workers,
+        )
+        left = "unknown" if time_left is None else f"~{format_duration(time_left)}"
+        print(
+            f"benchmark: {succeeded} done, {failed} failed, {running} running, {queued} queued"
+            f" | elapsed {format_duration(now - self.started)}, time left {left}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _stop(self, signum: int) -> int:
+        """Stop every run and its children: SIGTERM to each process group, SIGKILL to what is left after a grace period."""
+        name = signal.Signals(signum).name
+        stopping = list(self.running.values())
+        print(f"benchmark: {name} received; stopping {len(stopping)} running runs", file=sys.stderr, flush=True)
+        for run in stopping:
+            signal_group(run.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        signals_seen = len(self.signals)
+        # A second Ctrl-C means "now": skip the rest of the grace period.
+        while time.monotonic() < deadline and len(self.signals) == signals_seen:
+            for run in stopping:
+                run.process.poll()
+            if not any(process_group_exists(run.process.pid) for run in stopping):
+                break
+            time.sleep(POLL_SECONDS)
+        for run in stopping:
+            # Also reaches children still alive after their parent exited.
+            signal_group(run.process.pid, signal.SIGKILL)
+        for run in stopping:
+            run.process.wait()
+            self.outcomes.append(Outcome(run.spec, run.log_path, None, time.monotonic() - run.started))
+        self.running.clear()
+
+        for run in stopping:
+            print(f"benchmark: stopped: {run.spec.command}  (log: {run.log_path})", file=sys.stderr)
+        succeeded, failed, _, queued = self._counts()
+        print(
+            f"benchmark: interrupted after {format_duration(time.monotonic() - self.started)}: {succeeded} done,"
+            f" {failed} failed, {len(stopping)} stopped, {queued} never started (of {self.total})",
+            file=sys.stderr,
+        )
+        return 128 + signum
+
+    def _final_report(self) -> int:
+        failures = [outcome for outcome in self.outcomes if outcome.returncode not in (0, None)]
+        for number, outcome in enumerate(failures, start=1):
+            print(f"\nbenchmark: failed run {number}/{len(failures)}: {describe_exit(outcome.returncode)}", file=sys.stderr)
+            print(f"  command: {outcome.spec.command}", file=sys.stderr)
+            print(f"  log: {outcome.log_path}", file=sys.stderr)
+            print("  last lines of the log:", file=sys.stderr)
+            for line in log_tail(outcome.log_path):
+                print(f"  | {line}", file=sys.stderr)
+        succeeded = len(self.outcomes) - len(failures)
+        print(
+            f"benchmark: finished {self.total} runs in {format_duration(time.monotonic() - self.started)}:"
+            f" {succeeded} succeeded, {len(failures)} failed; logs in {self.log_dir}/",
+            file=sys.stderr,
+        )
+        return 1 if failures else 0
+
+
+def print_commands(runs: list[RunSpec]) -> None:
+    for run in runs:
+        print(run.command)
