@@ -34,6 +34,8 @@ ZOO: dict[str, ZooEntry] = {
     "dqn": ZooEntry("cleanrl.dqn", "QNetwork", "cleanrl_utils.evals.dqn_eval", {"epsilon": 0.05}),
     "c51": ZooEntry("cleanrl.c51", "QNetwork", "cleanrl_utils.evals.c51_eval", {"epsilon": 0.05}),
     "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.pqn_eval", {"epsilon": 0.05}),
+    "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
+    "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
 }
 
 

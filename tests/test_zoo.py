@@ -18,6 +18,7 @@ from tests.helpers import REPO, script_env
 SAVING_SCRIPTS = sorted(
     p.stem for p in (REPO / "cleanrl").glob("*.py") if "--save-model" in p.read_text() or "save_model" in p.read_text()
 )
+CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action")  # played in Pendulum-v1, whose returns are negative
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
 MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
 
@@ -26,7 +27,13 @@ def save_untrained(exp_name: str, path: Path) -> Path:
     """A freshly initialised model of `exp_name`, saved the way its script saves one."""
     _, model_class, make_env = entry(exp_name).load()
     torch.manual_seed(0)
-    if exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
+    if exp_name in CONTINUOUS:  # Gaussian policy: weights and the observation-normalisation statistics
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
+        obs_rms = {"mean": torch.zeros(3, dtype=torch.float64), "var": torch.ones(3, dtype=torch.float64), "count": 1.0}
+        torch.save({"agent": model_class(envs).state_dict(), "obs_rms": obs_rms}, path)
+    elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
         envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
@@ -64,6 +71,12 @@ def test_every_script_that_saves_a_model_is_in_the_zoo():
 def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     model = save_untrained(exp_name, tmp_path / f"{exp_name}.cleanrl_model")
+    if exp_name in CONTINUOUS:
+        returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=3, env_id="Pendulum-v1"))
+        out = capsys.readouterr().out
+        assert len(returns) == 3 and all(-2000 < r < 0 for r in returns)  # 200 steps of a cost in [-16.3, 0]
+        assert len(re.findall(r"^eval_episode=\d+, episodic_return=-[\d.]+$", out, re.M)) == 3
+        return
     returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=3))
     out = capsys.readouterr().out
     assert len(returns) == 3 and all(r >= 1 for r in returns)
@@ -90,7 +103,10 @@ def test_enjoy_command_line_plays_a_local_model(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ({"exp_name": "nosuch"}, "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, pqn"),
+        (
+            {"exp_name": "nosuch"},
+            "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action",
+        ),
         ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
         ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),
         ({"exp_name": "dqn", "env_id": "Acrobot-v1"}, "does not fit dqn in Acrobot-v1: Error(s) in loading state_dict"),

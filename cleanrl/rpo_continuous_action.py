@@ -1,0 +1,468 @@
+"""Robust Policy Optimization (RPO): continuous-action PPO whose Gaussian mean is perturbed by uniform noise in updates.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-continuous/#rpo_continuous_actionpy (docs/rl-algorithms/ppo-continuous.md)
+"""
+
+import math
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "HalfCheetah-v4"
+    """the id of the environment"""
+    total_timesteps: int = 8000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 3e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments"""
+    num_steps: int = 2048
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 32
+    """the number of mini-batches"""
+    update_epochs: int = 10
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.0
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+    rpo_alpha: float = 0.5
+    """half-width of the uniform noise added to the action mean when stored actions are re-evaluated"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        env = gym.wrappers.FlattenObservation(env)  # dm_control's dict observations become one vector
+        # Counts the environment's own rewards, before the reward scaling below: the logged returns are true returns.
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        if not isinstance(env.action_space, gym.spaces.Box):
+            return env  # rejected with a clear line once the vector env exists
+        env = gym.wrappers.ClipAction(env)  # the Gaussian samples any real number; the env gets its bounds
+        env = gym.wrappers.NormalizeObservation(env)
+        env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)
+        env = gym.wrappers.NormalizeReward(env, gamma=gamma)
+        env = gym.wrappers.TransformReward(env, lambda reward: np.clip(reward, -10, 10))
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # the loop copies the observations into its buffer itself
+        )
+    except gym.error.DependencyNotInstalled as e:
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+    except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(envs.single_action_space, gym.spaces.Box):
+        fail(f"{env_id} has {envs.single_action_space} actions; {os.path.basename(__file__)} needs Box ones (use ppo.py)")
+    if len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
+    return envs
+
+
+def obs_normalizer(env):
+    """The NormalizeObservation wrapper inside one sub-env: its running mean/var/count are part of the policy."""
+    while not isinstance(env, gym.wrappers.NormalizeObservation):
+        env = env.env
+    return env
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs, rpo_alpha=0.5):
+        super().__init__()
+        self.rpo_alpha = rpo_alpha
+        obs_dim = np.array(envs.single_observation_space.shape).prod()
+        action_dim = np.prod(envs.single_action_space.shape)
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 1), std=1.0),
+        )
+        self.actor_mean = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, action_dim), std=0.01),
+        )
+        # the log-std does not depend on the state: one learned number per action dimension
+        self.actor_logstd = nn.Parameter(torch.zeros(1, action_dim))
+
+    def get_value(self, x):
+        return self.critic(x).squeeze(-1)
+
+    def act(self, x, deterministic=False):
+        """Rollout: sample actions (or take the mean). Log-probabilities and values come later, batched."""
+        mean = self.actor_mean(x)
+        if deterministic:
+            return mean
+        return mean + self.actor_logstd.exp() * torch.randn_like(mean)
+
+    # The diagonal Gaussian is written out: torch.distributions.Normal costs more than these few ops.
+    def evaluate_actions(self, x, action, perturb=True):
+        """Log-probability and entropy (summed over action dims) of given actions, and the state value.
+
+        RPO: in the updates (`perturb`), the mean is shifted by noise ~ U(-rpo_alpha, rpo_alpha) per dimension,
+        which keeps the policy's entropy from collapsing. The rollout's own log-probabilities use the plain mean.
+        """
+        mean = self.actor_mean(x)
+        if perturb:
+            mean = mean + torch.empty_like(mean).uniform_(-self.rpo_alpha, self.rpo_alpha)
+        logstd = self.actor_logstd.expand_as(mean)
+        logprob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)
+        return logprob, entropy, self.critic(x).squeeze(-1)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.rpo_alpha < 0:
+        fail(f"--rpo-alpha must be 0 or positive, got {args.rpo_alpha}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.ppo_continuous_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for 64-unit MLPs, waking extra threads costs more than the math
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name, args.gamma)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(envs, args.rpo_alpha).to(device)
+    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+
+    # rollout storage: what the networks read on the device, what only GAE reads on the host
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            # The whole rollout runs without autograd bookkeeping.
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    action = agent.act(next_obs)
+                    obs[step] = next_obs
+                    actions[step] = action
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    # `reward` is already scaled and clipped, the scale the critic learns in; so is the bootstrap.
+                    cut = truncations & ~terminations
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the (normalised) state it cut.
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), dtype=torch.float32, device=device)
+                        reward[cut] += args.gamma * agent.get_value(final_obs).cpu().numpy()
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
+
+                    if "final_info" in infos:  # the unscaled return, from RecordEpisodeStatistics inside each sub-env
+                        episode = infos["final_info"]["episode"]
+                        for i in np.flatnonzero(infos["final_info"]["_episode"]):
+                            # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
+                            episodic_return = float(np.float32(episode["r"][i]))
+                            print(f"global_step={global_step}, episodic_return={episodic_return}")
+                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                            writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
+
+            # The parameters did not change during the rollout, so the log-probabilities of the actions taken
+            # and the state values can be computed for all of it in one batched call instead of one small call
+            # per step: the same numbers for a fraction of the overhead.
+            with torch.no_grad():
+                logprobs, _, values = agent.evaluate_actions(obs, actions, perturb=False)
+                next_value = agent.get_value(next_obs).cpu().numpy()
+            values_np = values.cpu().numpy()
+
+            # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
+            # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                nextnonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape((-1,) + envs.single_action_space.shape)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+
+            # Optimizing the policy and value network
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                        v_loss = 0.5 * v_loss_max.mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    # foreach: one call for all 13 gradient tensors (the default loops over them on the CPU)
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            var_y = np.var(returns_np)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(returns_np - values_np) / var_y
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            # The observation statistics are part of the policy: without them a reloaded agent sees other inputs.
+            # (With several envs each keeps its own; sub-env 0's are saved, the one the evaluation runs.)
+            rms = obs_normalizer(envs.envs[0]).obs_rms
+            obs_rms = {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
+            torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                device=device,
+                capture_video=args.capture_video,
+                gamma=args.gamma,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "RPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()
