@@ -9,6 +9,7 @@ import random
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -137,19 +138,24 @@ def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
     """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            copy=False,  # the loop copies the observations into its buffer itself
-        )
-    except gym.error.DependencyNotInstalled as e:
-        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-    except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
+    # Warnings (e.g. "HalfCheetah-v4 is out of date") are held back until the env exists: bad input gets one line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            envs = gym.vector.SyncVectorEnv(
+                [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
+                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                copy=False,  # the loop copies the observations into its buffer itself
+            )
+        except gym.error.DependencyNotInstalled as e:
+            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if not isinstance(envs.single_action_space, gym.spaces.Box):
         fail(f"{env_id} has {envs.single_action_space} actions; {os.path.basename(__file__)} needs Box ones (use ppo.py)")
     if len(envs.single_observation_space.shape) != 1:

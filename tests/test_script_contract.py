@@ -136,6 +136,8 @@ CONTINUOUS_BAD_INPUT = {
     **{case: value for case, value in COMMON_BAD_INPUT.items() if case != "continuous actions"},
     "discrete actions": (("--env-id", "CartPole-v1"), "use ppo.py"),
     "missing optional dependency": (("--env-id", "BipedalWalker-v3"), '.[box2d]"'),
+    # the default env: its "v4 is out of date" warning must not make the error two lines
+    "missing mujoco": ((), '.[mujoco]"'),
     "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
 }
 PENDULUM_SMOKE_ARGS = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", "256")
@@ -240,8 +242,8 @@ BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(S
 
 @pytest.fixture
 def blocked_imports(tmp_path) -> Path:
-    """A folder that, first on PYTHONPATH, makes `import Box2D` and `import cleanrl_utils` fail as if not installed."""
-    for package in ("Box2D", "cleanrl_utils"):
+    """A folder that, first on PYTHONPATH, makes `import Box2D`, `mujoco` and `cleanrl_utils` fail as if not installed."""
+    for package in ("Box2D", "mujoco", "cleanrl_utils"):
         stub = tmp_path / "blocked" / package
         stub.mkdir(parents=True)
         (stub / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
