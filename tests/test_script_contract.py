@@ -42,25 +42,27 @@ CHECKPOINT_BAD_INPUT = {
     "checkpoints without cleanrl_utils": (("--checkpoint-frequency", "10"), "pip install -e ."),
 }
 
+PPO_TAGS = frozenset(
+    {
+        "charts/episodic_return",
+        "charts/episodic_length",
+        "charts/learning_rate",
+        "charts/SPS",
+        "losses/value_loss",
+        "losses/policy_loss",
+        "losses/entropy",
+        "losses/old_approx_kl",
+        "losses/approx_kl",
+        "losses/clipfrac",
+        "losses/explained_variance",
+    }
+)
+
 SCRIPTS = {
     "ppo.py": Script(
         name="ppo.py",
         smoke_args=("--total-timesteps", "2048"),
-        tags=frozenset(
-            {
-                "charts/episodic_return",
-                "charts/episodic_length",
-                "charts/learning_rate",
-                "charts/SPS",
-                "losses/value_loss",
-                "losses/policy_loss",
-                "losses/entropy",
-                "losses/old_approx_kl",
-                "losses/approx_kl",
-                "losses/clipfrac",
-                "losses/explained_variance",
-            }
-        ),
+        tags=PPO_TAGS,
         determinism_args=("--total-timesteps", "4096"),
         bad_input={
             **COMMON_BAD_INPUT,
@@ -116,21 +118,6 @@ SCRIPTS = {
     ),
 }
 
-PPO_CONTINUOUS_TAGS = frozenset(
-    {
-        "charts/episodic_return",
-        "charts/episodic_length",
-        "charts/learning_rate",
-        "charts/SPS",
-        "losses/value_loss",
-        "losses/policy_loss",
-        "losses/entropy",
-        "losses/old_approx_kl",
-        "losses/approx_kl",
-        "losses/clipfrac",
-        "losses/explained_variance",
-    }
-)
 # continuous-action scripts: Pendulum-v1 (classic control) stands in for MuJoCo, which CI lacks
 CONTINUOUS_BAD_INPUT = {
     **{case: value for case, value in COMMON_BAD_INPUT.items() if case != "continuous actions"},
@@ -145,7 +132,7 @@ PENDULUM_DETERMINISM_ARGS = ("--env-id", "Pendulum-v1", "--total-timesteps", "10
 SCRIPTS["ppo_continuous_action.py"] = Script(
     name="ppo_continuous_action.py",
     smoke_args=PENDULUM_SMOKE_ARGS,
-    tags=PPO_CONTINUOUS_TAGS,
+    tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
     bad_input=CONTINUOUS_BAD_INPUT,
     env_id="Pendulum-v1",
@@ -154,7 +141,7 @@ SCRIPTS["ppo_continuous_action.py"] = Script(
 SCRIPTS["rpo_continuous_action.py"] = Script(
     name="rpo_continuous_action.py",
     smoke_args=PENDULUM_SMOKE_ARGS,
-    tags=PPO_CONTINUOUS_TAGS,
+    tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
     bad_input={**CONTINUOUS_BAD_INPUT, "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha")},
     env_id="Pendulum-v1",
