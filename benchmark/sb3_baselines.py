@@ -1,18 +1,28 @@
-"""Stable-Baselines3 configured like our ppo.py and dqn.py, for side-by-side speed runs.
+"""Stable-Baselines3 configured like our scripts, for side-by-side speed and learning runs.
 
     python benchmark/sb3_baselines.py ppo --total-timesteps 500000 [--threads 1]
+    python benchmark/sb3_baselines.py sac --env-id Hopper-v4 --total-timesteps 100000 --json out.json
 
-prints `SPS: <steps per second of model.learn>`. Differences SB3 does not let us remove:
-its DQN uses the Huber loss (ours: MSE) and always computes a gradient norm (clipping is
-disabled here with a huge threshold).
+prints `SPS: <steps per second of model.learn>` and, with `--json`, writes the SPS and every
+finished training episode's return. Differences SB3 does not let us remove: its DQN uses the
+Huber loss (ours: MSE) and always computes a gradient norm (clipping is disabled here with a
+huge threshold); its SAC has one learning rate for actor, critics and temperature (3e-4; ours:
+3e-4 actor, 1e-3 critics and temperature) and clamps the log-std to [-20, 2] (ours squashes it
+into [-5, 2]).
 """
 
 import argparse
+import json
 import time
 
+import numpy as np
 import torch
-from stable_baselines3 import DQN, PPO
+from stable_baselines3 import DQN, PPO, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import VecNormalize
 
 
 def ppo_model(env_id: str, seed: int) -> PPO:
@@ -64,20 +74,119 @@ def dqn_model(env_id: str, seed: int) -> DQN:
     )
 
 
+def ppo_continuous_model(env_id: str, seed: int) -> PPO:
+    """ppo_continuous_action.py's defaults: 1 env x 2048 steps, 32 minibatches, 10 epochs, lr 3e-4 annealed,
+    64-64 tanh MLPs, observations and rewards normalised and clipped at 10."""
+    env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.99, clip_obs=10.0, clip_reward=10.0)
+    return PPO(
+        "MlpPolicy",
+        env,
+        learning_rate=lambda progress_remaining: 3e-4 * progress_remaining,
+        n_steps=2048,
+        batch_size=64,
+        n_epochs=10,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_range=0.2,
+        clip_range_vf=0.2,
+        normalize_advantage=True,
+        ent_coef=0.0,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=torch.nn.Tanh),
+        seed=seed,
+        device="cpu",
+    )
+
+
+def off_policy_kwargs(env_id: str, seed: int, learning_starts: int) -> dict:
+    """What SB3's SAC/TD3/DDPG share with ours: buffer 1e6, batch 256, tau 0.005, gamma 0.99, 256-256 MLPs."""
+    return dict(
+        env=make_vec_env(env_id, n_envs=1, seed=seed),
+        buffer_size=1_000_000,
+        learning_starts=learning_starts,
+        batch_size=256,
+        tau=0.005,
+        gamma=0.99,
+        train_freq=1,
+        gradient_steps=1,
+        seed=seed,
+        device="cpu",
+    )
+
+
+def sac_model(env_id: str, seed: int, learning_starts: int) -> SAC:
+    """sac_continuous_action.py: twin critics, automatic entropy tuning (alpha starts at 1), target entropy -dim(A)."""
+    return SAC(
+        "MlpPolicy",
+        learning_rate=3e-4,
+        ent_coef="auto_1.0",
+        target_update_interval=1,
+        policy_kwargs=dict(net_arch=[256, 256]),
+        **off_policy_kwargs(env_id, seed, learning_starts),
+    )
+
+
+def td3_model(env_id: str, seed: int, learning_starts: int, ddpg: bool = False) -> TD3:
+    """td3_continuous_action.py (or, with `ddpg`, ddpg_continuous_action.py: one critic, no target smoothing),
+    Gaussian exploration noise 0.1 of the half-range, actor and targets updated every 2nd critic update."""
+    kwargs = off_policy_kwargs(env_id, seed, learning_starts)
+    n_actions = kwargs["env"].action_space.shape[0]
+    return TD3(
+        "MlpPolicy",
+        learning_rate=3e-4,
+        action_noise=NormalActionNoise(mean=np.zeros(n_actions), sigma=0.1 * np.ones(n_actions)),
+        policy_delay=2,
+        target_policy_noise=0.0 if ddpg else 0.2,
+        target_noise_clip=0.0 if ddpg else 0.5,
+        policy_kwargs=dict(net_arch=[256, 256], n_critics=1 if ddpg else 2),
+        **kwargs,
+    )
+
+
+class EpisodeReturns(BaseCallback):
+    """Every finished training episode's return, from the Monitor wrapper make_vec_env puts on each env."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.returns: list[float] = []
+
+    def _on_step(self) -> bool:
+        self.returns += [info["episode"]["r"] for info in self.locals["infos"] if "episode" in info]
+        return True
+
+
+def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None) -> BaseAlgorithm:
+    if algo in ("ppo", "dqn"):
+        return ppo_model(env_id, seed) if algo == "ppo" else dqn_model(env_id, seed)
+    if algo == "ppo_continuous":
+        return ppo_continuous_model(env_id, seed)
+    starts = learning_starts if learning_starts is not None else (5000 if algo == "sac" else 25000)
+    return sac_model(env_id, seed, starts) if algo == "sac" else td3_model(env_id, seed, starts, ddpg=algo == "ddpg")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("algo", choices=["ppo", "dqn"])
+    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "sac", "td3", "ddpg"])
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--total-timesteps", type=int, default=500000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave torch's default)")
+    parser.add_argument("--learning-starts", type=int, default=None, help="SAC/TD3/DDPG: random steps first (ours' default)")
+    parser.add_argument("--json", default=None, help="write {sps, episodic_returns, ...} to this file")
     args = parser.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    model = ppo_model(args.env_id, args.seed) if args.algo == "ppo" else dqn_model(args.env_id, args.seed)
+    model = make_model(args.algo, args.env_id, args.seed, args.learning_starts)
+    episodes = EpisodeReturns()
     start = time.perf_counter()
-    model.learn(total_timesteps=args.total_timesteps)
-    print(f"SPS: {args.total_timesteps / (time.perf_counter() - start):.0f} (torch threads: {torch.get_num_threads()})")
+    model.learn(total_timesteps=args.total_timesteps, callback=episodes)
+    sps = args.total_timesteps / (time.perf_counter() - start)
+    print(f"SPS: {sps:.0f} (torch threads: {torch.get_num_threads()})")
+    if args.json:
+        result = {"impl": "sb3", "algo": args.algo, "env_id": args.env_id, "seed": args.seed, "sps": sps}
+        with open(args.json, "w") as f:
+            json.dump(result | {"episodic_returns": [float(r) for r in episodes.returns]}, f)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,163 @@
+"""Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
+same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 3 seeds each.
+
+    python benchmark/continuous_vs_sb3.py run --impl sb3     # one queue of SB3 runs
+    python benchmark/continuous_vs_sb3.py run --impl ours    # one queue of our runs (another shell)
+    python benchmark/continuous_vs_sb3.py report             # the Markdown table for the docs
+
+Every run uses one torch thread (`OMP_NUM_THREADS=1`), so two queues can share a 2-core machine
+without either getting more CPU than the other. A run's result is a JSON file in `--out`
+(returns of every finished training episode, steps per second); finished runs are skipped when a
+queue is started again, so an interrupted benchmark continues where it stopped. Our runs also
+keep their TensorBoard folders there.
+
+The table scores each (algorithm, env) with the mean over seeds of each seed's last 10 training
+episodes, and passes it when ours is at least SB3's mean minus one standard deviation (over
+seeds) and our median steps per second is higher than SB3's. Ours' SPS is the last `charts/SPS`
+the script logged (steps over training-loop time); SB3's is steps over the time `learn()` took.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+
+SEEDS = (1, 2, 3)
+LAST_EPISODES = 10
+
+
+@dataclass(frozen=True)
+class Comparison:
+    script: str  # our file in cleanrl/
+    sb3_algo: str  # the model of benchmark/sb3_baselines.py it is compared with
+    env_id: str
+    total_timesteps: int
+    learning_starts: int | None = None  # given to both sides; None keeps each one's default (the same)
+
+    @property
+    def ours_args(self) -> list[str]:
+        args = ["--env-id", self.env_id, "--total-timesteps", str(self.total_timesteps)]
+        return args + (["--learning-starts", str(self.learning_starts)] if self.learning_starts is not None else [])
+
+    def result_name(self, impl: str, seed: int) -> str:
+        name = self.script if impl == "ours" else self.sb3_algo
+        return f"{impl}__{name}__{self.env_id}__{self.total_timesteps}__{seed}.json"
+
+
+# Pendulum-v1 first (minutes), then the long Hopper-v4 runs. 20k Pendulum steps leave no room for the
+# default 25k (TD3/DDPG) or 5k (SAC) random steps: both sides start learning after 1k there.
+COMPARISONS = [
+    Comparison("sac_continuous_action", "sac", "Pendulum-v1", 20_000, learning_starts=1000),
+    Comparison("td3_continuous_action", "td3", "Pendulum-v1", 20_000, learning_starts=1000),
+    Comparison("ddpg_continuous_action", "ddpg", "Pendulum-v1", 20_000, learning_starts=1000),
+    Comparison("ppo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
+    Comparison("rpo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
+    Comparison("sac_continuous_action", "sac", "Hopper-v4", 100_000),
+    Comparison("td3_continuous_action", "td3", "Hopper-v4", 100_000),
+    Comparison("ddpg_continuous_action", "ddpg", "Hopper-v4", 100_000),
+]
+
+
+def one_thread_env() -> dict[str, str]:
+    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUJOCO_GL": "egl"}
+
+
+def run_sb3(comparison: Comparison, seed: int, result: Path) -> None:
+    command = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), comparison.sb3_algo]
+    command += ["--env-id", comparison.env_id, "--total-timesteps", str(comparison.total_timesteps)]
+    command += ["--seed", str(seed), "--threads", "1", "--json", str(result)]
+    if comparison.learning_starts is not None:
+        command += ["--learning-starts", str(comparison.learning_starts)]
+    subprocess.run(command, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
+
+
+def run_ours(comparison: Comparison, seed: int, result: Path) -> None:
+    workdir = result.with_suffix("")
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(REPO / "cleanrl" / f"{comparison.script}.py"), *comparison.ours_args, "--seed", str(seed)]
+    subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
+    (run_dir,) = sorted((workdir / "runs").iterdir())[-1:]
+    scalars = read_scalars(run_dir)
+    episodes = [value for _, value in scalars["charts/episodic_return"]]
+    summary = {"impl": "ours", "algo": comparison.script, "env_id": comparison.env_id, "seed": seed}
+    result.write_text(json.dumps(summary | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
+
+
+def run_queue(impl: str, out: Path, only: list[str] | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for comparison in COMPARISONS:
+        if only and comparison.script not in only and comparison.sb3_algo not in only:
+            continue
+        for seed in SEEDS:
+            result = out / comparison.result_name(impl, seed)
+            if result.exists():
+                continue
+            print(
+                f"{impl}: {comparison.script if impl == 'ours' else comparison.sb3_algo} {comparison.env_id} seed {seed}",
+                flush=True,
+            )
+            (run_ours if impl == "ours" else run_sb3)(comparison, seed, result)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
+def load(out: Path, comparison: Comparison, impl: str) -> tuple[list[float], list[float]]:
+    """(each seed's mean of its last 10 episodes, each seed's SPS) of the finished runs."""
+    scores, speeds = [], []
+    for seed in SEEDS:
+        path = out / comparison.result_name(impl, seed)
+        if path.exists():
+            result = json.loads(path.read_text())
+            scores.append(statistics.fmean(result["episodic_returns"][-LAST_EPISODES:]))
+            speeds.append(result["sps"])
+    return scores, speeds
+
+
+def report(out: Path) -> str:
+    lines = [
+        f"| algorithm | env | steps | ours: last-{LAST_EPISODES} return | SB3 | ours ≥ SB3 − 1 sd | ours: median SPS | SB3 | speed-up |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for comparison in COMPARISONS:
+        (ours, ours_sps), (sb3, sb3_sps) = load(out, comparison, "ours"), load(out, comparison, "sb3")
+        if not ours or not sb3:
+            continue
+        (ours_mean, ours_sd), (sb3_mean, sb3_sd) = mean_std(ours), mean_std(sb3)
+        learns = "yes" if ours_mean >= sb3_mean - sb3_sd else "**no**"
+        speed_up = statistics.median(ours_sps) / statistics.median(sb3_sps)
+        lines.append(
+            f"| {comparison.script} | {comparison.env_id} | {comparison.total_timesteps // 1000}k "
+            f"| {ours_mean:.1f} ± {ours_sd:.1f} ({len(ours)} seeds) | {sb3_mean:.1f} ± {sb3_sd:.1f} ({len(sb3)} seeds) "
+            f"| {learns} | {statistics.median(ours_sps):.0f} | {statistics.median(sb3_sps):.0f} | {speed_up:.2f}× |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("--impl", choices=["ours", "sb3"], help="run: which side's queue to work through")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
+    parser.add_argument("--only", nargs="+", help="run: only these scripts / SB3 algorithms (e.g. sac_continuous_action td3)")
+    args = parser.parse_args()
+    if args.command == "run":
+        if not args.impl:
+            parser.error("run needs --impl ours or --impl sb3")
+        run_queue(args.impl, args.out, args.only)
+    else:
+        print(report(args.out))
+
+
+if __name__ == "__main__":
+    main()
