@@ -1,0 +1,370 @@
+"""DDPG for continuous actions and vector observations (MuJoCo, dm_control, Pendulum...): deterministic actor, one critic.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ddpg/#ddpg_continuous_actionpy (docs/rl-algorithms/ddpg.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.buffers import ReplayBuffer
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "Hopper-v4"
+    """the id of the environment"""
+    total_timesteps: int = 1000000
+    """total timesteps of the experiments (environment steps, summed over the envs)"""
+    learning_rate: float = 3e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (one gradient step per step of all of them)"""
+    buffer_size: int = 1000000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the reply memory"""
+    exploration_noise: float = 0.1
+    """the scale of exploration noise"""
+    learning_starts: int = 25000
+    """timestep to start learning"""
+    policy_frequency: int = 2
+    """the frequency of training policy (delayed)"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        if isinstance(env.observation_space, gym.spaces.Dict):
+            env = gym.wrappers.FlattenObservation(env)  # dm_control's dict observations become one vector
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            envs = gym.vector.SyncVectorEnv(
+                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            )
+        except gym.error.DependencyNotInstalled as e:
+            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    space = envs.single_action_space
+    if not isinstance(space, gym.spaces.Box):
+        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        fail(f"{env_id} has unbounded actions {space}; {os.path.basename(__file__)} needs finite bounds")
+    if len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
+    return envs
+
+
+# ALGO LOGIC: initialize agent here:
+# (layer names as in the reference, so its saved models load into these classes)
+class QNetwork(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        obs_dim = np.prod(envs.single_observation_space.shape)
+        self.fc1 = nn.Linear(obs_dim + np.prod(envs.single_action_space.shape), 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc3 = nn.Linear(256, 1)
+
+    def forward(self, x, a):
+        x = F.relu(self.fc1(torch.cat([x, a], 1)))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x).view(-1)
+
+
+class Actor(nn.Module):
+    """Deterministic policy: tanh squashes into [-1, 1], then scale and bias map onto the action bounds."""
+
+    def __init__(self, envs):
+        super().__init__()
+        space = envs.single_action_space
+        self.fc1 = nn.Linear(np.prod(envs.single_observation_space.shape), 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc_mu = nn.Linear(256, np.prod(space.shape))
+        # buffers move with .to(device); the bounds may be asymmetric (not [-1, 1]), per dimension
+        self.register_buffer("action_scale", torch.tensor((space.high - space.low) / 2.0, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.tensor((space.high + space.low) / 2.0, dtype=torch.float32))
+        # the bounds themselves, for clipping; not saved (scale and bias give them)
+        self.register_buffer("action_low", torch.tensor(space.low, dtype=torch.float32), persistent=False)
+        self.register_buffer("action_high", torch.tensor(space.high, dtype=torch.float32), persistent=False)
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return torch.tanh(self.fc_mu(x)) * self.action_scale + self.action_bias
+
+    def explore(self, x, noise):
+        """The action plus Gaussian noise of std `noise` x the half-range, clipped to the bounds."""
+        action = self(x)
+        return torch.clamp(action + torch.randn_like(action) * (noise * self.action_scale), self.action_low, self.action_high)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.buffer_size < args.num_envs:
+        fail(f"--buffer-size {args.buffer_size} must hold at least one step of the {args.num_envs} envs")
+    if args.learning_starts < 0 or not 0 < args.tau <= 1:
+        fail("need --learning-starts >= 0 and 0 < --tau <= 1")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.ddpg_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        # One thread: for 256-unit MLPs, extra threads gain little, and on a busy machine they wait on each other.
+        torch.set_num_threads(1)
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    actor = Actor(envs).to(device)
+    qf1 = QNetwork(envs).to(device)
+    target_actor = Actor(envs).to(device)
+    qf1_target = QNetwork(envs).to(device)
+    target_actor.load_state_dict(actor.state_dict())
+    qf1_target.load_state_dict(qf1.state_dict())
+    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
+    q_optimizer = optim.Adam(qf1.parameters(), lr=args.learning_rate, fused=True)
+    actor_optimizer = optim.Adam(actor.parameters(), lr=args.learning_rate, fused=True)
+    # Polyak averaging pairs (target, online), blended in one call per update
+    online_params = [*actor.parameters(), *qf1.parameters()]
+    target_params = [*target_actor.parameters(), *qf1_target.parameters()]
+
+    # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
+    # Observations are stored as float32, the networks' dtype (MuJoCo returns float64).
+    obs_space = envs.single_observation_space
+    rb = ReplayBuffer(
+        args.buffer_size,
+        gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
+        envs.single_action_space,
+        device,
+        n_envs=args.num_envs,
+        handle_timeout_termination=False,
+    )
+    start_time = time.time()
+
+    num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
+    actor_loss = None
+    obs, _ = envs.reset(seed=args.seed)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        # global_step: environment steps taken before this iteration, summed over the envs
+        for global_step in range(0, args.total_timesteps, args.num_envs):
+            if stop_signals:
+                raise KeyboardInterrupt
+            if global_step < args.learning_starts:
+                actions = envs.action_space.sample()
+            else:
+                with torch.inference_mode():
+                    obs_tensor = torch.as_tensor(obs, dtype=torch.float32, device=device)
+                    actions = actor.explore(obs_tensor, args.exploration_noise).cpu().numpy()
+
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+            # The transition of a sub-env whose episode just ended leads to its true last observation,
+            # not to the first one of the next episode that `next_obs` already holds.
+            real_next_obs = next_obs.copy()
+            if "final_info" in infos:
+                ended = terminations | truncations
+                real_next_obs[ended] = np.stack(infos["final_obs"][ended])
+                episode = infos["final_info"]["episode"]
+                for i in np.flatnonzero(infos["final_info"]["_episode"]):
+                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
+                    episodic_return = float(np.float32(episode["r"][i]))
+                    print(f"global_step={global_step}, episodic_return={episodic_return}")
+                    writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                    writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
+            rb.add(obs, real_next_obs, actions, rewards, terminations, infos)
+            obs = next_obs
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                num_updates += 1
+                data = rb.sample(args.batch_size)
+                with torch.no_grad():
+                    qf1_next_target = qf1_target(data.next_observations, target_actor(data.next_observations))
+                    next_q_value = data.rewards.flatten() + (1 - data.dones.flatten()) * args.gamma * qf1_next_target
+                qf1_a_values = qf1(data.observations, data.actions)
+                qf1_loss = F.mse_loss(qf1_a_values, next_q_value)
+
+                # optimize the model
+                q_optimizer.zero_grad()
+                qf1_loss.backward()
+                q_optimizer.step()
+
+                if num_updates % args.policy_frequency == 0:
+                    actor_loss = -qf1(data.observations, actor(data.observations)).mean()
+                    actor_optimizer.zero_grad()
+                    actor_loss.backward()
+                    actor_optimizer.step()
+
+                    # update the target networks
+                    with torch.no_grad():
+                        torch._foreach_lerp_(target_params, online_params, args.tau)
+
+                if global_step % 100 < args.num_envs:  # once per 100 environment steps
+                    writer.add_scalar("losses/qf1_values", qf1_a_values.mean().item(), global_step)
+                    writer.add_scalar("losses/qf1_loss", qf1_loss.item(), global_step)
+                    if actor_loss is not None:
+                        writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
+                    sps = int(global_step / (time.time() - start_time))
+                    print("SPS:", sps)
+                    writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save((actor.state_dict(), qf1.state_dict()), model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Actor,
+                device=device,
+                capture_video=args.capture_video,
+                exploration_noise=args.exploration_noise,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "DDPG", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()
