@@ -36,6 +36,7 @@ ZOO: dict[str, ZooEntry] = {
     "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.pqn_eval", {"epsilon": 0.05}),
     "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
     "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
+    "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.sac_eval"),
 }
 
 

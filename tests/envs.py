@@ -20,9 +20,10 @@ class ConstantRewardEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
 
-    def __init__(self, terminate_after: int | None = None, render_mode: str | None = None):
+    def __init__(self, terminate_after: int | None = None, render_mode: str | None = None, continuous: bool = False):
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
+        # `continuous`: one action in [-1, 1] (for SAC/TD3/DDPG); the reward ignores it either way
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else gym.spaces.Discrete(2)
         self.terminate_after = terminate_after
         self.render_mode = render_mode
         self._t = 0
@@ -43,3 +44,14 @@ class ConstantRewardEnv(gym.Env):
 
 gym.register("ConstantRewardTruncated-v0", entry_point=ConstantRewardEnv, max_episode_steps=EPISODE_LENGTH)
 gym.register("ConstantRewardTerminated-v0", entry_point=ConstantRewardEnv, kwargs={"terminate_after": EPISODE_LENGTH})
+gym.register(
+    "ContinuousConstantRewardTruncated-v0",
+    entry_point=ConstantRewardEnv,
+    max_episode_steps=EPISODE_LENGTH,
+    kwargs={"continuous": True},
+)
+gym.register(
+    "ContinuousConstantRewardTerminated-v0",
+    entry_point=ConstantRewardEnv,
+    kwargs={"terminate_after": EPISODE_LENGTH, "continuous": True},
+)

@@ -32,6 +32,13 @@ KILL_CASES = {
     "ppo.py": KillCase("ppo.py", ("--total-timesteps", "20480", "--num-steps", "128"), "4", 20480),
     # learning from step 1000 on, a checkpoint (with the replay buffer) every 1500 steps
     "dqn.py": KillCase("dqn.py", ("--total-timesteps", "8000", "--learning-starts", "1000"), "1500", 8000),
+    # Hopper: learning from step 200 on, a checkpoint (networks, targets, three optimisers, log alpha, buffer) every 400
+    "sac_continuous_action.py": KillCase(
+        "sac_continuous_action.py",
+        ("--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "32", "--buffer-size", "2000"),
+        "400",
+        2000,
+    ),
 }
 
 

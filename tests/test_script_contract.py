@@ -148,7 +148,41 @@ SCRIPTS["rpo_continuous_action.py"] = Script(
     returns_are_lengths=False,
 )
 
-LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss")
+# off-policy continuous control on Hopper-v4 (MuJoCo): tiny budgets, learning after 100 steps
+SAC_TAGS = frozenset(
+    {
+        "charts/episodic_return",
+        "charts/episodic_length",
+        "charts/SPS",
+        "losses/qf1_values",
+        "losses/qf2_values",
+        "losses/qf1_loss",
+        "losses/qf2_loss",
+        "losses/qf_loss",
+        "losses/actor_loss",
+        "losses/alpha",
+        "losses/alpha_loss",
+    }
+)
+OFF_POLICY_TINY = ("--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
+SCRIPTS["sac_continuous_action.py"] = Script(
+    name="sac_continuous_action.py",
+    smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
+    tags=SAC_TAGS,
+    determinism_args=("--total-timesteps", "400", *OFF_POLICY_TINY),
+    bad_input={
+        **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
+        **CHECKPOINT_BAD_INPUT,
+        "discrete actions": (("--env-id", "CartPole-v1"), "use dqn.py"),
+        "zero batch size": (("--batch-size", "0"), "--batch-size"),
+        "negative envs": (("--num-envs", "-1"), "--num-envs"),
+        "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
+    },
+    env_id="Hopper-v4",
+    returns_are_lengths=False,
+)
+
+LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss")
 
 
 @pytest.fixture(scope="module", params=sorted(SCRIPTS))

@@ -15,23 +15,32 @@ DQN_FAMILY = (
     "--total-timesteps", "4000", "--learning-starts", "200", "--train-frequency", "1",
     "--target-network-frequency", "25", "--learning-rate", "0.003", "--batch-size", "64",
 )  # fmt: skip
+# no entropy bonus (alpha 0): the soft value is then the plain value
+SAC_NO_ENTROPY = (
+    "--total-timesteps", "4000", "--learning-starts", "200", "--batch-size", "64", "--tau", "1",
+    "--target-network-frequency", "25", "--q-lr", "0.003", "--no-autotune", "--alpha", "0",
+)  # fmt: skip
 FAST_Q_LEARNING = {
     "dqn.py": DQN_FAMILY,
     "c51.py": DQN_FAMILY,  # the default support [-100, 100] holds values up to 100
     # 4 envs whose episodes all end together every 5 steps
     "pqn.py": ("--total-timesteps", "16384", "--num-steps", "64", "--learning-rate", "0.01", "--no-anneal-lr"),
+    "sac_continuous_action.py": SAC_NO_ENTROPY,
 }
+# continuous-action scripts play the Box-action version of the task, and log their Q-values under another tag
+CONTINUOUS_Q_TAG = {"sac_continuous_action.py": "losses/qf1_values"}
 
 
 def final_q_value(script: str, env_id: str, cwd) -> float:
     run = run_script(script, "--env-id", env_id, *FAST_Q_LEARNING[script], cwd=cwd)
     assert run.returncode == 0, run.stderr[-3000:]
-    return run.scalars()["losses/q_values"][-1][1]
+    return run.scalars()[CONTINUOUS_Q_TAG.get(script, "losses/q_values")][-1][1]
 
 
 @pytest.mark.parametrize("script", sorted(FAST_Q_LEARNING))
 def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
-    truncated = final_q_value(script, "tests.envs:ConstantRewardTruncated-v0", tmp_path / "t")
-    terminated = final_q_value(script, "tests.envs:ConstantRewardTerminated-v0", tmp_path / "d")
+    prefix = "Continuous" if script in CONTINUOUS_Q_TAG else ""
+    truncated = final_q_value(script, f"tests.envs:{prefix}ConstantRewardTruncated-v0", tmp_path / "t")
+    terminated = final_q_value(script, f"tests.envs:{prefix}ConstantRewardTerminated-v0", tmp_path / "d")
     assert terminated < EPISODE_LENGTH + 0.5
     assert truncated > 4 * EPISODE_LENGTH

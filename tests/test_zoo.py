@@ -18,7 +18,8 @@ from tests.helpers import REPO, script_env
 SAVING_SCRIPTS = sorted(
     p.stem for p in (REPO / "cleanrl").glob("*.py") if "--save-model" in p.read_text() or "save_model" in p.read_text()
 )
-CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action")  # played in Pendulum-v1, whose returns are negative
+# played in Pendulum-v1, whose returns are negative
+CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action")
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
 MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
 
@@ -27,7 +28,12 @@ def save_untrained(exp_name: str, path: Path) -> Path:
     """A freshly initialised model of `exp_name`, saved the way its script saves one."""
     _, model_class, make_env = entry(exp_name).load()
     torch.manual_seed(0)
-    if exp_name in CONTINUOUS:  # Gaussian policy: weights and the observation-normalisation statistics
+    if exp_name == "sac_continuous_action":  # the actor's weights (the critics are not needed to act)
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
+        torch.save({"actor": model_class(envs).state_dict()}, path)
+    elif exp_name in CONTINUOUS:  # Gaussian policy: weights and the observation-normalisation statistics
         import gymnasium as gym
 
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
@@ -105,7 +111,7 @@ def test_enjoy_command_line_plays_a_local_model(tmp_path):
     [
         (
             {"exp_name": "nosuch"},
-            "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action",
+            "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action, sac_continuous_action",
         ),
         ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
         ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),

@@ -1,0 +1,484 @@
+"""Soft Actor-Critic for continuous actions and vector observations (MuJoCo, dm_control, Pendulum...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac/#sac_continuous_actionpy (docs/rl-algorithms/sac.md)
+"""
+
+import math
+import os
+import random
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.buffers import ReplayBuffer
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
+
+    # Algorithm specific arguments
+    env_id: str = "Hopper-v4"
+    """the environment id of the task"""
+    total_timesteps: int = 1000000
+    """total timesteps of the experiments (environment steps, summed over the envs)"""
+    num_envs: int = 1
+    """the number of parallel game environments (each loop iteration steps all of them, then makes one update)"""
+    buffer_size: int = int(1e6)
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the reply memory"""
+    learning_starts: int = 5000
+    """timestep to start learning (random actions until then)"""
+    policy_lr: float = 3e-4
+    """the learning rate of the policy network optimizer"""
+    q_lr: float = 1e-3
+    """the learning rate of the Q network optimizer (and of the entropy temperature's)"""
+    policy_frequency: int = 2
+    """the frequency of training policy (delayed): every N updates the actor (and alpha) get N steps"""
+    target_network_frequency: int = 1
+    """the frequency of updates for the target networks"""
+    alpha: float = 0.2
+    """entropy regularization coefficient (when not autotuned)"""
+    autotune: bool = True
+    """automatic tuning of the entropy coefficient"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        env = gym.wrappers.FlattenObservation(env)  # dm_control's dict observations become one vector
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            envs = gym.vector.SyncVectorEnv(
+                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            )
+        except gym.error.DependencyNotInstalled as e:
+            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    space = envs.single_action_space
+    if not isinstance(space, gym.spaces.Box):
+        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        fail(f"{env_id} has unbounded actions {space}; the tanh-squashed policy needs finite bounds")
+    return envs
+
+
+# ALGO LOGIC: initialize agent here:
+class SoftQNetwork(nn.Module):
+    def __init__(self, env):
+        super().__init__()
+        obs_dim = np.prod(env.single_observation_space.shape)
+        self.fc1 = nn.Linear(obs_dim + np.prod(env.single_action_space.shape), 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc3 = nn.Linear(256, 1)
+
+    def forward(self, x, a):
+        x = torch.cat([x, a], 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+LOG_STD_MAX = 2
+LOG_STD_MIN = -5
+
+
+class Actor(nn.Module):
+    def __init__(self, env):
+        super().__init__()
+        self.fc1 = nn.Linear(np.prod(env.single_observation_space.shape), 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc_mean = nn.Linear(256, np.prod(env.single_action_space.shape))
+        self.fc_logstd = nn.Linear(256, np.prod(env.single_action_space.shape))
+        # action = tanh(u) * scale + bias maps (-1, 1) onto the Box bounds, which need not be symmetric
+        high, low = env.single_action_space.high, env.single_action_space.low
+        self.register_buffer("action_scale", torch.tensor((high - low) / 2.0, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))
+        # constant part of the log-density, per action: log sqrt(2 pi) + log scale (not saved: derived)
+        self.register_buffer("log_norm", 0.5 * math.log(2 * math.pi) + self.action_scale.log(), persistent=False)
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        mean = self.fc_mean(x)
+        log_std = torch.tanh(self.fc_logstd(x))
+        log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1)  # from (-1, 1) into (-5, 2)
+        return mean, log_std
+
+    def get_action(self, x):
+        """A sampled action (reparameterised), its log-probability, and the deterministic (mean) action."""
+        mean, log_std = self(x)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise  # Gaussian sample before squashing
+        action = torch.tanh(u) * self.action_scale + self.action_bias
+        # Change of variables: log pi(action) = log N(u; mean, std) - log |d action / d u|, per dimension, where
+        # d action / d u = scale * (1 - tanh(u)^2) and log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)),
+        # a form that stays exact when tanh(u) rounds to +-1.
+        log_prob = -0.5 * noise.pow(2) - log_std - self.log_norm - 2 * (math.log(2) - u - F.softplus(-2 * u))
+        mean_action = torch.tanh(mean) * self.action_scale + self.action_bias
+        return action, log_prob.sum(1, keepdim=True), mean_action
+
+
+def temperature_loss(log_alpha, log_pi, target_entropy):
+    """Lowers alpha while the policy's entropy (about -log_pi) is above the target, raises it while below."""
+    return (-log_alpha.exp() * (log_pi.detach() + target_entropy)).mean()
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    if args.checkpoint_frequency < 0:
+        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
+    checkpoint = None
+    if args.checkpoint_frequency or args.resume:
+        try:  # a resumed run goes on with the arguments it was started with
+            from cleanrl_utils import checkpoint as ckpt
+
+            checkpoint = ckpt.load(args.resume) if args.resume else None
+            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
+        except ImportError:
+            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
+        except ckpt.CheckpointError as e:
+            fail(str(e))
+    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.total_timesteps < args.num_envs:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one step of the {args.num_envs} envs")
+    if args.learning_starts < 0 or not 0 < args.tau <= 1 or args.alpha < 0:
+        fail("need --learning-starts >= 0, 0 < --tau <= 1 and --alpha >= 0")
+    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.sac_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # for 256-unit MLPs, the same speed as more threads, without their wake-ups
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
+            resume="allow" if checkpoint else None,
+        )
+    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    actor = Actor(envs).to(device)
+    qf1 = SoftQNetwork(envs).to(device)
+    qf2 = SoftQNetwork(envs).to(device)
+    qf1_target = SoftQNetwork(envs).to(device)
+    qf2_target = SoftQNetwork(envs).to(device)
+    qf1_target.load_state_dict(qf1.state_dict())
+    qf2_target.load_state_dict(qf2.state_dict())
+    q_params = list(qf1.parameters()) + list(qf2.parameters())
+    target_params = list(qf1_target.parameters()) + list(qf2_target.parameters())
+    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
+    q_optimizer = optim.Adam(q_params, lr=args.q_lr, fused=True)
+    actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, fused=True)
+
+    # Automatic entropy tuning
+    if args.autotune:
+        target_entropy = -float(np.prod(envs.single_action_space.shape))
+        log_alpha = torch.zeros(1, requires_grad=True, device=device)
+        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, fused=True)
+        alpha = log_alpha.detach().exp()[0]  # starts at 1
+    else:
+        alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one (no host round trips)
+
+    # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
+    # It stores float32 (MuJoCo observes float64), the precision the networks read.
+    obs_space, action_space = envs.single_observation_space, envs.single_action_space
+    rb = ReplayBuffer(
+        args.buffer_size,
+        gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
+        gym.spaces.Box(action_space.low, action_space.high, action_space.shape, np.float32),
+        device,
+        n_envs=args.num_envs,
+        handle_timeout_termination=False,
+    )
+    start_time = time.time()
+
+    first_iteration, actor_loss = 0, None
+    if checkpoint:  # pick up exactly where the checkpoint was written
+        for name, module in (("actor", actor), ("qf1", qf1), ("qf2", qf2), ("qf1_target", qf1_target),
+                             ("qf2_target", qf2_target), ("q_optimizer", q_optimizer), ("actor_optimizer", actor_optimizer)):  # fmt: skip
+            module.load_state_dict(checkpoint[name])
+        if args.autotune:
+            with torch.no_grad():
+                log_alpha.copy_(checkpoint["log_alpha"])
+            a_optimizer.load_state_dict(checkpoint["a_optimizer"])
+        alpha = checkpoint["alpha"].to(device)
+        rb = checkpoint["replay_buffer"]
+        rb.device = device
+        ckpt.restore_env(envs, checkpoint["env"])
+        ckpt.set_rng_state(checkpoint["rng"])
+        obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
+        start_time -= checkpoint["elapsed_time"]
+    else:
+        obs, _ = envs.reset(seed=args.seed)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
+            if stop_signals:
+                raise KeyboardInterrupt
+            global_step = iteration * args.num_envs  # environment steps taken before this one
+            # ALGO LOGIC: put action logic here
+            if global_step < args.learning_starts:
+                actions = envs.action_space.sample()
+            else:
+                with torch.inference_mode():
+                    actions, _, _ = actor.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+                actions = actions.cpu().numpy()
+
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+            if "final_info" in infos:
+                episode = infos["final_info"]["episode"]
+                for i in np.flatnonzero(infos["final_info"]["_episode"]):
+                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
+                    episodic_return = float(np.float32(episode["r"][i]))
+                    print(f"global_step={global_step}, episodic_return={episodic_return}")
+                    writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                    writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
+
+            # A sub-env that ended has already reset: `next_obs` holds its new episode's first observation,
+            # and the transition is stored with the last observation of the episode that ended instead.
+            real_next_obs = next_obs
+            if "final_obs" in infos:
+                real_next_obs = next_obs.copy()
+                for i in np.flatnonzero(terminations | truncations):
+                    real_next_obs[i] = infos["final_obs"][i]
+            rb.add(obs, real_next_obs, actions, rewards, terminations, [])
+            obs = next_obs
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                data = rb.sample(args.batch_size)
+                with torch.no_grad():
+                    next_actions, next_log_pi, _ = actor.get_action(data.next_observations)
+                    qf1_next_target = qf1_target(data.next_observations, next_actions)
+                    qf2_next_target = qf2_target(data.next_observations, next_actions)
+                    min_qf_next_target = (torch.min(qf1_next_target, qf2_next_target) - alpha * next_log_pi).view(-1)
+                    next_q_value = data.rewards.flatten() + (1 - data.dones.flatten()) * args.gamma * min_qf_next_target
+
+                qf1_a_values = qf1(data.observations, data.actions).view(-1)
+                qf2_a_values = qf2(data.observations, data.actions).view(-1)
+                qf1_loss = F.mse_loss(qf1_a_values, next_q_value)
+                qf2_loss = F.mse_loss(qf2_a_values, next_q_value)
+                qf_loss = qf1_loss + qf2_loss
+
+                # optimize the model
+                q_optimizer.zero_grad()
+                qf_loss.backward()
+                q_optimizer.step()
+
+                if iteration % args.policy_frequency == 0:  # TD3 Delayed update support
+                    # The actor's loss needs dQ/d(action) only: gradients for the critics' weights would be
+                    # computed and thrown away, so they are switched off meanwhile.
+                    for p in q_params:
+                        p.requires_grad_(False)
+                    for _ in range(args.policy_frequency):  # compensate for the delay by doing 'policy_frequency' updates
+                        pi, log_pi, _ = actor.get_action(data.observations)
+                        min_qf_pi = torch.min(qf1(data.observations, pi), qf2(data.observations, pi))
+                        actor_loss = ((alpha * log_pi) - min_qf_pi).mean()
+
+                        actor_optimizer.zero_grad()
+                        actor_loss.backward()
+                        actor_optimizer.step()
+
+                        if args.autotune:
+                            # the log-probabilities of the actor step just taken, without a second forward pass
+                            alpha_loss = temperature_loss(log_alpha, log_pi, target_entropy)
+
+                            a_optimizer.zero_grad()
+                            alpha_loss.backward()
+                            a_optimizer.step()
+                            alpha = log_alpha.detach().exp()[0]
+                    for p in q_params:
+                        p.requires_grad_(True)
+
+                # update the target networks
+                if iteration % args.target_network_frequency == 0:
+                    with torch.no_grad():
+                        for target_param, param in zip(target_params, q_params):
+                            target_param.lerp_(param, args.tau)
+
+                if global_step % 100 < args.num_envs and actor_loss is not None:  # once per 100 steps
+                    writer.add_scalar("losses/qf1_values", qf1_a_values.mean().item(), global_step)
+                    writer.add_scalar("losses/qf2_values", qf2_a_values.mean().item(), global_step)
+                    writer.add_scalar("losses/qf1_loss", qf1_loss.item(), global_step)
+                    writer.add_scalar("losses/qf2_loss", qf2_loss.item(), global_step)
+                    writer.add_scalar("losses/qf_loss", qf_loss.item() / 2.0, global_step)
+                    writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
+                    writer.add_scalar("losses/alpha", alpha.item(), global_step)
+                    sps = int(global_step / (time.time() - start_time))
+                    print("SPS:", sps)
+                    writer.add_scalar("charts/SPS", sps, global_step)
+                    if args.autotune:
+                        writer.add_scalar("losses/alpha_loss", alpha_loss.item(), global_step)
+
+            done = global_step + args.num_envs  # environment steps taken so far
+            if args.checkpoint_frequency and done // args.checkpoint_frequency > global_step // args.checkpoint_frequency:
+                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+                ckpt.save(f"runs/{run_name}", done, {
+                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                    "global_step": global_step, "elapsed_time": time.time() - start_time, "rng": ckpt.rng_state(),
+                    "actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict(),
+                    "qf1_target": qf1_target.state_dict(), "qf2_target": qf2_target.state_dict(),
+                    "q_optimizer": q_optimizer.state_dict(), "actor_optimizer": actor_optimizer.state_dict(),
+                    "log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha,
+                    "a_optimizer": a_optimizer.state_dict() if args.autotune else None,
+                    "replay_buffer": rb, "env": ckpt.env_state(envs), "obs": obs,
+                })  # fmt: skip
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Actor,
+                device=device,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "SAC", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()
