@@ -37,6 +37,8 @@ ZOO: dict[str, ZooEntry] = {
     "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
     "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
     "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.sac_eval"),
+    "ddpg_continuous_action": ZooEntry("cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.ddpg_eval"),
+    "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),
 }
 
 

@@ -39,6 +39,13 @@ KILL_CASES = {
         "400",
         2000,
     ),
+    # Hopper: learning from step 200 on, a checkpoint (actor, twin critics, targets, two optimisers, buffer) every 400
+    "td3_continuous_action.py": KillCase(
+        "td3_continuous_action.py",
+        ("--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "32", "--buffer-size", "2000"),
+        "400",
+        2000,
+    ),
 }
 
 

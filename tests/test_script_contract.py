@@ -182,7 +182,43 @@ SCRIPTS["sac_continuous_action.py"] = Script(
     returns_are_lengths=False,
 )
 
-LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss")
+# DDPG and TD3 (deterministic actors): the same tiny budgets on Hopper-v4
+DETERMINISTIC_ACTOR_BAD_INPUT = {
+    **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
+    "discrete actions": (("--env-id", "CartPole-v1"), "use dqn.py"),
+    "zero batch size": (("--batch-size", "0"), "--batch-size"),
+    "negative envs": (("--num-envs", "-1"), "--num-envs"),
+    "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
+}
+SCRIPTS["ddpg_continuous_action.py"] = Script(
+    name="ddpg_continuous_action.py",
+    smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
+    tags=frozenset(
+        {
+            "charts/episodic_return",
+            "charts/episodic_length",
+            "charts/SPS",
+            "losses/qf1_values",
+            "losses/qf1_loss",
+            "losses/actor_loss",
+        }
+    ),
+    determinism_args=("--total-timesteps", "400", *OFF_POLICY_TINY),
+    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
+    env_id="Hopper-v4",
+    returns_are_lengths=False,
+)
+SCRIPTS["td3_continuous_action.py"] = Script(
+    name="td3_continuous_action.py",
+    smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
+    tags=SAC_TAGS - {"losses/alpha", "losses/alpha_loss"},
+    determinism_args=("--total-timesteps", "400", *OFF_POLICY_TINY),
+    bad_input={**DETERMINISTIC_ACTOR_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    env_id="Hopper-v4",
+    returns_are_lengths=False,
+)
+
+LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
 
 @pytest.fixture(scope="module", params=sorted(SCRIPTS))

@@ -20,15 +20,26 @@ SAC_NO_ENTROPY = (
     "--total-timesteps", "4000", "--learning-starts", "200", "--batch-size", "64", "--tau", "1",
     "--target-network-frequency", "25", "--q-lr", "0.003", "--no-autotune", "--alpha", "0",
 )  # fmt: skip
+# DDPG/TD3: targets blended every critic update with tau 0.05, so the values climb within 1800 updates
+DETERMINISTIC_ACTOR = (
+    "--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "64", "--tau", "0.05",
+    "--learning-rate", "0.003", "--policy-frequency", "1",
+)  # fmt: skip
 FAST_Q_LEARNING = {
     "dqn.py": DQN_FAMILY,
     "c51.py": DQN_FAMILY,  # the default support [-100, 100] holds values up to 100
     # 4 envs whose episodes all end together every 5 steps
     "pqn.py": ("--total-timesteps", "16384", "--num-steps", "64", "--learning-rate", "0.01", "--no-anneal-lr"),
     "sac_continuous_action.py": SAC_NO_ENTROPY,
+    "ddpg_continuous_action.py": DETERMINISTIC_ACTOR,
+    "td3_continuous_action.py": DETERMINISTIC_ACTOR,
 }
 # continuous-action scripts play the Box-action version of the task, and log their Q-values under another tag
-CONTINUOUS_Q_TAG = {"sac_continuous_action.py": "losses/qf1_values"}
+CONTINUOUS_Q_TAG = {
+    "sac_continuous_action.py": "losses/qf1_values",
+    "ddpg_continuous_action.py": "losses/qf1_values",
+    "td3_continuous_action.py": "losses/qf1_values",
+}
 
 
 def final_q_value(script: str, env_id: str, cwd) -> float:

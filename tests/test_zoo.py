@@ -1,5 +1,6 @@
 """The model zoo: the registry covers every script that saves a model, and `enjoy` plays local and Hub models."""
 
+import importlib
 import re
 import subprocess
 import sys
@@ -18,8 +19,9 @@ from tests.helpers import REPO, script_env
 SAVING_SCRIPTS = sorted(
     p.stem for p in (REPO / "cleanrl").glob("*.py") if "--save-model" in p.read_text() or "save_model" in p.read_text()
 )
+DETERMINISTIC_ACTORS = ("ddpg_continuous_action", "td3_continuous_action")  # save (actor, critic...) state dicts
 # played in Pendulum-v1, whose returns are negative
-CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action")
+CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action", *DETERMINISTIC_ACTORS)
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
 MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
 
@@ -33,6 +35,12 @@ def save_untrained(exp_name: str, path: Path) -> Path:
 
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
         torch.save({"actor": model_class(envs).state_dict()}, path)
+    elif exp_name in DETERMINISTIC_ACTORS:  # a tuple of state dicts, the actor's first, then the critics'
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
+        critic = importlib.import_module(entry(exp_name).algorithm).QNetwork
+        torch.save((model_class(envs).state_dict(), critic(envs).state_dict()), path)
     elif exp_name in CONTINUOUS:  # Gaussian policy: weights and the observation-normalisation statistics
         import gymnasium as gym
 
@@ -111,7 +119,8 @@ def test_enjoy_command_line_plays_a_local_model(tmp_path):
     [
         (
             {"exp_name": "nosuch"},
-            "no model zoo entry for exp name 'nosuch'; known: c51, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action, sac_continuous_action",
+            "no model zoo entry for exp name 'nosuch'; known: c51, ddpg_continuous_action, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action,"
+            " sac_continuous_action, td3_continuous_action",
         ),
         ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
         ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),
