@@ -3,18 +3,23 @@ same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 
 
     python benchmark/continuous_vs_sb3.py run --impl sb3     # one queue of SB3 runs
     python benchmark/continuous_vs_sb3.py run --impl ours    # one queue of our runs (another shell)
+    python benchmark/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
     python benchmark/continuous_vs_sb3.py report             # the Markdown table for the docs
 
 Every run uses one torch thread (`OMP_NUM_THREADS=1`), so two queues can share a 2-core machine
 without either getting more CPU than the other. A run's result is a JSON file in `--out`
 (returns of every finished training episode, steps per second); finished runs are skipped when a
-queue is started again, so an interrupted benchmark continues where it stopped. Our runs also
+queue is started again, so an interrupted benchmark continues where it stopped, and several
+queues of the same side can share the work. Our runs also
 keep their TensorBoard folders there.
 
 The table scores each (algorithm, env) with the mean over seeds of each seed's last 10 training
 episodes, and passes it when ours is at least SB3's mean minus one standard deviation (over
-seeds) and our median steps per second is higher than SB3's. Ours' SPS is the last `charts/SPS`
-the script logged (steps over training-loop time); SB3's is steps over the time `learn()` took.
+seeds). Ours' SPS is the last `charts/SPS` the script logged (steps over training-loop time);
+SB3's is steps over the time `learn()` took. The learning runs share the machine, so their
+speeds depend on what else ran at the time; `speed` measures it apart: short runs of the same
+configuration (1000 random steps, then 3000 learning steps; PPO: 8 iterations), ours and SB3
+alternating, one process at a time. The table's speed columns come from those runs when present.
 """
 
 import argparse
@@ -92,6 +97,43 @@ def run_ours(comparison: Comparison, seed: int, result: Path) -> None:
     result.write_text(json.dumps(summary | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
 
 
+def speed_comparison(comparison: Comparison) -> Comparison:
+    """The same algorithm and env on a short budget that is mostly learning steps."""
+    if comparison.sb3_algo == "ppo_continuous":
+        return Comparison(comparison.script, comparison.sb3_algo, comparison.env_id, 8 * 2048)
+    return Comparison(comparison.script, comparison.sb3_algo, comparison.env_id, 4000, learning_starts=1000)
+
+
+def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for comparison in COMPARISONS:
+        if only and comparison.script not in only and comparison.sb3_algo not in only:
+            continue
+        short = speed_comparison(comparison)
+        for round_ in range(1, rounds + 1):
+            for impl in ("ours", "sb3"):  # alternating: a drift of the machine's speed hits both
+                result = out / f"speed__{short.result_name(impl, round_)}"
+                if not result.exists():
+                    print(f"speed {impl}: {short.script if impl == 'ours' else short.sb3_algo} {short.env_id} round {round_}")
+                    (run_ours if impl == "ours" else run_sb3)(short, 1, result)
+
+
+def load_speeds(out: Path, comparison: Comparison, impl: str) -> list[float]:
+    short = speed_comparison(comparison)
+    name = short.result_name(impl, 0).removesuffix("__0.json")
+    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{name}__*.json"))]
+
+
+def claim(result: Path) -> bool:
+    """Take a run for this queue, so that several queues on one `--out` share the work (False: another has it).
+    A queue killed mid-run leaves its `.running` file: delete it to have the run done again."""
+    try:
+        os.close(os.open(result.with_suffix(".running"), os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
 def run_queue(impl: str, out: Path, only: list[str] | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for comparison in COMPARISONS:
@@ -99,7 +141,7 @@ def run_queue(impl: str, out: Path, only: list[str] | None) -> None:
             continue
         for seed in SEEDS:
             result = out / comparison.result_name(impl, seed)
-            if result.exists():
+            if result.exists() or not claim(result):
                 continue
             print(
                 f"{impl}: {comparison.script if impl == 'ours' else comparison.sb3_algo} {comparison.env_id} seed {seed}",
@@ -134,6 +176,9 @@ def report(out: Path) -> str:
         if not ours or not sb3:
             continue
         (ours_mean, ours_sd), (sb3_mean, sb3_sd) = mean_std(ours), mean_std(sb3)
+        quiet_ours, quiet_sb3 = load_speeds(out, comparison, "ours"), load_speeds(out, comparison, "sb3")
+        if quiet_ours and quiet_sb3:
+            ours_sps, sb3_sps = quiet_ours, quiet_sb3
         learns = "yes" if ours_mean >= sb3_mean - sb3_sd else "**no**"
         speed_up = statistics.median(ours_sps) / statistics.median(sb3_sps)
         lines.append(
@@ -146,7 +191,8 @@ def report(out: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("command", choices=["run", "speed", "report"])
+    parser.add_argument("--rounds", type=int, default=2, help="speed: alternating rounds per comparison")
     parser.add_argument("--impl", choices=["ours", "sb3"], help="run: which side's queue to work through")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
     parser.add_argument("--only", nargs="+", help="run: only these scripts / SB3 algorithms (e.g. sac_continuous_action td3)")
@@ -155,6 +201,8 @@ def main() -> None:
         if not args.impl:
             parser.error("run needs --impl ours or --impl sb3")
         run_queue(args.impl, args.out, args.only)
+    elif args.command == "speed":
+        run_speed(args.out, args.rounds, args.only)
     else:
         print(report(args.out))
 

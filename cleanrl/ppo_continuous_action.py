@@ -45,6 +45,10 @@ class Args:
     """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # Algorithm specific arguments
     env_id: str = "HalfCheetah-v4"
@@ -114,6 +118,12 @@ def request_stop(signum, frame):
 
 def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
     def thunk():
+        if env_id.startswith("dm_control/"):
+            try:  # Shimmy registers the dm_control/... ids
+                import shimmy
+            except ImportError:
+                raise gym.error.DependencyNotInstalled("dm_control envs need shimmy and dm_control") from None
+            gym.register_envs(shimmy)
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
@@ -147,7 +157,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
             )
         except gym.error.DependencyNotInstalled as e:
             entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point + env_id), "all")
             reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
             fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
         except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
@@ -218,6 +228,19 @@ class Agent(nn.Module):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.checkpoint_frequency < 0:
+        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
+    checkpoint = None
+    if args.checkpoint_frequency or args.resume:
+        try:  # a resumed run goes on with the arguments it was started with
+            from cleanrl_utils import checkpoint as ckpt
+
+            checkpoint = ckpt.load(args.resume) if args.resume else None
+            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
+        except ImportError:
+            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
+        except ckpt.CheckpointError as e:
+            fail(str(e))
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
@@ -228,7 +251,7 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size
     if args.num_iterations == 0:
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     if args.upload_model and not args.save_model:
         fail("--upload-model uploads the saved model: add --save-model")
     if args.save_model:
@@ -267,8 +290,11 @@ if __name__ == "__main__":
             config=vars(args),
             name=run_name,
             save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
+            resume="allow" if checkpoint else None,
         )
-    writer = SummaryWriter(f"runs/{run_name}")
+    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
     writer.add_text(
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
@@ -284,15 +310,24 @@ if __name__ == "__main__":
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
 
-    global_step = 0
+    global_step, first_iteration = 0, 1
     start_time = time.time()
-    next_obs, _ = envs.reset(seed=args.seed)
-    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    if checkpoint:  # pick up exactly where the checkpoint was written, normalisation statistics included
+        agent.load_state_dict(checkpoint["agent"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        ckpt.restore_env(envs, checkpoint["envs"])
+        ckpt.set_rng_state(checkpoint["rng"])
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        next_obs = checkpoint["next_obs"].to(device)
+        start_time -= checkpoint["elapsed_time"]
+    else:
+        next_obs, _ = envs.reset(seed=args.seed)
+        next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
     # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -420,6 +455,15 @@ if __name__ == "__main__":
             sps = int(global_step / (time.time() - start_time))
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+            if args.checkpoint_frequency and iteration % args.checkpoint_frequency == 0:
+                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+                ckpt.save(f"runs/{run_name}", global_step, {
+                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                    "iteration": iteration, "global_step": global_step, "elapsed_time": time.time() - start_time,
+                    "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "rng": ckpt.rng_state(),
+                    "envs": ckpt.env_state(envs), "next_obs": next_obs,
+                })  # fmt: skip
 
         if args.save_model:
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"

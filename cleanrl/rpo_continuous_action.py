@@ -116,6 +116,12 @@ def request_stop(signum, frame):
 
 def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
     def thunk():
+        if env_id.startswith("dm_control/"):
+            try:  # Shimmy registers the dm_control/... ids
+                import shimmy
+            except ImportError:
+                raise gym.error.DependencyNotInstalled("dm_control envs need shimmy and dm_control") from None
+            gym.register_envs(shimmy)
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
@@ -149,7 +155,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
             )
         except gym.error.DependencyNotInstalled as e:
             entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point + env_id), "all")
             reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
             fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
         except (gym.error.Error, ModuleNotFoundError, ImportError) as e:

@@ -47,6 +47,7 @@ def script_env(**extra: str) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         SDL_VIDEODRIVER="dummy",
         SDL_AUDIODRIVER="dummy",
+        MUJOCO_GL="egl",  # MuJoCo renders videos without a display
         WANDB_MODE="offline",
         WANDB_SILENT="true",
         PYTHONUNBUFFERED="1",

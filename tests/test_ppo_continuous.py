@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from cleanrl_utils.evals.ppo_continuous_eval import evaluate, load_model
-from tests.helpers import run_script
+from cleanrl_utils.tensorboard_reader import read_scalars
+from tests.helpers import REPO, run_script
 
 SMOKE = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", "256", "--save-model")
 
@@ -67,3 +68,82 @@ def test_logged_returns_are_the_environments_own(trained):
     assert len(returns) == 10
     assert all(-16.3 * 200 <= r <= 0 for r in returns)
     assert min(returns) < -200  # an untrained Pendulum policy loses hundreds; normalised rewards are O(1) per step
+
+
+def observation_wrappers(env: gym.Env) -> list[gym.ObservationWrapper]:
+    """The observation wrappers of one sub-env, innermost first: what turns a raw observation into the agent's input."""
+    layers = []
+    while isinstance(env, gym.Wrapper):
+        layers += [env] if isinstance(env, gym.ObservationWrapper) else []
+        env = env.env
+    return layers[::-1]
+
+
+def agent_input(env: gym.Env, raw_obs: np.ndarray) -> torch.Tensor:
+    """`raw_obs` through the env's own wrappers, with the normalisation statistics frozen (nothing is learned from them)."""
+    layers = observation_wrappers(env)
+    for layer in layers:
+        if isinstance(layer, gym.wrappers.NormalizeObservation):
+            layer.update_running_mean = False
+    inputs = []
+    for obs in raw_obs:
+        for layer in layers:
+            obs = layer.observation(obs)
+        inputs.append(obs)
+    return torch.as_tensor(np.stack(inputs), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("script", ["ppo_continuous_action", "rpo_continuous_action"])
+def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch):
+    """Train on Hopper-v4 in this process, keep the trained agent and its envs, then reload the saved file as the
+    evaluator does: the same raw observations give the same actions. Without the saved statistics they would not."""
+    import runpy
+
+    from cleanrl_utils.evals.ppo_continuous_eval import restore_obs_rms
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MUJOCO_GL", "egl")
+    argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", "--save-model"]
+    monkeypatch.setattr("sys.argv", argv)
+    trained = runpy.run_path(str(REPO / "cleanrl" / f"{script}.py"), run_name="__main__")
+    trained_agent, trained_env = trained["agent"], trained["envs"].envs[0]
+    (model_path,) = (tmp_path / "runs").glob(f"*/{script}.cleanrl_model")
+
+    # raw observations from states the training never saw
+    probe = gym.make("Hopper-v4")
+    raw = [probe.reset(seed=7)[0]] + [probe.step(probe.action_space.sample())[0] for _ in range(30)]
+    with torch.no_grad():
+        expected = trained_agent.actor_mean(agent_input(trained_env, raw))
+
+    module = trained["Agent"], trained["make_env"]
+    Agent, make_env = module
+    saved = load_model(str(model_path))
+    envs = gym.vector.SyncVectorEnv([make_env("Hopper-v4", 0, False, "unused")])
+    reloaded = Agent(envs)
+    reloaded.load_state_dict(saved["agent"])
+    unnormalised = agent_input(envs.envs[0], raw)  # a fresh env's statistics: what the reference's reload saw
+    restore_obs_rms(envs, saved["obs_rms"])
+    with torch.no_grad():
+        got = reloaded.act(agent_input(envs.envs[0], raw), deterministic=True)
+        fresh_stats = reloaded.act(unnormalised, deterministic=True)
+    assert torch.equal(got, expected)
+    assert torch.equal(reloaded.actor_logstd, trained_agent.actor_logstd.detach())
+    assert not torch.allclose(fresh_stats, expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("script", ["ppo_continuous_action", "rpo_continuous_action"])
+def test_dm_control_dict_observations_are_flattened(script, tmp_path):
+    """dm_control's cartpole observes {position: 3, velocity: 2}; its episodes are 1000 steps, cut by a time limit."""
+    run = run_script(
+        f"{script}.py", "--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "1024", "--num-steps", "512",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    # the env id's namespace becomes a folder level: runs/dm_control/cartpole-balance-v0__{script}__1__{time}
+    (run_dir,) = (tmp_path / "runs" / "dm_control").glob(f"cartpole-balance-v0__{script}__1__*")
+    scalars = read_scalars(run_dir)
+    assert [step for step, _ in scalars["charts/episodic_return"]] == [1000]
+    assert scalars["charts/episodic_length"] == [(1000, 1000)]
+    (_, episodic_return), *_ = scalars["charts/episodic_return"]
+    assert 0 < episodic_return <= 1000  # balance pays at most 1 per step
+    assert {"losses/value_loss", "losses/policy_loss", "charts/SPS"} <= set(scalars)

@@ -26,12 +26,20 @@ class KillCase:
     frequency: str  # iterations (ppo) or steps (dqn)
     total_steps: int
 
+    @property
+    def frequency_unit(self) -> str:
+        return "iterations" if self.script.startswith(("ppo", "rpo")) else "steps"
+
 
 KILL_CASES = {
     # 40 iterations of 4 x 128 steps, a checkpoint every 4
     "ppo.py": KillCase("ppo.py", ("--total-timesteps", "20480", "--num-steps", "128"), "4", 20480),
     # learning from step 1000 on, a checkpoint (with the replay buffer) every 1500 steps
     "dqn.py": KillCase("dqn.py", ("--total-timesteps", "8000", "--learning-starts", "1000"), "1500", 8000),
+    # Pendulum: 40 iterations of 256 steps, a checkpoint every 8; the normalisation statistics must carry over
+    "ppo_continuous_action.py": KillCase(
+        "ppo_continuous_action.py", ("--env-id", "Pendulum-v1", "--total-timesteps", "10240", "--num-steps", "256"), "8", 10240
+    ),
     # Hopper: learning from step 200 on, a checkpoint (networks, targets, three optimisers, log alpha, buffer) every 400
     "sac_continuous_action.py": KillCase(
         "sac_continuous_action.py",
@@ -39,10 +47,11 @@ KILL_CASES = {
         "400",
         2000,
     ),
-    # Hopper: learning from step 200 on, a checkpoint (actor, twin critics, targets, two optimisers, buffer) every 400
+    # Hopper: a checkpoint (actor, twin critics, targets, two optimisers, buffer) every 400 steps; learning from
+    # step 202 on, so the losses logged every 100 steps fall between actor updates (the last actor loss is logged)
     "td3_continuous_action.py": KillCase(
         "td3_continuous_action.py",
-        ("--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "32", "--buffer-size", "2000"),
+        ("--total-timesteps", "2000", "--learning-starts", "201", "--batch-size", "32", "--buffer-size", "2000"),
         "400",
         2000,
     ),
@@ -106,8 +115,8 @@ def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_p
         assert got[tag] == expected[tag], f"{tag} differs after resuming at step {step}"
     assert max(s for s, _ in read_scalars(run_dir)["charts/SPS"]) > case.total_steps - 200, "it trained to the end"
     # the resumed process printed exactly the episodes after the checkpoint
-    printed = re.findall(r"^global_step=(\d+), episodic_return=([\d.]+)$", resumed.stdout, flags=re.M)
-    first_logged = step + 1 if name == "ppo.py" else step
+    printed = re.findall(r"^global_step=(\d+), episodic_return=(-?[\d.]+)$", resumed.stdout, flags=re.M)
+    first_logged = step + 1 if case.frequency_unit == "iterations" else step
     assert [(int(s), float(r)) for s, r in printed] == [
         (s, r) for s, r in expected["charts/episodic_return"] if s >= first_logged
     ]
