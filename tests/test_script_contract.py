@@ -118,7 +118,8 @@ SCRIPTS = {
     ),
 }
 
-# continuous-action scripts: Pendulum-v1 (classic control) stands in for MuJoCo, which CI lacks
+# continuous-action scripts: smoke runs on MuJoCo's Hopper-v4 (video through EGL, headless), the
+# determinism runs on the cheaper Pendulum-v1
 CONTINUOUS_BAD_INPUT = {
     **{case: value for case, value in COMMON_BAD_INPUT.items() if case != "continuous actions"},
     "discrete actions": (("--env-id", "CartPole-v1"), "use ppo.py"),
@@ -127,24 +128,24 @@ CONTINUOUS_BAD_INPUT = {
     "missing mujoco": ((), '.[mujoco]"'),
     "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
 }
-PENDULUM_SMOKE_ARGS = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", "256")
+HOPPER_SMOKE_ARGS = ("--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256")
 PENDULUM_DETERMINISM_ARGS = ("--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "256")
 SCRIPTS["ppo_continuous_action.py"] = Script(
     name="ppo_continuous_action.py",
-    smoke_args=PENDULUM_SMOKE_ARGS,
+    smoke_args=HOPPER_SMOKE_ARGS,
     tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
-    bad_input=CONTINUOUS_BAD_INPUT,
-    env_id="Pendulum-v1",
+    bad_input={**CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    env_id="Hopper-v4",
     returns_are_lengths=False,
 )
 SCRIPTS["rpo_continuous_action.py"] = Script(
     name="rpo_continuous_action.py",
-    smoke_args=PENDULUM_SMOKE_ARGS,
+    smoke_args=HOPPER_SMOKE_ARGS,
     tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
     bad_input={**CONTINUOUS_BAD_INPUT, "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha")},
-    env_id="Pendulum-v1",
+    env_id="Hopper-v4",
     returns_are_lengths=False,
 )
 
