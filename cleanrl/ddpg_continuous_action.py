@@ -212,7 +212,7 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     if device.type == "cpu":
-        # One thread: for 256-unit MLPs, extra threads gain little, and on a busy machine they wait on each other.
+        # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
         torch.set_num_threads(1)
 
     # env setup (before any file is written, so bad input leaves nothing behind)
