@@ -90,6 +90,7 @@ def test_actor_and_targets_update_every_policy_frequency_critic_updates(num_envs
     assert run["num_updates"] == critic_updates
     assert adam_steps(run["q_optimizer"]) == {critic_updates}
     assert adam_steps(run["actor_optimizer"]) == {critic_updates // 2}
+    assert all(p.requires_grad for p in run["qf1"].parameters())  # frozen only for the actor's forward pass
     # the targets moved towards the online networks, but only a little (tau = 0.005)
     for online, target in ((run["actor"], run["target_actor"]), (run["qf1"], run["qf1_target"])):
         gap = max((o - t).abs().max().item() for o, t in zip(online.parameters(), target.parameters(), strict=True))

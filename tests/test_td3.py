@@ -61,6 +61,7 @@ def test_twin_critics_every_step_actor_and_targets_delayed(policy_frequency, act
     for online, target in ((run["qf1"], run["qf1_target"]), (run["qf2"], run["qf2_target"])):
         assert all(not torch.equal(o, t) for o, t in zip(online.parameters(), target.parameters(), strict=True))
     assert not torch.equal(run["qf1"].fc1.weight, run["qf2"].fc1.weight)  # two critics, initialised apart
+    assert all(p.requires_grad for p in run["qf1"].parameters())  # frozen only for the actor's forward pass
 
 
 def test_several_envs_count_environment_steps_and_log_every_episode(tmp_path):
