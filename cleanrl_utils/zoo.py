@@ -39,6 +39,8 @@ ZOO: dict[str, ZooEntry] = {
     "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.sac_eval"),
     "ddpg_continuous_action": ZooEntry("cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.ddpg_eval"),
     "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),
+    "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
+    "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.dqn_atari_eval", {"epsilon": 0.01}),
 }
 
 

@@ -22,6 +22,7 @@ SAVING_SCRIPTS = sorted(
 DETERMINISTIC_ACTORS = ("ddpg_continuous_action", "td3_continuous_action")  # save (actor, critic...) state dicts
 # played in Pendulum-v1, whose returns are negative
 CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action", *DETERMINISTIC_ACTORS)
+ATARI = ("ppo_atari", "dqn_atari")  # played in BreakoutNoFrameskip-v4, whose untrained scores can be 0
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
 MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
 
@@ -47,6 +48,13 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
         obs_rms = {"mean": torch.zeros(3, dtype=torch.float64), "var": torch.ones(3, dtype=torch.float64), "count": 1.0}
         torch.save({"agent": model_class(envs).state_dict(), "obs_rms": obs_rms}, path)
+    elif exp_name == "ppo_atari":
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("BreakoutNoFrameskip-v4", 0, False, "unused")])
+        torch.save(model_class(envs).state_dict(), path)
+    elif exp_name == "dqn_atari":
+        torch.save(model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()).state_dict(), path)
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
@@ -91,6 +99,11 @@ def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
         assert len(returns) == 3 and all(-2000 < r < 0 for r in returns)  # 200 steps of a cost in [-16.3, 0]
         assert len(re.findall(r"^eval_episode=\d+, episodic_return=-[\d.]+$", out, re.M)) == 3
         return
+    if exp_name in ATARI:
+        returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="BreakoutNoFrameskip-v4"))
+        assert len(returns) == 2 and all(r >= 0 for r in returns)
+        assert MEAN_LINE.search(capsys.readouterr().out).group(1) == "2"
+        return
     returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=3))
     out = capsys.readouterr().out
     assert len(returns) == 3 and all(r >= 1 for r in returns)
@@ -119,8 +132,8 @@ def test_enjoy_command_line_plays_a_local_model(tmp_path):
     [
         (
             {"exp_name": "nosuch"},
-            "no model zoo entry for exp name 'nosuch'; known: c51, ddpg_continuous_action, dqn, ppo, ppo_continuous_action, pqn, rpo_continuous_action,"
-            " sac_continuous_action, td3_continuous_action",
+            "no model zoo entry for exp name 'nosuch'; known: c51, ddpg_continuous_action, dqn, dqn_atari, ppo, ppo_atari, ppo_continuous_action, pqn,"
+            " rpo_continuous_action, sac_continuous_action, td3_continuous_action",
         ),
         ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
         ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),
