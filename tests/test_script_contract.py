@@ -219,6 +219,39 @@ SCRIPTS["td3_continuous_action.py"] = Script(
     returns_are_lengths=False,
 )
 
+# Atari from pixels (the `atari` extra): Breakout games end after ~130 random steps, so tiny budgets log some
+ATARI_BAD_INPUT = {
+    **COMMON_BAD_INPUT,
+    **CHECKPOINT_BAD_INPUT,
+    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
+    "missing ale-py": ((), '.[atari]"'),  # ale_py is blocked in these tests
+}
+PPO_ATARI_ARGS = ("--num-envs", "2", "--num-steps", "64", "--total-timesteps", "512")
+SCRIPTS["ppo_atari.py"] = Script(
+    name="ppo_atari.py",
+    smoke_args=PPO_ATARI_ARGS,
+    tags=PPO_TAGS,
+    determinism_args=PPO_ATARI_ARGS,
+    bad_input={**ATARI_BAD_INPUT, "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide")},
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+DQN_ATARI_ARGS = ("--buffer-size", "1000", "--learning-starts", "200", "--total-timesteps", "400", "--train-frequency", "4")
+SCRIPTS["dqn_atari.py"] = Script(
+    name="dqn_atari.py",
+    smoke_args=DQN_ATARI_ARGS,
+    tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}),
+    determinism_args=DQN_ATARI_ARGS,
+    bad_input={
+        **ATARI_BAD_INPUT,
+        "zero batch size": (("--batch-size", "0"), "--batch-size"),
+        "several envs": (("--num-envs", "2"), "--num-envs"),
+        "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
 
@@ -300,8 +333,8 @@ BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(S
 
 @pytest.fixture
 def blocked_imports(tmp_path) -> Path:
-    """A folder that, first on PYTHONPATH, makes `import Box2D`, `mujoco` and `cleanrl_utils` fail as if not installed."""
-    for package in ("Box2D", "mujoco", "cleanrl_utils"):
+    """A folder that, first on PYTHONPATH, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
+    for package in ("Box2D", "mujoco", "cleanrl_utils", "ale_py"):
         stub = tmp_path / "blocked" / package
         stub.mkdir(parents=True)
         (stub / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
