@@ -1,16 +1,15 @@
 """Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
 same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 3 seeds each.
 
-    python benchmark/continuous_vs_sb3.py run --impl sb3     # one queue of SB3 runs
-    python benchmark/continuous_vs_sb3.py run --impl ours    # one queue of our runs (another shell)
+    python benchmark/continuous_vs_sb3.py run                # a queue: ours then SB3, per comparison and seed
+    python benchmark/continuous_vs_sb3.py run                # a second queue (another shell) shares the work
     python benchmark/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
     python benchmark/continuous_vs_sb3.py report             # the Markdown table for the docs
 
-Every run uses one torch thread (`OMP_NUM_THREADS=1`), so two queues can share a 2-core machine
-without either getting more CPU than the other. A run's result is a JSON file in `--out`
-(returns of every finished training episode, steps per second); finished runs are skipped when a
-queue is started again, so an interrupted benchmark continues where it stopped, and several
-queues of the same side can share the work. Our runs also
+Every run uses one torch thread (`OMP_NUM_THREADS=1`): on a 2-core machine, run two queues. A
+run's result is a JSON file in `--out` (returns of every finished training episode, steps per
+second); a queue skips the runs that are done or that another queue has taken (its `.running`
+file), so queues share the work and a stopped benchmark continues where it stopped. Our runs also
 keep their TensorBoard folders there.
 
 The table scores each (algorithm, env) with the mean over seeds of each seed's last 10 training
@@ -58,17 +57,18 @@ class Comparison:
         return f"{impl}__{name}__{self.env_id}__{self.total_timesteps}__{seed}.json"
 
 
-# Pendulum-v1 first (minutes), then the long Hopper-v4 runs. 20k Pendulum steps leave no room for the
-# default 25k (TD3/DDPG) or 5k (SAC) random steps: both sides start learning after 1k there.
+# Cheapest first: Pendulum-v1, PPO, then the long Hopper-v4 runs (SAC's two critics and an actor update
+# every step make it the costliest). 20k Pendulum steps leave no room for the default 25k (TD3/DDPG) or
+# 5k (SAC) random steps: both sides start learning after 1k there.
 COMPARISONS = [
     Comparison("sac_continuous_action", "sac", "Pendulum-v1", 20_000, learning_starts=1000),
     Comparison("td3_continuous_action", "td3", "Pendulum-v1", 20_000, learning_starts=1000),
     Comparison("ddpg_continuous_action", "ddpg", "Pendulum-v1", 20_000, learning_starts=1000),
     Comparison("ppo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
     Comparison("rpo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
-    Comparison("sac_continuous_action", "sac", "Hopper-v4", 100_000),
-    Comparison("td3_continuous_action", "td3", "Hopper-v4", 100_000),
     Comparison("ddpg_continuous_action", "ddpg", "Hopper-v4", 100_000),
+    Comparison("td3_continuous_action", "td3", "Hopper-v4", 100_000),
+    Comparison("sac_continuous_action", "sac", "Hopper-v4", 100_000),
 ]
 
 
@@ -90,7 +90,12 @@ def run_ours(comparison: Comparison, seed: int, result: Path) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, str(REPO / "cleanrl" / f"{comparison.script}.py"), *comparison.ours_args, "--seed", str(seed)]
     subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-    (run_dir,) = sorted((workdir / "runs").iterdir())[-1:]
+    summarize_ours(comparison, seed, result)
+
+
+def summarize_ours(comparison: Comparison, seed: int, result: Path) -> None:
+    """The result file of one of our runs, from the TensorBoard events it wrote."""
+    (run_dir,) = sorted((result.with_suffix("") / "runs").iterdir())[-1:]
     scalars = read_scalars(run_dir)
     episodes = [value for _, value in scalars["charts/episodic_return"]]
     summary = {"impl": "ours", "algo": comparison.script, "env_id": comparison.env_id, "seed": seed}
@@ -134,20 +139,20 @@ def claim(result: Path) -> bool:
         return False
 
 
-def run_queue(impl: str, out: Path, only: list[str] | None) -> None:
+def run_queue(impls: list[str], out: Path, only: list[str] | None) -> None:
+    """Every run not done or taken yet, in order: comparison, seed, then ours before SB3 (with both sides)."""
     out.mkdir(parents=True, exist_ok=True)
     for comparison in COMPARISONS:
         if only and comparison.script not in only and comparison.sb3_algo not in only:
             continue
         for seed in SEEDS:
-            result = out / comparison.result_name(impl, seed)
-            if result.exists() or not claim(result):
-                continue
-            print(
-                f"{impl}: {comparison.script if impl == 'ours' else comparison.sb3_algo} {comparison.env_id} seed {seed}",
-                flush=True,
-            )
-            (run_ours if impl == "ours" else run_sb3)(comparison, seed, result)
+            for impl in impls:
+                result = out / comparison.result_name(impl, seed)
+                if result.exists() or not claim(result):
+                    continue
+                name = comparison.script if impl == "ours" else comparison.sb3_algo
+                print(f"{impl}: {name} {comparison.env_id} seed {seed}", flush=True)
+                (run_ours if impl == "ours" else run_sb3)(comparison, seed, result)
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -193,14 +198,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["run", "speed", "report"])
     parser.add_argument("--rounds", type=int, default=2, help="speed: alternating rounds per comparison")
-    parser.add_argument("--impl", choices=["ours", "sb3"], help="run: which side's queue to work through")
+    parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
     parser.add_argument("--only", nargs="+", help="run: only these scripts / SB3 algorithms (e.g. sac_continuous_action td3)")
     args = parser.parse_args()
     if args.command == "run":
-        if not args.impl:
-            parser.error("run needs --impl ours or --impl sb3")
-        run_queue(args.impl, args.out, args.only)
+        run_queue(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
     else:
