@@ -55,6 +55,20 @@ KILL_CASES = {
         "400",
         2000,
     ),
+    # Breakout: 16 iterations of 2 x 32 steps, a checkpoint (with each emulator's state) every 2
+    "ppo_atari.py": KillCase(
+        "ppo_atari.py",
+        ("--num-envs", "2", "--num-steps", "32", "--num-minibatches", "2", "--total-timesteps", "1024"),
+        "2",
+        1024,
+    ),
+    # Breakout: learning from step 200 on, the frame replay memory (500 frames, so it wraps) checkpointed every 300 steps
+    "dqn_atari.py": KillCase(
+        "dqn_atari.py",
+        ("--total-timesteps", "1200", "--learning-starts", "200", "--buffer-size", "500", "--target-network-frequency", "100"),
+        "300",
+        1200,
+    ),
 }
 
 
