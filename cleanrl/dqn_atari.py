@@ -122,6 +122,10 @@ def request_stop(signum, frame):
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
+        if ale_py is None:
+            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
+        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
+            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
         # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:

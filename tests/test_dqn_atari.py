@@ -169,3 +169,9 @@ def test_network_divides_frames_by_255():
     q = dqn_atari.QNetwork(type("E", (), {"action_space": gym.spaces.Discrete(4)})())
     frames = torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8)
     assert torch.allclose(q(frames), q.network(frames.float() / 255.0))
+
+
+def test_env_factory_refuses_a_non_atari_env():
+    """enjoy and the evaluator call the factory directly: a clear Gymnasium error, which enjoy reports in one line."""
+    with pytest.raises(gym.error.Error, match="CartPole-v1 is not an Atari game"):
+        dqn_atari.make_env("CartPole-v1", 0, False, "unused")()

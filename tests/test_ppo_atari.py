@@ -1,6 +1,8 @@
 """ppo_atari.py beyond the contract tests: whole-game logging from the vector env, v5 ids, evaluation."""
 
+import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from cleanrl import ppo_atari
@@ -60,3 +62,9 @@ def test_evaluate_plays_whole_games(tmp_path, monkeypatch):
     returns = evaluate(model_path, ppo_atari.make_env, "BreakoutNoFrameskip-v4", 2, "ev", ppo_atari.Agent, capture_video=True)
     assert len(returns) == 2 and all(r >= 0 for r in returns)
     assert list((tmp_path / "videos" / "ev").glob("*.mp4"))
+
+
+def test_env_factory_refuses_a_non_atari_env():
+    """enjoy and the evaluator call the factory directly: a clear Gymnasium error, which enjoy reports in one line."""
+    with pytest.raises(gym.error.Error, match="CartPole-v1 is not an Atari game"):
+        ppo_atari.make_env("CartPole-v1", 0, False, "unused")()
