@@ -66,6 +66,9 @@ COMPARISONS = [
     Comparison("ddpg_continuous_action", "ddpg", "Pendulum-v1", 20_000, learning_starts=1000),
     Comparison("ppo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
     Comparison("rpo_continuous_action", "ppo_continuous", "Hopper-v4", 200_000),
+    # the alternative env for PPO/RPO (both reach the 1000-step cap there), run beside Hopper
+    Comparison("ppo_continuous_action", "ppo_continuous", "InvertedPendulum-v4", 200_000),
+    Comparison("rpo_continuous_action", "ppo_continuous", "InvertedPendulum-v4", 200_000),
     Comparison("ddpg_continuous_action", "ddpg", "Hopper-v4", 100_000),
     Comparison("td3_continuous_action", "td3", "Hopper-v4", 100_000),
     Comparison("sac_continuous_action", "sac", "Hopper-v4", 100_000),
