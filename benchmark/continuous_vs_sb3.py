@@ -115,7 +115,7 @@ def speed_comparison(comparison: Comparison) -> Comparison:
 def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for comparison in COMPARISONS:
-        if only and comparison.script not in only and comparison.sb3_algo not in only:
+        if only and not {comparison.script, comparison.sb3_algo, comparison.env_id} & set(only):
             continue
         short = speed_comparison(comparison)
         for round_ in range(1, rounds + 1):
@@ -146,7 +146,7 @@ def run_queue(impls: list[str], out: Path, only: list[str] | None) -> None:
     """Every run not done or taken yet, in order: comparison, seed, then ours before SB3 (with both sides)."""
     out.mkdir(parents=True, exist_ok=True)
     for comparison in COMPARISONS:
-        if only and comparison.script not in only and comparison.sb3_algo not in only:
+        if only and not {comparison.script, comparison.sb3_algo, comparison.env_id} & set(only):
             continue
         for seed in SEEDS:
             for impl in impls:
@@ -203,7 +203,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="speed: alternating rounds per comparison")
     parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
-    parser.add_argument("--only", nargs="+", help="run: only these scripts / SB3 algorithms (e.g. sac_continuous_action td3)")
+    parser.add_argument(
+        "--only", nargs="+", help="only these scripts, SB3 algorithms or env ids (e.g. sac_continuous_action td3 Hopper-v4)"
+    )
     args = parser.parse_args()
     if args.command == "run":
         run_queue(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
