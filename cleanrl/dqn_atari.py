@@ -236,6 +236,7 @@ class FrameReplayBuffer:
         self.pos = self.size = 0  # next slot to write; slots filled
         self.last = None  # slot of the current observation's newest frame; None between episodes
         self._window = np.arange(-stack + 1, 2)  # a stack and the next frame, relative to the sampled slot
+        self._ahead = np.arange(1, stack)  # the slots whose stacks reach back to a slot being written
 
     @property
     def nbytes(self):
@@ -245,7 +246,7 @@ class FrameReplayBuffer:
         slot = self.pos
         self.frames[slot], self.first[slot], self.valid[slot] = frame, first, False
         # The transitions of the next slots, now the oldest, would rebuild their stacks from this new frame.
-        self.valid[(slot + 1 + np.arange(self.stack - 1)) % self.capacity] = False
+        self.valid[(slot + self._ahead) % self.capacity] = False
         self.pos, self.size = (slot + 1) % self.capacity, min(self.size + 1, self.capacity)
         return slot
 
