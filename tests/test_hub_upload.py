@@ -2,6 +2,7 @@
 
 import importlib.metadata
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,15 +15,38 @@ from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.fake_hub import FakeHub
 from tests.helpers import REPO, run_script, script_env
 
-SHORT_RUNS = {
-    "ppo.py": ("--total-timesteps", "512", "--num-steps", "128"),
-    "pqn.py": ("--total-timesteps", "512", "--num-steps", "128"),
-    "dqn.py": ("--total-timesteps", "300", "--learning-starts", "100"),
-    "c51.py": ("--total-timesteps", "300", "--learning-starts", "100"),
+
+@dataclass(frozen=True)
+class Upload:
+    env_id: str
+    args: tuple[str, ...]  # a short run of the script on env_id
+    algo_name: str  # the model-index name on the card
+    entity: str = ""  # "" pushes to the token's user, else to this organisation
+
+
+HOPPER = ("--env-id", "Hopper-v4")
+OFF_POLICY = ("--total-timesteps", "300", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
+# every script with --save-model: each pushes its own model, card, video, logs, file and pins
+UPLOADS = {
+    "ppo.py": Upload("CartPole-v1", ("--total-timesteps", "512", "--num-steps", "128"), "PPO"),
+    "pqn.py": Upload("CartPole-v1", ("--total-timesteps", "512", "--num-steps", "128"), "PQN"),
+    "dqn.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "DQN", "some-org"),
+    "c51.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
+    "ppo_continuous_action.py": Upload("Hopper-v4", (*HOPPER, "--total-timesteps", "512", "--num-steps", "256"), "PPO"),
+    "rpo_continuous_action.py": Upload("Hopper-v4", (*HOPPER, "--total-timesteps", "512", "--num-steps", "256"), "RPO"),
+    "ddpg_continuous_action.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG"),
+    "td3_continuous_action.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3", "some-org"),
+    "sac_continuous_action.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "SAC"),
+    "ppo_atari.py": Upload(
+        "BreakoutNoFrameskip-v4", ("--num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO"
+    ),
+    "dqn_atari.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
+        "DQN",
+        "some-org",
+    ),
 }
-ALGO_NAMES = {"ppo.py": "PPO", "pqn.py": "PQN", "dqn.py": "DQN", "c51.py": "C51"}
-# the entity the repo goes to: "" means the token's user, "tester" on the fake Hub
-ENTITIES = {"ppo.py": "", "pqn.py": "", "dqn.py": "some-org", "c51.py": "some-org"}
 
 
 @pytest.fixture
@@ -39,15 +63,16 @@ def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str,
     return env
 
 
-@pytest.mark.parametrize("script", sorted(SHORT_RUNS))
+@pytest.mark.parametrize("script", sorted(UPLOADS))
 def test_upload_model_pushes_one_complete_commit(script, hub, tmp_path):
+    upload = UPLOADS[script]
     exp_name = script.removesuffix(".py")
-    entity_args = ("--hf-entity", ENTITIES[script]) if ENTITIES[script] else ()
-    args = (*SHORT_RUNS[script], "--save-model", "--upload-model", "--capture-video", *entity_args)
+    entity_args = ("--hf-entity", upload.entity) if upload.entity else ()
+    args = (*upload.args, "--save-model", "--upload-model", "--capture-video", *entity_args)
     run = run_script(script, *args, cwd=tmp_path, env=hub_env(hub, tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
 
-    repo_id = f"{ENTITIES[script] or hub.user}/CartPole-v1-{exp_name}-seed1"
+    repo_id = f"{upload.entity or hub.user}/{upload.env_id}-{exp_name}-seed1"
     assert f"model pushed to {hub.url}/{repo_id}" in run.stdout
     assert len(hub.commits[repo_id]) == 1, "everything goes in one commit"
     files = hub.repos[repo_id]
@@ -72,25 +97,23 @@ def test_upload_model_pushes_one_complete_commit(script, hub, tmp_path):
     assert len(evaluation) == 10
     card = ModelCard(files["README.md"].decode())
     assert card.data.library_name == "cleanrl"
-    assert {"CartPole-v1", "reinforcement-learning", "deep-reinforcement-learning", "custom-implementation"} <= set(
+    assert {upload.env_id, "reinforcement-learning", "deep-reinforcement-learning", "custom-implementation"} <= set(
         card.data.tags
     )
     (result,) = card.data.eval_results
     assert (result.task_type, result.dataset_type, result.dataset_name) == (
         "reinforcement-learning",
-        "CartPole-v1",
-        "CartPole-v1",
+        upload.env_id,
+        upload.env_id,
     )
     assert result.metric_type == "mean_reward"
     assert result.metric_value == f"{statistics.fmean(evaluation):.2f} +/- {statistics.pstdev(evaluation):.2f}"
-    assert yaml.safe_load(files["README.md"].decode().split("---")[1])["model-index"][0]["name"] == ALGO_NAMES[script]
+    assert yaml.safe_load(files["README.md"].decode().split("---")[1])["model-index"][0]["name"] == upload.algo_name
     body = card.text
-    assert (
-        f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --env-id CartPole-v1 --hf-entity {repo_id.split('/')[0]} --seed 1"
-        in body
-    )
+    owner = repo_id.split("/")[0]
+    assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --env-id {upload.env_id} --hf-entity {owner} --seed 1" in body
     assert f"python {script} {' '.join(args)}" in body
-    assert "| learning_rate | 0.00025 |" in body and "pip install -r requirements.txt" in body
+    assert f"| env_id | {upload.env_id} |" in body and "pip install -r requirements.txt" in body
 
 
 def test_upload_model_needs_a_token_before_training(hub, tmp_path):
@@ -106,7 +129,7 @@ def test_upload_model_needs_a_token_before_training(hub, tmp_path):
 def test_failed_upload_is_one_line_and_keeps_the_model(hub, tmp_path):
     hub.failures["commit"] = [403]  # not transient: no retry
     run = run_script(
-        "dqn.py", *SHORT_RUNS["dqn.py"], "--save-model", "--upload-model", cwd=tmp_path, env=hub_env(hub, tmp_path)
+        "dqn.py", *UPLOADS["dqn.py"].args, "--save-model", "--upload-model", cwd=tmp_path, env=hub_env(hub, tmp_path)
     )
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()

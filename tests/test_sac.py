@@ -192,22 +192,3 @@ def test_evaluation_plays_the_mean_action(trained):
     sampled = evaluate(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor,
                        capture_video=False, seed=3, deterministic=False)  # fmt: skip
     assert sampled != returns
-
-
-def test_upload_model_pushes_the_model_and_its_evaluation(tmp_path):
-    from tests.fake_hub import FakeHub
-    from tests.helpers import script_env
-
-    hub = FakeHub().start()
-    try:
-        env = script_env(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf_home"), HF_TOKEN=hub.token)
-        args = ("--env-id", "Pendulum-v1", *TINY, "--save-model", "--upload-model")
-        run = run_script("sac_continuous_action.py", *args, cwd=tmp_path, env=env)
-        assert run.returncode == 0, run.stderr[-3000:]
-        repo_id = f"{hub.user}/Pendulum-v1-sac_continuous_action-seed1"
-        files = hub.repos[repo_id]
-        model = files["sac_continuous_action.cleanrl_model"]
-        assert model == (run.run_dir / "sac_continuous_action.cleanrl_model").read_bytes()
-        assert "sac_continuous_action.py" in files and "SAC" in files["README.md"].decode()
-    finally:
-        hub.stop()
