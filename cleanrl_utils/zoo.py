@@ -41,6 +41,10 @@ ZOO: dict[str, ZooEntry] = {
     "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),
     "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
     "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.dqn_atari_eval", {"epsilon": 0.01}),
+    # rows: c51_atari, rainbow_atari
+    # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    # rows: ppo_atari_lstm, ppo_atari_multigpu
+    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
 }
 
 

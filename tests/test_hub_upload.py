@@ -46,6 +46,10 @@ UPLOADS = {
         "DQN",
         "some-org",
     ),
+    # rows: c51_atari, rainbow_atari
+    # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    # rows: ppo_atari_lstm, ppo_atari_multigpu
+    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
 }
 
 

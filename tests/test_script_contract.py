@@ -252,6 +252,11 @@ SCRIPTS["dqn_atari.py"] = Script(
     returns_are_lengths=False,
 )
 
+# rows: c51_atari, rainbow_atari
+# rows: sac_atari, qdagger_dqn_atari_impalacnn
+# rows: ppo_atari_lstm, ppo_atari_multigpu
+# rows: ppo_trxl, ppo_pettingzoo_ma_atari
+
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
 

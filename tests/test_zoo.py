@@ -55,6 +55,10 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         torch.save(model_class(envs).state_dict(), path)
     elif exp_name == "dqn_atari":
         torch.save(model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()).state_dict(), path)
+    # rows: c51_atari, rainbow_atari
+    # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    # rows: ppo_atari_lstm, ppo_atari_multigpu
+    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
