@@ -23,7 +23,6 @@ alternating, one process at a time. The table's speed columns come from those ru
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+from benchmark.benchlib import claim, mean_std, one_thread_env, summarize_run  # noqa: E402
 
 SEEDS = (1, 2, 3)
 LAST_EPISODES = 10
@@ -75,10 +74,6 @@ COMPARISONS = [
 ]
 
 
-def one_thread_env() -> dict[str, str]:
-    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUJOCO_GL": "egl"}
-
-
 def run_sb3(comparison: Comparison, seed: int, result: Path) -> None:
     command = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), comparison.sb3_algo]
     command += ["--env-id", comparison.env_id, "--total-timesteps", str(comparison.total_timesteps)]
@@ -99,10 +94,7 @@ def run_ours(comparison: Comparison, seed: int, result: Path) -> None:
 def summarize_ours(comparison: Comparison, seed: int, result: Path) -> None:
     """The result file of one of our runs, from the TensorBoard events it wrote."""
     (run_dir,) = sorted((result.with_suffix("") / "runs").iterdir())[-1:]
-    scalars = read_scalars(run_dir)
-    episodes = [value for _, value in scalars["charts/episodic_return"]]
-    summary = {"impl": "ours", "algo": comparison.script, "env_id": comparison.env_id, "seed": seed}
-    result.write_text(json.dumps(summary | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
+    summarize_run(run_dir, result, impl="ours", algo=comparison.script, env_id=comparison.env_id, seed=seed)
 
 
 def speed_comparison(comparison: Comparison) -> Comparison:
@@ -132,16 +124,6 @@ def load_speeds(out: Path, comparison: Comparison, impl: str) -> list[float]:
     return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{name}__*.json"))]
 
 
-def claim(result: Path) -> bool:
-    """Take a run for this queue, so that several queues on one `--out` share the work (False: another has it).
-    A queue killed mid-run leaves its `.running` file: delete it to have the run done again."""
-    try:
-        os.close(os.open(result.with_suffix(".running"), os.O_CREAT | os.O_EXCL))
-        return True
-    except FileExistsError:
-        return False
-
-
 def run_queue(impls: list[str], out: Path, only: list[str] | None) -> None:
     """Every run not done or taken yet, in order: comparison, seed, then ours before SB3 (with both sides)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -151,15 +133,11 @@ def run_queue(impls: list[str], out: Path, only: list[str] | None) -> None:
         for seed in SEEDS:
             for impl in impls:
                 result = out / comparison.result_name(impl, seed)
-                if result.exists() or not claim(result):
+                if not claim(result):
                     continue
                 name = comparison.script if impl == "ours" else comparison.sb3_algo
                 print(f"{impl}: {name} {comparison.env_id} seed {seed}", flush=True)
                 (run_ours if impl == "ours" else run_sb3)(comparison, seed, result)
-
-
-def mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
 
 
 def load(out: Path, comparison: Comparison, impl: str) -> tuple[list[float], list[float]]:

@@ -2,6 +2,7 @@
 
     python benchmark/sb3_baselines.py ppo --total-timesteps 500000 [--threads 1]
     python benchmark/sb3_baselines.py sac --env-id Hopper-v4 --total-timesteps 100000 --json out.json
+    python benchmark/sb3_baselines.py ppo_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 300000
 
 prints `SPS: <steps per second of model.learn>` and, with `--json`, writes the SPS and every
 finished training episode's return. Differences SB3 does not let us remove: its DQN uses the
@@ -20,9 +21,9 @@ import torch
 from stable_baselines3 import DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
 
 def ppo_model(env_id: str, seed: int) -> PPO:
@@ -99,6 +100,36 @@ def ppo_continuous_model(env_id: str, seed: int) -> PPO:
     )
 
 
+def ppo_atari_model(env_id: str, seed: int) -> PPO:
+    """ppo_atari.py's defaults: 8 envs x 128 steps, 4 minibatches, 4 epochs, lr 2.5e-4 annealed, clip 0.1 (values
+    too), Nature CNN on 4 stacked 84x84 gray frames scaled to [0, 1]. SB3's AtariWrapper does what ours does (noop
+    reset, max-and-skip 4, a lost life ends the learning episode, fire reset, reward sign); its Monitor sits below
+    it, so the returns it records are whole games' scores, as ours are."""
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    env = VecFrameStack(make_atari_env(env_id, n_envs=8, seed=seed), n_stack=4)
+    return PPO(
+        "CnnPolicy",
+        env,
+        learning_rate=lambda progress_remaining: 2.5e-4 * progress_remaining,
+        n_steps=128,
+        batch_size=256,
+        n_epochs=4,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_range=0.1,
+        clip_range_vf=0.1,
+        normalize_advantage=True,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        seed=seed,
+        device="cpu",
+    )
+
+
 def off_policy_kwargs(env_id: str, seed: int, learning_starts: int) -> dict:
     """What SB3's SAC/TD3/DDPG share with ours: buffer 1e6, batch 256, tau 0.005, gamma 0.99, 256-256 MLPs."""
     return dict(
@@ -161,13 +192,15 @@ def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None) -
         return ppo_model(env_id, seed) if algo == "ppo" else dqn_model(env_id, seed)
     if algo == "ppo_continuous":
         return ppo_continuous_model(env_id, seed)
+    if algo == "ppo_atari":
+        return ppo_atari_model(env_id, seed)
     starts = learning_starts if learning_starts is not None else (5000 if algo == "sac" else 25000)
     return sac_model(env_id, seed, starts) if algo == "sac" else td3_model(env_id, seed, starts, ddpg=algo == "ddpg")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "sac", "td3", "ddpg"])
+    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "ppo_atari", "sac", "td3", "ddpg"])
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--total-timesteps", type=int, default=500000)
     parser.add_argument("--seed", type=int, default=1)

@@ -33,3 +33,62 @@ def test_learning_benchmark_script_runs_each_seed_and_summarises(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(re.findall(r"^\| CartPole-v1__ppo__[12]__\d+ \|", proc.stdout, re.M)) == 2
     assert "**2 runs**" in proc.stdout
+
+
+def write_result(path, returns, sps=100.0):
+    import json
+
+    path.write_text(json.dumps({"sps": sps, "episodic_returns": returns}))
+
+
+def test_atari_report_applies_the_bars_of_each_check(tmp_path):
+    from benchmark import atari_vs_sb3 as bench
+
+    write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0, 2.0])  # mean 1.5
+    # PPO: ours 10 and 8 (mean 9) against SB3's 10 and 12 (mean 11): 9 >= 0.8 x 11 and 9 >= 3 x 1.5
+    for seed, ours, sb3 in ((1, 10.0, 10.0), (2, 8.0, 12.0)):
+        write_result(tmp_path / f"ours__ppo_atari__BreakoutNoFrameskip-v4__300000__{seed}.json", [0.0] * 50 + [ours] * 20)
+        write_result(tmp_path / f"sb3__ppo_atari__BreakoutNoFrameskip-v4__300000__{seed}.json", [sb3] * 20)
+    # DQN reaches 2 x random only if its last 20 episodes count, not the early ones
+    write_result(tmp_path / "ours__dqn_atari__BreakoutNoFrameskip-v4__200000__1.json", [0.0] * 30 + [3.0] * 20)
+    write_result(tmp_path / "ours__c51_atari__BreakoutNoFrameskip-v4__200000__1.json", [2.9] * 20)
+    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=300.0)
+    write_result(tmp_path / "speed__ppo_atari__2.json", [], sps=320.0)
+
+    table = bench.report(tmp_path)
+    assert "| ppo_atari | BreakoutNoFrameskip-v4 | 300k | 2 | 9.0 ± 1.0 | 11.0 ± 1.0 | 1.50 | 6.0× | yes |" in table
+    assert "| dqn_atari | BreakoutNoFrameskip-v4 | 200k | 1 | 3.0 ± 0.0 | — | 1.50 | 2.0× | yes |" in table
+    assert "| c51_atari | BreakoutNoFrameskip-v4 | 200k | 1 | 2.9 ± 0.0 | — | 1.50 | 1.9× | **no** |" in table
+    assert "rainbow_atari" not in table and "sac_atari" not in table  # not run: no row rather than a made-up one
+    assert "| ppo_atari | 310 | 300, 320 |" in table
+
+
+def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
+    from benchmark import atari_vs_sb3 as bench
+
+    write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0])
+    write_result(tmp_path / "ours__ppo_atari__BreakoutNoFrameskip-v4__300000__1.json", [7.0] * 20)
+    write_result(tmp_path / "sb3__ppo_atari__BreakoutNoFrameskip-v4__300000__1.json", [10.0] * 20)
+    assert "| 7.0× | **no** |" in bench.report(tmp_path)  # 7 >= 3 x random, but below 0.8 x 10
+
+
+def test_random_policy_plays_whole_games():
+    from benchmark import atari_vs_sb3 as bench
+
+    # Breakout gives 5 lives: a whole random game lasts far longer than the ~30 agent steps of one life
+    (score,) = bench.random_policy_returns("BreakoutNoFrameskip-v4", 1)
+    assert score >= 0 and score == int(score)
+
+
+def test_continuous_report_compares_with_sb3_and_uses_the_quiet_speeds(tmp_path):
+    from benchmark import continuous_vs_sb3 as bench
+
+    for seed, ours, sb3 in ((1, -150.0, -170.0), (2, -170.0, -190.0), (3, -160.0, -180.0)):
+        write_result(tmp_path / f"ours__sac_continuous_action__Pendulum-v1__20000__{seed}.json", [-1000.0] + [ours] * 10, 50)
+        write_result(tmp_path / f"sb3__sac__Pendulum-v1__20000__{seed}.json", [sb3] * 10, 40)
+    write_result(tmp_path / "speed__ours__sac_continuous_action__Pendulum-v1__4000__1.json", [], sps=120.0)
+    write_result(tmp_path / "speed__sb3__sac__Pendulum-v1__4000__1.json", [], sps=100.0)
+    row = next(line for line in bench.report(tmp_path).splitlines() if line.startswith("| sac_continuous_action"))
+    assert row == (
+        "| sac_continuous_action | Pendulum-v1 | 20k | -160.0 ± 8.2 (3 seeds) | -180.0 ± 8.2 (3 seeds) | yes | 120 | 100 | 1.20× |"
+    )

@@ -1,0 +1,227 @@
+"""The Atari files on this machine: learning on small budgets beside SB3 and a random policy, and speed.
+
+    python benchmark/atari_vs_sb3.py random                # the random policy's whole-game score in each game
+    python benchmark/atari_vs_sb3.py run                   # a queue of the learning runs (start one per core)
+    python benchmark/atari_vs_sb3.py speed --rounds 2      # steps per second, one process at a time
+    python benchmark/atari_vs_sb3.py report                # the Markdown tables for the docs
+
+These CPUs do a few hundred Atari steps per second, so the budgets are far below the published
+10M-step runs: the point is to catch an implementation that does not learn, not to reproduce the
+published scores. The checks:
+
+- `ppo_atari.py` against Stable-Baselines3's PPO with the same hyperparameters and wrappers
+  (benchmark/sb3_baselines.py), BreakoutNoFrameskip-v4, 300k steps, 2 seeds each: our mean of the
+  last 20 episodes is at least 0.8 x SB3's, and both are at least 3 x the random policy's.
+- `dqn_atari.py`, `c51_atari.py`, `rainbow_atari.py` on Breakout, 200k steps, learning from step 20k,
+  epsilon annealed over the first 100k (Rainbow explores with noisy nets), 1 seed; `sac_atari.py`
+  likewise on its default game: the mean of the last 20 episodes is at least 2 x random.
+- Speed: `ppo_atari.py` against SB3 (8 iterations of 8 x 128 steps, alternating), and
+  `ppo_atari_multigpu.py` as 2 processes (one per core, 4 envs each) against `ppo_atari.py` with the
+  same global batch (8 envs) in one process with 1 and with 2 torch threads.
+
+Returns are whole games' scores (all lives), on both sides. Every learning run uses one torch thread,
+so two queues share a 2-core machine; their logged speeds are not used (the runs share the CPUs).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import claim, last_mean, mean_std, newest_run_dir, one_thread_env, summarize_run  # noqa: E402
+
+LAST_EPISODES = 20
+RANDOM_GAMES = 30
+BREAKOUT = "BreakoutNoFrameskip-v4"
+
+
+@dataclass(frozen=True)
+class Check:
+    script: str  # our file in cleanrl/
+    env_id: str
+    total_timesteps: int
+    seeds: tuple[int, ...]
+    times_random: float  # our mean must reach this multiple of the random policy's return
+    args: tuple[str, ...] = ()
+    sb3_algo: str | None = None  # compared with this model of benchmark/sb3_baselines.py
+    of_sb3: float = 0.0  # ... and must reach this share of its mean
+
+    def result_name(self, impl: str, seed: int) -> str:
+        name = self.script if impl == "ours" else self.sb3_algo
+        return f"{impl}__{name}__{self.env_id}__{self.total_timesteps}__{seed}.json"
+
+
+# learning from step 20k, epsilon from 1 down over the first 100k of 200k steps
+EPSILON_SCHEDULE = ("--learning-starts", "20000", "--exploration-fraction", "0.5")
+CHECKS = [
+    Check("ppo_atari", BREAKOUT, 300_000, (1, 2), 3.0, sb3_algo="ppo_atari", of_sb3=0.8),
+    Check("dqn_atari", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
+    Check("c51_atari", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
+    Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
+    Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000")),
+]
+
+
+def random_policy_returns(env_id: str, games: int) -> list[float]:
+    """Whole-game scores of uniformly random actions, through the training scripts' own Atari wrappers."""
+    from cleanrl.dqn_atari import make_env  # the benchmark may import algorithm files; they never import it
+
+    env = make_env(env_id, 0, False, "random")()
+    env.action_space.seed(0)
+    scores: list[float] = []
+    env.reset(seed=0)
+    while len(scores) < games:
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            if "episode" in info:  # the game is over, not just a life
+                scores.append(float(info["episode"]["r"]))
+            env.reset()
+    env.close()
+    return scores
+
+
+def measure_random(out: Path, games: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for env_id in sorted({check.env_id for check in CHECKS}):
+        result = out / f"random__{env_id}.json"
+        if not result.exists():
+            scores = random_policy_returns(env_id, games)
+            result.write_text(json.dumps({"env_id": env_id, "episodic_returns": scores}))
+            print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
+
+
+def run_ours(script: str, args: list[str], result: Path, threads: int = 1) -> None:
+    workdir = result.with_suffix("")
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
+    subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
+    summarize_run(newest_run_dir(workdir), result, impl="ours", algo=script)
+
+
+def run_multigpu(args: list[str], result: Path, processes: int = 2) -> None:
+    """ppo_atari_multigpu.py under torchrun, one torch thread per process; rank 0 writes the events."""
+    workdir = result.with_suffix("")
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+    command += [str(REPO / "cleanrl" / "ppo_atari_multigpu.py"), *args]
+    subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
+    summarize_run(newest_run_dir(workdir), result, impl="ours", algo="ppo_atari_multigpu")
+
+
+def run_sb3(algo: str, env_id: str, total_timesteps: int, seed: int, result: Path) -> None:
+    command = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), algo, "--env-id", env_id]
+    command += ["--total-timesteps", str(total_timesteps), "--seed", str(seed), "--threads", "1", "--json", str(result)]
+    subprocess.run(command, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
+
+
+def run_queue(out: Path, only: list[str] | None) -> None:
+    """Every learning run not done or taken yet: check by check, seed by seed, ours before SB3."""
+    out.mkdir(parents=True, exist_ok=True)
+    for check in CHECKS:
+        if only and not {check.script, check.env_id} & set(only):
+            continue
+        for seed in check.seeds:
+            for impl in ("ours", "sb3") if check.sb3_algo else ("ours",):
+                result = out / check.result_name(impl, seed)
+                if not claim(result):
+                    continue
+                print(f"{impl}: {check.script if impl == 'ours' else check.sb3_algo} {check.env_id} seed {seed}", flush=True)
+                if impl == "ours":
+                    budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps)]
+                    run_ours(check.script, [*budget, *check.args, "--seed", str(seed)], result)
+                else:
+                    run_sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, result)
+
+
+# speed runs: (name, how to run it) on 8 iterations of 8 x 128 steps
+SPEED_STEPS = 8 * 8 * 128
+SPEED_RUNS = {
+    "ppo_atari": lambda result: run_ours("ppo_atari", ["--total-timesteps", str(SPEED_STEPS)], result),
+    "sb3_ppo_atari": lambda result: run_sb3("ppo_atari", BREAKOUT, SPEED_STEPS, 1, result),
+    "ppo_atari_2_threads": lambda result: run_ours("ppo_atari", ["--total-timesteps", str(SPEED_STEPS)], result, threads=2),
+    "ppo_atari_multigpu_2_processes": lambda result: run_multigpu(
+        ["--local-num-envs", "4", "--total-timesteps", str(SPEED_STEPS)], result
+    ),
+}
+
+
+def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
+    """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits all alike."""
+    out.mkdir(parents=True, exist_ok=True)
+    for round_ in range(1, rounds + 1):
+        for name, run in SPEED_RUNS.items():
+            result = out / f"speed__{name}__{round_}.json"
+            if (only and name not in only) or result.exists():
+                continue
+            print(f"speed: {name} round {round_}", flush=True)
+            run(result)
+
+
+def speeds(out: Path, name: str) -> list[float]:
+    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{name}__*.json"))]
+
+
+def report(out: Path) -> str:
+    random_means = {
+        p.name.removeprefix("random__").removesuffix(".json"): statistics.fmean(json.loads(p.read_text())["episodic_returns"])
+        for p in out.glob("random__*.json")
+    }
+    lines = [
+        f"| algorithm | game | steps | seeds | ours: last-{LAST_EPISODES} return | SB3 | random policy | ours / random | passes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for check in CHECKS:
+        ours = [last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("ours", s)).exists()]
+        if not ours or check.env_id not in random_means:
+            continue
+        (ours_mean, ours_sd), random_mean = mean_std(ours), random_means[check.env_id]
+        passes = ours_mean >= check.times_random * random_mean
+        sb3_cell = "—"
+        if check.sb3_algo:
+            sb3 = [last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("sb3", s)).exists()]
+            if not sb3:
+                continue
+            sb3_mean, sb3_sd = mean_std(sb3)
+            sb3_cell = f"{sb3_mean:.1f} ± {sb3_sd:.1f}"
+            passes = passes and ours_mean >= check.of_sb3 * sb3_mean and sb3_mean >= check.times_random * random_mean
+        lines.append(
+            f"| {check.script} | {check.env_id} | {check.total_timesteps // 1000}k | {len(ours)} "
+            f"| {ours_mean:.1f} ± {ours_sd:.1f} | {sb3_cell} | {random_mean:.2f} | {ours_mean / random_mean:.1f}× "
+            f"| {'yes' if passes else '**no**'} |"
+        )
+    lines += ["", "| speed run (Breakout, 8 iterations of 8 × 128 steps) | SPS, median | rounds |", "|---|---|---|"]
+    for name in SPEED_RUNS:
+        if rates := speeds(out, name):
+            lines.append(f"| {name} | {statistics.median(rates):.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["random", "run", "speed", "report"])
+    parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per Atari game")
+    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "atari_vs_sb3")
+    parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these speed runs")
+    args = parser.parse_args()
+    if args.command == "random":
+        measure_random(args.out, args.games)
+    elif args.command == "run":
+        run_queue(args.out, args.only)
+    elif args.command == "speed":
+        run_speed(args.out, args.rounds, args.only)
+    else:
+        print(report(args.out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()

@@ -1,0 +1,51 @@
+"""What the side-by-side benchmark scripts share: one-thread runs, work queues, summaries.
+
+Several queues (one per core) can work through the same list of runs: each takes a run by
+creating its `.running` file first, so no run is done twice, and a stopped benchmark continues
+where it stopped (a queue killed mid-run leaves its `.running` file: delete it to redo that run).
+"""
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+from cleanrl_utils.tensorboard_reader import read_scalars
+
+
+def one_thread_env() -> dict[str, str]:
+    """One torch/BLAS thread per run: on a 2-core machine two queues then share it without oversubscribing."""
+    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUJOCO_GL": "egl"}
+
+
+def claim(result: Path) -> bool:
+    """Take the run that writes `result` for this queue (False: it is done or another queue has it)."""
+    if result.exists():
+        return False
+    try:
+        os.close(os.open(result.with_suffix(".running"), os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
+def summarize_run(run_dir: Path, result: Path, **identity: object) -> None:
+    """Write `result`: `identity`, the last logged SPS and every finished episode's return, from a run's events."""
+    scalars = read_scalars(run_dir)
+    episodes = [value for _, value in scalars["charts/episodic_return"]]
+    result.write_text(json.dumps(identity | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
+
+
+def newest_run_dir(workdir: Path) -> Path:
+    """The run folder a script wrote last under `workdir/runs` (env ids with a namespace nest one level deeper)."""
+    candidates = [p for p in (workdir / "runs").rglob("*") if p.is_dir() and any(p.glob("events.out.tfevents.*"))]
+    return max(candidates, key=lambda p: p.stat().st_mtime_ns)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
+def last_mean(result: Path, last: int) -> float:
+    """The mean return of a result file's last `last` episodes."""
+    return statistics.fmean(json.loads(result.read_text())["episodic_returns"][-last:])
