@@ -1,0 +1,413 @@
+"""PPO self-play on two-player PettingZoo Atari games (Pong, Surround, ...): one shared policy plays both sides.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-pettingzoo-ma-atari/#ppo_pettingzoo_ma_ataripy (docs/rl-algorithms/ppo-pettingzoo-ma-atari.md)
+"""
+
+import importlib
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+
+    # Algorithm specific arguments
+    env_id: str = "pong_v3"
+    """the id of the environment: a two-player game module of `pettingzoo.atari`"""
+    total_timesteps: int = 20000000
+    """total timesteps of the experiments (steps of every player of every game copy)"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 16
+    """the number of parallel player environments (two per game copy: num_envs // 2 games)"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+    max_cycles: int = 100000
+    """a game is cut (truncated) after this many emulator frames (PettingZoo's `max_cycles`)"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_vector_env(env_id, num_envs, max_cycles, capture_video):
+    """num_envs // 2 copies of the game, each giving two player envs (player = index % 2); same-step autoreset."""
+    try:
+        import ale_py
+        import pettingzoo  # noqa: F401
+        import supersuit as ss
+    except ImportError as e:
+        fail(f'{e}; the PettingZoo Atari games need the pettingzoo extra: pip install -e ".[pettingzoo]"')
+    try:
+        game = importlib.import_module(f"pettingzoo.atari.{env_id}")
+    except ModuleNotFoundError as e:
+        if f"pettingzoo.atari.{env_id}" not in str(e):  # the game exists, something it needs does not
+            fail(f'{env_id}: {e}; install it with pip install -e ".[pettingzoo]"')
+        fail(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
+    if not hasattr(game, "parallel_env"):
+        fail(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
+    roms = os.path.join(os.path.dirname(ale_py.__file__), "roms")  # ale-py ships the ROMs
+    env = game.parallel_env(
+        auto_rom_install_path=roms, max_cycles=max_cycles, render_mode="rgb_array" if capture_video else None
+    )
+    if len(env.possible_agents) != 2:
+        fail(f"{env_id} has {len(env.possible_agents)} players; ppo_pettingzoo_ma_atari.py needs a two-player game")
+    env = ss.max_observation_v0(env, 2)
+    env = ss.frame_skip_v0(env, 4)
+    env = ss.clip_reward_v0(env, lower_bound=-1, upper_bound=1)
+    env = ss.color_reduction_v0(env, mode="B")
+    env = ss.resize_v1(env, x_size=84, y_size=84)
+    env = ss.frame_stack_v1(env, 4)
+    env = ss.agent_indicator_v0(env, type_only=False)  # one more channel per player: 255 in its own, 0 elsewhere
+    env = ss.pettingzoo_env_to_vec_env_v1(env)
+    return ss.concat_vec_envs_v1(env, num_envs // 2, num_cpus=0, base_class="gymnasium")
+
+
+class VideoRecorder:
+    """mp4s of the first game copy at episodes 0, 1, 8, 27, ... (then every 1000th), like Gymnasium's RecordVideo."""
+
+    def __init__(self, envs, folder):
+        self.game, self.folder, self.episode, self.frames = envs.vec_envs[0].par_env, folder, 0, []
+        os.makedirs(folder, exist_ok=True)
+
+    def recording(self):
+        return self.episode < 1000 and round(self.episode ** (1 / 3)) ** 3 == self.episode or self.episode % 1000 == 0
+
+    def step(self, game_ended):
+        if self.recording():
+            self.frames.append(self.game.render())
+        if game_ended:
+            self.close()
+            self.episode += 1
+
+    def close(self):
+        if self.frames:
+            from moviepy import ImageSequenceClip
+
+            clip = ImageSequenceClip(self.frames, fps=15)
+            clip.write_videofile(f"{self.folder}/rl-video-episode-{self.episode}.mp4", logger=None)
+        self.frames = []
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        # Nature-CNN over 4 stacked frames + 2 player-indicator channels, shared by the policy and the value function
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(6, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
+        self.actor = layer_init(nn.Linear(512, envs.single_action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(512, 1), std=1)
+
+    def hidden(self, x):
+        x = x.permute(0, 3, 1, 2).float()  # (B, 84, 84, 6) uint8 -> (B, 6, 84, 84)
+        scale = torch.ones(6, 1, 1, device=x.device)
+        scale[:4] = 1 / 255.0  # only the frames become [0, 1]; the indicator channels keep their 0/255
+        return self.network(x * scale)
+
+    def get_value(self, x):
+        return self.critic(self.hidden(x)).squeeze(-1)
+
+    def act(self, x):
+        """Rollout: sampled actions, their log-probabilities and the state values, from one pass of the CNN."""
+        hidden = self.hidden(x)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden).squeeze(-1)
+
+    def evaluate_actions(self, x, action):
+        """Log-probability and entropy of given actions under the current policy, and the state value."""
+        hidden = self.hidden(x)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, self.critic(hidden).squeeze(-1)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_envs % 2 != 0:
+        fail(f"--num-envs {args.num_envs} must be even: each game copy gives two player envs")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video)
+    envs.single_observation_space, envs.single_action_space = envs.observation_space, envs.action_space
+    video = VideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(envs).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    # rollout storage: frames stay uint8 until the network scales them
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    # each player's episode is counted here (clipped rewards, as the reference logs them)
+    episode_returns = np.zeros(args.num_envs)
+    episode_lengths = np.zeros(args.num_envs, dtype=np.int64)
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, device=device)
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    action, logprobs[step], values[step] = agent.act(next_obs)
+                    actions[step] = action
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    terminations, truncations = terminations.astype(bool), truncations.astype(bool)
+                    episode_returns += reward
+                    episode_lengths += 1
+                    cut = np.flatnonzero(truncations & ~terminations)
+                    if len(cut):
+                        # A time limit (max_cycles) is not a true end: credit the value of the state it was cut at.
+                        final_obs = np.stack([infos[i]["terminal_observation"] for i in cut])
+                        reward[cut] += args.gamma * agent.get_value(torch.as_tensor(final_obs, device=device)).cpu().numpy()
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+                    if video:
+                        video.step(game_ended=bool(dones[step, 0]))
+
+                    for i in np.flatnonzero(dones[step]):
+                        player = i % 2
+                        print(f"global_step={global_step}, player={player}, episodic_return={episode_returns[i]}")
+                        writer.add_scalar(f"charts/episodic_return-player{player}", episode_returns[i], global_step)
+                        writer.add_scalar(f"charts/episodic_length-player{player}", episode_lengths[i], global_step)
+                        episode_returns[i], episode_lengths[i] = 0, 0
+
+                next_value = agent.get_value(next_obs).cpu().numpy()
+            values_np = values.cpu().numpy()
+
+            # GAE on the host; dones[t] cuts the recursion, so no advantage flows across an episode boundary
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                nextnonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+
+            # Optimizing the policy and value network
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            var_y = np.var(returns_np)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(returns_np - values_np) / var_y
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and the video in progress is written.
+        if video:
+            video.close()
+        envs.close()
+        writer.close()
+        if args.track:
+            for mp4 in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{mp4}", format="mp4")})
+            wandb.finish()

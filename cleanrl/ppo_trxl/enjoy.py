@@ -1,0 +1,79 @@
+"""Watch a saved `ppo_trxl.py` model play: a local model file, or one from a Hugging Face Hub repo.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-trxl/#enjoypy (docs/rl-algorithms/ppo-trxl.md)
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import tyro
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ppo_trxl.py lies beside this file
+from ppo_trxl import Agent, make_env  # noqa: E402
+
+
+@dataclass
+class Args:
+    name: str = "ppo_trxl.cleanrl_model"
+    """the model file: a local path, or with --hub the file's name in the Hub repo --repo-id"""
+    hub: bool = False
+    """download the model file from the Hugging Face Hub"""
+    repo_id: str = ""
+    """the Hub repo holding the model file (with --hub), e.g. `user/ProofofMemory-v0-ppo_trxl-seed1`"""
+    episodes: int = 1
+    """how many episodes to play"""
+    render: bool = True
+    """show the game (render mode "human"); --no-render plays without a window"""
+    seed: int = 0
+    """seed of the env's reset"""
+    cuda: bool = True
+    """use CUDA when it is available"""
+
+
+def fail(message: str):
+    print(f"{os.path.basename(__file__)}: error: {' '.join(message.split())}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    try:
+        from cleanrl_utils.evals.ppo_trxl_eval import load_agent, memory_policy
+    except ImportError:
+        fail("enjoy.py uses cleanrl_utils: install this project first (pip install -e .)")
+    if args.episodes <= 0:
+        fail(f"--episodes must be positive, got {args.episodes}")
+    path = args.name
+    if args.hub:
+        if not args.repo_id:
+            fail("--hub needs --repo-id, the Hub repo that holds --name")
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = hf_hub_download(repo_id=args.repo_id, filename=args.name)
+        except Exception as e:  # no network, no such repo or file
+            fail(f"cannot download {args.name} from {args.repo_id}: {e}")
+    if not os.path.isfile(path):
+        fail(f"no model file {path!r}")
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    env_id = torch.load(path, map_location="cpu", weights_only=True)["args"]["env_id"]
+
+    render_mode = "human" if args.render else None
+    envs = gym.vector.SyncVectorEnv(
+        [make_env(env_id, 0, False, "", render_mode=render_mode)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    act = memory_policy(load_agent(path, Agent, envs, device), device)
+    obs, _ = envs.reset(seed=args.seed)
+    done, played = np.ones(1, dtype=bool), 0
+    while played < args.episodes:
+        obs, _, terminations, truncations, infos = envs.step(act(obs, done))
+        done = terminations | truncations
+        if done[0]:
+            episode = infos["final_info"]["episode"]
+            print(f"episode {played}: return={float(episode['r'][0])}, length={int(episode['l'][0])}")
+            played += 1
+    envs.close()

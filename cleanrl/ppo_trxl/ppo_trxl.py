@@ -1,0 +1,667 @@
+"""PPO with a Transformer-XL episodic memory, for tasks that need memory (Memory Gym, MiniGrid Memory, ProofofMemory).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-trxl/#ppo_trxlpy (docs/rl-algorithms/ppo-trxl.md)
+"""
+
+import math
+import os
+import random
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.distributions import Categorical
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
+    import minigrid
+except ImportError:
+    minigrid = None
+try:
+    import memory_gym  # noqa: F401
+except ImportError:
+    memory_gym = None
+MEMORY_GYM_IDS = ("MortarMayhem", "MysteryPath", "SearingSpotlights", "Endless-")
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model (weights and the arguments that rebuild it) into `runs/{run_name}`, then evaluate it"""
+
+    # Algorithm specific arguments
+    env_id: str = "MortarMayhem-Grid-v0"
+    """the id of the environment"""
+    total_timesteps: int = 200000000
+    """total timesteps of the experiments"""
+    init_lr: float = 2.75e-4
+    """the initial learning rate of the optimizer"""
+    final_lr: float = 1.0e-5
+    """the learning rate once annealing is over"""
+    num_envs: int = 32
+    """the number of parallel game environments"""
+    num_steps: int = 512
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_steps: int = 32 * 512 * 10000
+    """the number of environment steps over which the learning rate and entropy coefficient decay linearly"""
+    gamma: float = 0.995
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 8
+    """the number of mini-batches"""
+    update_epochs: int = 3
+    """the K epochs to update the policy"""
+    norm_adv: bool = False
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    init_ent_coef: float = 0.0001
+    """the initial coefficient of the entropy bonus"""
+    final_ent_coef: float = 0.000001
+    """the coefficient of the entropy bonus once annealing is over"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.25
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # Transformer-XL specific arguments
+    trxl_num_layers: int = 3
+    """the number of transformer layers"""
+    trxl_num_heads: int = 4
+    """the number of heads used in multi-head attention"""
+    trxl_dim: int = 384
+    """the dimension of the transformer (embedding and hidden states)"""
+    trxl_memory_length: int = 119
+    """how many steps of the episode, the current one included, each step attends to (at most the episode length)"""
+    trxl_positional_encoding: str = "absolute"
+    """the positional encoding of the memory: absolute (sinusoidal), learned, or none ("" too)"""
+    reconstruction_coef: float = 0.0
+    """the coefficient of the observation reconstruction loss (0 disables the decoder; image observations only)"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+class ProofofMemoryEnv(gym.Env):
+    """A tiny memory task: a cue names the rewarded end of a line, then hides before the agent may move.
+
+    Observation [left cue, position / 5, right cue]; the cue (1 on the rewarded side) shows only in the first
+    two observations, and the agent's first two actions are ignored. Then each action (0: left, 1: right) moves
+    one cell; the episode ends at either end, 5 cells from the start. Each step costs 0.1, except the last,
+    which pays 1.6 at the cued end and -1.0 at the other: the shortest way to the cued end returns 1.0, the
+    wrong end -1.6, running into the time limit (16 steps) -1.6, and a guess -0.3 on average.
+    """
+
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 4}
+    cue_steps = 2
+
+    def __init__(self, render_mode=None):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.render_mode = render_mode
+
+    def _obs(self):
+        cue = self.step_count < self.cue_steps
+        return np.array([cue * (self.goal == -1), self.position / 5, cue * (self.goal == 1)], dtype=np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.goal, self.position, self.step_count = int(self.np_random.choice([-1, 1])), 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        if self.step_count >= self.cue_steps:
+            self.position += 1 if int(action) == 1 else -1
+        self.step_count += 1
+        terminated = abs(self.position) == 5
+        reward = (1.6 if self.position == 5 * self.goal else -1.0) if terminated else -0.1
+        if self.render_mode == "human":
+            print(self.render_text())
+        return self._obs(), reward, terminated, False, {}
+
+    def render_text(self):
+        cells = ["L" if self.goal == -1 else "."] + ["_"] * 9 + ["R" if self.goal == 1 else "."]
+        cells[self.position + 5] = "A"
+        return "".join(cells)
+
+    def render(self):
+        if self.render_mode == "human":
+            return print(self.render_text())
+        frame = np.full((32, 352, 3), 40, dtype=np.uint8)
+        for i, cell in enumerate(self.render_text()):
+            color = {"A": (255, 255, 255), "L": (0, 200, 0), "R": (0, 200, 0), "_": (90, 90, 90), ".": (200, 0, 0)}[cell]
+            frame[4:28, i * 32 + 4 : i * 32 + 28] = color
+        return frame
+
+
+gym.register("ProofofMemory-v0", entry_point=ProofofMemoryEnv, max_episode_steps=16)
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name, render_mode=None):
+    def thunk():
+        if env_id.startswith("MiniGrid"):
+            env = gym.make(env_id, agent_view_size=3, tile_size=28, render_mode=render_mode or "rgb_array")
+            # the partial 3x3 view drawn as an 84x84 RGB image
+            env = gym.wrappers.TimeLimit(
+                minigrid.wrappers.ImgObsWrapper(minigrid.wrappers.RGBImgPartialObsWrapper(env, 28)), 96
+            )
+        else:
+            env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else render_mode)
+        # The memory holds one slot per episode step, so every episode gets a length limit.
+        limit = env.spec.max_episode_steps if env.spec else None
+        limit = limit or getattr(env.unwrapped, "max_episode_steps", -1)  # Memory Gym: set after a reset
+        if limit is None or limit <= 0:
+            env.reset(seed=0)
+            limit = getattr(env.unwrapped, "max_episode_steps", -1)
+        if limit is None or limit <= 0:  # endless tasks
+            limit = 1024
+        env = gym.wrappers.TimeLimit(env, limit)
+        if capture_video and idx == 0:
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        return gym.wrappers.RecordEpisodeStatistics(env)
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end; `infos["final_obs"]` / `["final_info"]` keep that last step."""
+    if env_id not in gym.registry:
+        if env_id.startswith(MEMORY_GYM_IDS) and memory_gym is None or env_id.startswith("MiniGrid") and minigrid is None:
+            fail(
+                f'{env_id} needs MiniGrid or Memory Gym: pip install -e ".[memory_gym]" (and memory-gym==1.0.2 with --no-deps)'
+            )
+        fail(f"unknown env id {env_id!r}")
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    obs_shape = envs.single_observation_space.shape
+    if not isinstance(envs.single_observation_space, gym.spaces.Box) or not (len(obs_shape) == 1 or obs_shape == (84, 84, 3)):
+        fail(f"{env_id} observations are {envs.single_observation_space}; ppo_trxl.py needs a flat Box or 84x84 RGB images")
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+        fail(f"{env_id} has {envs.single_action_space} actions; ppo_trxl.py needs Discrete or MultiDiscrete ones")
+    return envs
+
+
+def finished_episodes(infos):
+    """(sub-env, return, length, seconds) of each episode that ended in this step; returns as TensorBoard stores them."""
+    final = infos.get("final_info", {})
+    episode = final.get("episode", {})
+    return [
+        (i, float(np.float32(episode["r"][i])), int(episode["l"][i]), float(episode["t"][i]))
+        for i in np.flatnonzero(final.get("_episode", ()))
+    ]
+
+
+def layer_init(layer, std=2**0.5):
+    torch.nn.init.orthogonal_(layer.weight, std)  # biases keep PyTorch's default init
+    return layer
+
+
+class MultiHeadAttention(nn.Module):
+    """Attention whose heads share one set of (bias-free) query, key and value projections."""
+
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads, self.head_dim, self.dim = num_heads, dim // num_heads, dim
+        self.query = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.key = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.value = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, query, memory, mask):
+        """query (B, dim) attends to memory (B, L, dim) where mask (B, L) is True."""
+        B, L, _ = memory.shape
+        q = self.query(query.view(B, 1, self.num_heads, self.head_dim))
+        k = self.key(memory.view(B, L, self.num_heads, self.head_dim))
+        v = self.value(memory.view(B, L, self.num_heads, self.head_dim))
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.dim)
+        weights = scores.masked_fill(~mask[:, None, None, :], float("-inf")).softmax(-1)
+        return self.out(torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(B, self.dim))
+
+
+class TransformerBlock(nn.Module):
+    """Pre-layer-norm block: attention over the memory, then a ReLU layer, each with a residual connection."""
+
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(dim, num_heads)
+        self.norm_query, self.norm_memory, self.norm_fc = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, query, memory, mask):
+        x = query + self.attention(self.norm_query(query), self.norm_memory(memory), mask)
+        return x + torch.relu(self.fc(self.norm_fc(x)))
+
+
+def sinusoidal_encoding(length, dim):
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    encoding = torch.zeros(length, dim)
+    encoding[:, 0::2], encoding[:, 1::2] = torch.sin(position * frequency), torch.cos(position * frequency)
+    return encoding
+
+
+class Agent(nn.Module):
+    """Encoder → Transformer-XL over the cached hidden states of the episode → policy branches and value.
+
+    The memory of an episode holds, for each of its steps, the input of every TrXL layer at that step
+    (shape: steps x layers x dim). A step attends, in each layer, to a window of the last `memory_length`
+    steps of its own episode (itself included); only its own hidden states are computed anew.
+    """
+
+    def __init__(self, args, observation_space, action_space, max_episode_steps):
+        super().__init__()
+        dim, self.num_layers = args.trxl_dim, args.trxl_num_layers
+        self.memory_length = min(args.trxl_memory_length, max_episode_steps)
+        self.memory_slots = max_episode_steps + 1  # one more: the value of a truncated episode's last observation
+        self.image = len(observation_space.shape) == 3
+        if self.image:
+            self.encoder = nn.Sequential(
+                layer_init(nn.Conv2d(3, 32, 8, stride=4)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+                nn.ReLU(),
+                nn.Flatten(),
+                layer_init(nn.Linear(64 * 7 * 7, dim)),
+                nn.ReLU(),
+            )
+        else:
+            self.encoder = nn.Sequential(layer_init(nn.Linear(observation_space.shape[0], dim)), nn.ReLU())
+        encoding = args.trxl_positional_encoding.lower()
+        if encoding == "absolute":
+            self.register_buffer("positional_encoding", sinusoidal_encoding(self.memory_slots, dim))
+        elif encoding == "learned":
+            self.positional_encoding = nn.Parameter(torch.randn(self.memory_slots, dim))
+        else:
+            self.positional_encoding = None
+        self.blocks = nn.ModuleList([TransformerBlock(dim, args.trxl_num_heads) for _ in range(self.num_layers)])
+        self.hidden = nn.Sequential(layer_init(nn.Linear(dim, dim)), nn.ReLU())
+        self.action_dims = [int(action_space.n)] if action_space.shape == () else [int(n) for n in action_space.nvec]
+        self.actor_branches = nn.ModuleList([layer_init(nn.Linear(dim, n), std=0.1) for n in self.action_dims])
+        self.critic = layer_init(nn.Linear(dim, 1), std=1.0)
+        self.decoder = None
+        if args.reconstruction_coef > 0:  # transposed Nature CNN back to the 84x84 RGB observation
+            self.decoder = nn.Sequential(
+                layer_init(nn.Linear(dim, 64 * 7 * 7)),
+                nn.ReLU(),
+                nn.Unflatten(1, (64, 7, 7)),
+                layer_init(nn.ConvTranspose2d(64, 64, 3, stride=1)),
+                nn.ReLU(),
+                layer_init(nn.ConvTranspose2d(64, 32, 4, stride=2)),
+                nn.ReLU(),
+                layer_init(nn.ConvTranspose2d(32, 3, 8, stride=4)),
+                nn.Sigmoid(),
+            )
+
+    def new_memory(self, num_episodes, device):
+        return torch.zeros((num_episodes, self.memory_slots, self.num_layers, self.blocks[0].fc.in_features), device=device)
+
+    def window(self, episode_step):
+        """Episode steps in each step's memory window (B, L), and which of them it may attend to."""
+        start = (episode_step - self.memory_length + 1).clamp(min=0)
+        positions = start[:, None] + torch.arange(self.memory_length, device=episode_step.device)
+        return positions, positions <= episode_step[:, None]  # the window slides once the episode outgrows it
+
+    def normalize(self, obs):
+        return obs.permute(0, 3, 1, 2).float() / 255.0 if self.image else obs.float()
+
+    def trxl(self, obs, memory_window, episode_step):
+        """TrXL output (B, dim) and this step's layer inputs (B, layers, dim) to cache; memory_window (B, L, layers, dim)."""
+        positions, mask = self.window(episode_step)
+        is_current = (positions == episode_step[:, None])[..., None]
+        h, layer_inputs = self.encoder(self.normalize(obs)), []
+        for layer, block in enumerate(self.blocks):
+            layer_inputs.append(h)
+            memory = torch.where(is_current, h[:, None], memory_window[:, :, layer])  # the fresh state replaces the cached one
+            if self.positional_encoding is not None:
+                memory = memory + self.positional_encoding[positions]
+            h = block(h, memory, mask)
+        return h, torch.stack(layer_inputs, 1)
+
+    def heads(self, h):
+        hidden = self.hidden(h)
+        return [Categorical(logits=branch(hidden)) for branch in self.actor_branches], self.critic(hidden).squeeze(-1)
+
+    def gather(self, memory, episode_step):
+        """The memory windows of each env's current episode; memory (E, slots, layers, dim)."""
+        positions, _ = self.window(episode_step)
+        return memory[torch.arange(len(memory), device=memory.device)[:, None], positions]
+
+    def act(self, obs, memory, episode_step):
+        """Sample actions (E, branches) for each env's current step and cache the step's hidden states in `memory`."""
+        h, layer_inputs = self.trxl(obs, self.gather(memory, episode_step), episode_step)
+        memory[torch.arange(len(memory), device=memory.device), episode_step] = layer_inputs
+        dists, value = self.heads(h)
+        action = torch.stack([dist.sample() for dist in dists], 1)
+        logprob = sum(dist.log_prob(a) for dist, a in zip(dists, action.T))
+        return action, logprob, value
+
+    def get_value(self, obs, memory, episode_step):
+        return self.heads(self.trxl(obs, self.gather(memory, episode_step), episode_step)[0])[1]
+
+    def evaluate_actions(self, obs, memory_window, episode_step, action):
+        """Log-probability, entropy (summed over branches), value and TrXL output of the given steps."""
+        h, _ = self.trxl(obs, memory_window, episode_step)
+        dists, value = self.heads(h)
+        logprob = sum(dist.log_prob(a) for dist, a in zip(dists, action.T))
+        return logprob, sum(dist.entropy() for dist in dists), value, h
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.trxl_dim % args.trxl_num_heads != 0:
+        fail(f"--trxl-num-heads {args.trxl_num_heads} does not divide --trxl-dim {args.trxl_dim}")
+    if args.trxl_positional_encoding.lower() not in ("", "none", "absolute", "learned"):
+        fail(f"--trxl-positional-encoding must be absolute, learned or none, got {args.trxl_positional_encoding!r}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator comes with this project's package
+            from cleanrl_utils.evals.ppo_trxl_eval import evaluate
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    if args.reconstruction_coef > 0 and len(envs.single_observation_space.shape) != 3:
+        fail(f"--reconstruction-coef needs image observations; {args.env_id} has vector ones")
+    max_episode_steps = envs.envs[0].spec.max_episode_steps
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(args, envs.single_observation_space, envs.single_action_space, max_episode_steps).to(device)
+    optimizer = optim.AdamW(agent.parameters(), lr=args.init_lr)
+    bce = nn.BCELoss()
+
+    # rollout storage; the hidden states are kept once per episode, and each step records where its memory is
+    obs_space = envs.single_observation_space
+    obs = torch.zeros(
+        (args.num_steps, args.num_envs) + obs_space.shape, dtype=torch.as_tensor(obs_space.sample()).dtype, device=device
+    )
+    actions = torch.zeros((args.num_steps, args.num_envs, len(agent.action_dims)), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = torch.zeros((args.num_steps, args.num_envs), device=device)
+    dones = torch.zeros((args.num_steps, args.num_envs), device=device)
+    episode_ids = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)  # which episode memory
+    episode_steps = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)  # step within it
+    env_memory = agent.new_memory(args.num_envs, device)  # the memory of each env's current episode
+    env_step = torch.zeros(args.num_envs, dtype=torch.long, device=device)
+    env_range = torch.arange(args.num_envs, device=device)
+    episode_infos = deque(maxlen=100)
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, device=device)
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for _iteration in range(1, args.num_iterations + 1):
+            # linear decay to the final values over anneal_steps, then held
+            frac = max(1.0 - global_step / args.anneal_steps, 0.0)
+            lr = args.final_lr + (args.init_lr - args.final_lr) * frac
+            ent_coef = args.final_ent_coef + (args.init_ent_coef - args.final_ent_coef) * frac
+            optimizer.param_groups[0]["lr"] = lr
+
+            # the episodes under way carry their memory into this rollout as its first entries
+            episode_memories = [None] * args.num_envs
+            env_episode = env_range.clone()
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    episode_ids[step], episode_steps[step] = env_episode, env_step
+                    action, logprobs[step], values[step] = agent.act(next_obs, env_memory, env_step)
+                    actions[step] = action
+
+                    env_action = action[:, 0] if action.shape[1] == 1 else action
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(env_action.cpu().numpy())
+                    reward = torch.as_tensor(reward, dtype=torch.float32, device=device)
+                    cut = torch.as_tensor(truncations & ~terminations, device=device)
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the state the episode was cut at.
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut.cpu().numpy()]), device=device)
+                        reward[cut] += args.gamma * agent.get_value(final_obs, env_memory[cut], env_step[cut] + 1)
+                    rewards[step] = reward
+                    done = terminations | truncations
+                    dones[step] = torch.as_tensor(done, device=device)
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+
+                    env_step += 1
+                    for i in np.flatnonzero(done):  # the finished episode's memory is kept; a new one starts empty
+                        episode_memories[int(env_episode[i])] = env_memory[i].clone()
+                        env_memory[i] = 0
+                        env_step[i] = 0
+                        env_episode[i] = len(episode_memories)
+                        episode_memories.append(None)
+                    for _, episodic_return, episodic_length, seconds in finished_episodes(infos):
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", episodic_length, global_step)
+                        episode_infos.append((episodic_return, episodic_length, seconds))
+
+                for i in range(args.num_envs):
+                    episode_memories[int(env_episode[i])] = env_memory[i].clone()
+                episode_memories = torch.stack(episode_memories)
+                next_value = agent.get_value(next_obs, env_memory, env_step)
+
+                # GAE; dones[t] cuts the recursion, so no advantage flows across an episode boundary
+                advantages = torch.zeros_like(rewards)
+                lastgaelam = 0
+                for t in reversed(range(args.num_steps)):
+                    nextvalues = next_value if t == args.num_steps - 1 else values[t + 1]
+                    nextnonterminal = 1.0 - dones[t]
+                    delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values[t]
+                    advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+                returns = advantages + values
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + obs_space.shape)
+            b_logprobs, b_actions = logprobs.reshape(-1), actions.reshape(-1, len(agent.action_dims))
+            b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+            b_episode_ids, b_episode_steps = episode_ids.reshape(-1), episode_steps.reshape(-1)
+
+            # Optimizing the policy and value network: each sample attends to the hidden states cached in the rollout
+            stats = {key: [] for key in ("policy_loss", "value_loss", "entropy", "reconstruction_loss", "loss")}
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+                    positions, _ = agent.window(b_episode_steps[mb_inds])
+                    mb_memory = episode_memories[b_episode_ids[mb_inds][:, None], positions]
+                    newlogprob, entropy, newvalue, trxl_out = agent.evaluate_actions(
+                        b_obs[mb_inds], mb_memory, b_episode_steps[mb_inds], b_actions[mb_inds]
+                    )
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss (no 0.5 factor: vf_coef alone weighs it)
+                    v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                    if args.clip_vloss:
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
+                        )
+                        v_loss = torch.max(v_loss_unclipped, (v_clipped - b_returns[mb_inds]) ** 2).mean()
+                    else:
+                        v_loss = v_loss_unclipped.mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - ent_coef * entropy_loss + v_loss * args.vf_coef
+                    r_loss = torch.zeros((), device=device)
+                    if agent.decoder is not None:  # auxiliary task: rebuild the observation from the TrXL output
+                        r_loss = bce(agent.decoder(trxl_out), agent.normalize(b_obs[mb_inds]))
+                        loss = loss + args.reconstruction_coef * r_loss
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    optimizer.step()
+                    for key, value in zip(stats, (pg_loss, v_loss, entropy_loss, r_loss, loss), strict=True):
+                        stats[key].append(value.detach())
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+            var_y = np.var(y_true)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+
+            if episode_infos:  # the last 100 episodes: return, length, seconds
+                for key, mean in zip(("r", "l", "t"), np.mean(episode_infos, axis=0), strict=True):
+                    writer.add_scalar(f"episode/{key}_mean", mean, global_step)
+            writer.add_scalar("episode/value_mean", values.mean().item(), global_step)
+            writer.add_scalar("episode/advantage_mean", advantages.mean().item(), global_step)
+            writer.add_scalar("charts/learning_rate", lr, global_step)
+            writer.add_scalar("charts/entropy_coefficient", ent_coef, global_step)
+            for key, history in stats.items():
+                writer.add_scalar(f"losses/{key}", torch.stack(history).mean().item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            # the weights, and what rebuilds the agent around them (enjoy.py and the evaluator read both)
+            torch.save(
+                {"model_weights": agent.state_dict(), "args": vars(args), "max_episode_steps": max_episode_steps}, model_path
+            )
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                device=device,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()
