@@ -1,0 +1,518 @@
+"""Recurrent PPO for Atari games from pixels: one frame per observation, an LSTM carries the memory.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-lstm/#ppo_atari_lstmpy (docs/rl-algorithms/ppo-atari-lstm.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # the Atari games come with the `atari` extra; without it, make_vector_env says how to install it
+    import ale_py
+
+    gym.register_envs(ale_py)
+except ImportError:
+    ale_py = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """the id of the environment"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 8
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches (each holds whole environments' sequences: it must divide num-envs)"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if ale_py is None:
+            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
+        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
+            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True, **skip)
+        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
+        # with its raw score and its length in frames.
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = NoopResetEnv(env, noop_max=30)
+        env = MaxAndSkipEnv(env, skip=4)
+        env = EpisodicLifeEnv(env)  # a lost life ends the episode for learning, not the game
+        if "FIRE" in env.unwrapped.get_action_meanings():
+            env = FireResetEnv(env)
+        env = ClipRewardEnv(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))
+        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.FrameStackObservation(env, 1)  # one frame, shape (1, 84, 84): the LSTM remembers the rest
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step."""
+    spec = gym.registry.get(env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):
+        if spec is None and ale_py is None:
+            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+        try:  # made once to tell what is wrong with it
+            env = gym.make(env_id, disable_env_checker=True)
+        except gym.error.DependencyNotInstalled as e:
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
+            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            fail(
+                f"{env_id} has {env.action_space} actions; ppo_atari_lstm.py needs Discrete ones (see ppo_continuous_action.py)"
+            )
+        fail(f"{env_id} is not an Atari game of ale-py; ppo_atari_lstm.py needs one (see ppo.py for vector observations)")
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
+        )
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    return envs
+
+
+def finished_games(infos):
+    """(sub-env, raw return, length in frames) of each whole game that ended in this step."""
+    final = infos.get("final_info", {})  # only there when some sub-env's episode (a life) ended
+    ended = np.flatnonzero(final.get("_episode", ()))
+    return [(i, float(final["episode"]["r"][i]), int(final["episode"]["l"][i])) for i in ended]
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        # Nature-CNN on a single frame, then an LSTM shared by the policy and the value function
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(1, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
+        self.lstm = nn.LSTM(512, 128)
+        for name, param in self.lstm.named_parameters():
+            if "bias" in name:
+                nn.init.constant_(param, 0)
+            elif "weight" in name:
+                nn.init.orthogonal_(param, 1.0)
+        self.actor = layer_init(nn.Linear(128, envs.single_action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(128, 1), std=1)
+
+    def initial_state(self, num_envs, device=None):
+        """The (h, c) an episode starts from: zeros, one column per env."""
+        shape = (self.lstm.num_layers, num_envs, self.lstm.hidden_size)
+        return torch.zeros(shape, device=device), torch.zeros(shape, device=device)
+
+    def get_states(self, x, lstm_state, starts):
+        """LSTM outputs for a sequence of observations, flattened step-major (step 0 of every env, then step 1...).
+
+        The sequence starts from `lstm_state`; where `starts[t, i]` is 1 (env i began a new episode at
+        step t) the state of env i is zeroed before step t, so no memory crosses an episode boundary.
+        """
+        hidden = self.network(x / 255.0)  # one CNN pass for all steps; uint8 frames become floats only here
+        num_envs = lstm_state[0].shape[1]
+        hidden = hidden.reshape(-1, num_envs, hidden.shape[-1])
+        keep = (1.0 - starts).reshape(-1, 1, num_envs, 1)
+        outputs = []
+        for h, k in zip(hidden, keep):
+            out, lstm_state = self.lstm(h.unsqueeze(0), (k * lstm_state[0], k * lstm_state[1]))
+            outputs.append(out)
+        return torch.cat(outputs).flatten(0, 1), lstm_state
+
+    def get_value(self, x, lstm_state, starts):
+        return self.critic(self.get_states(x, lstm_state, starts)[0]).squeeze(-1)
+
+    def act(self, x, lstm_state, starts):
+        """Rollout step: sampled actions, their log-probabilities, the state values and the next LSTM state."""
+        hidden, lstm_state = self.get_states(x, lstm_state, starts)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        return action, logprob, self.critic(hidden).squeeze(-1), lstm_state
+
+    def evaluate_actions(self, x, lstm_state, starts, action):
+        """Log-probability and entropy of given actions, and the state values, replaying a sequence from `lstm_state`."""
+        hidden, _ = self.get_states(x, lstm_state, starts)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, self.critic(hidden).squeeze(-1)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_envs % args.num_minibatches != 0:
+        fail(
+            f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs} (minibatches hold whole envs)"
+        )
+    args.batch_size = int(args.num_envs * args.num_steps)
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.ppo_atari_lstm_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(envs).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    # rollout storage: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    starts = torch.zeros((args.num_steps, args.num_envs), device=device)  # 1 where obs[t] begins an episode (a life)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, device=device)
+    next_start = torch.zeros(args.num_envs, device=device)
+    next_lstm_state = agent.initial_state(args.num_envs, device)
+    # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
+    flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
+    envs_per_batch = args.num_envs // args.num_minibatches
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
+                    starts[step] = next_start
+                    action, logprobs[step], values[step], next_lstm_state = agent.act(next_obs, next_lstm_state, next_start)
+                    actions[step] = action
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    cut = truncations & ~terminations
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the state the episode was cut at,
+                        # seen with the memory the env had reached (the reset only zeroes it before the next step).
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), device=device)
+                        cut_t = torch.as_tensor(cut, device=device)
+                        cut_state = (next_lstm_state[0][:, cut_t], next_lstm_state[1][:, cut_t])
+                        no_start = torch.zeros(int(cut.sum()), device=device)
+                        reward[cut] += args.gamma * agent.get_value(final_obs, cut_state, no_start).cpu().numpy()
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+                    next_start = torch.tensor(dones[step], device=device)  # zeroes those envs' state next step
+
+                    # a lost life ends an episode for learning; only a finished game is logged
+                    if dones[step].any():
+                        for _, episodic_return, episodic_length in finished_games(infos):
+                            print(f"global_step={global_step}, episodic_return={episodic_return}")
+                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                            writer.add_scalar("charts/episodic_length", episodic_length, global_step)
+
+                next_value = agent.get_value(next_obs, next_lstm_state, next_start).cpu().numpy()
+            values_np = values.cpu().numpy()
+
+            # GAE on the host; dones[t] cuts the recursion, so no advantage flows across an episode boundary.
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                nextnonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch, step-major: index t * num_envs + i is step t of env i
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_starts = starts.reshape(-1)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+
+            # Optimizing the policy and value network
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                env_perm = torch.randperm(args.num_envs, device=device)
+                for first in range(0, args.num_envs, envs_per_batch):
+                    mb_envs = env_perm[first : first + envs_per_batch]
+                    mb_inds = flat_inds[:, mb_envs].reshape(-1)  # the whole sequences of these envs, step-major
+
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(
+                        b_obs[mb_inds],
+                        (initial_lstm_state[0][:, mb_envs], initial_lstm_state[1][:, mb_envs]),
+                        b_starts[mb_inds],
+                        b_actions[mb_inds],
+                    )
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                        v_loss = 0.5 * v_loss_max.mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            var_y = np.var(returns_np)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(returns_np - values_np) / var_y
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save(agent.state_dict(), model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                device=device,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "PPO-LSTM", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,563 @@
+"""Data-parallel PPO for Atari games from pixels: one process per device (torchrun), gradients averaged across them.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-multigpu/#ppo_atari_multigpupy (docs/rl-algorithms/ppo-atari-multigpu.md)
+"""
+
+import hashlib
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # the Atari games come with the `atari` extra; without it, make_vector_env says how to install it
+    import ale_py
+
+    gym.register_envs(ale_py)
+except ImportError:
+    ale_py = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment (rank r seeds its envs and its action sampling from seed + r)"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """the id of the environment"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments (summed over all ranks' envs)"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    local_num_envs: int = 8
+    """the number of parallel game environments of each process (rank)"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches (each rank splits its own batch into this many)"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+    device_ids: list[int] = field(default_factory=list)
+    """the CUDA device of each local rank, e.g. `--device-ids 2 3` (empty: local rank r uses cuda:r)"""
+    backend: str = "gloo"
+    """the torch.distributed backend: gloo (CPUs or GPUs), nccl (GPUs) or mpi (a torch built with MPI)"""
+
+    # to be filled in runtime
+    local_batch_size: int = 0
+    """the batch size of each rank (computed in runtime)"""
+    local_minibatch_size: int = 0
+    """the mini-batch size of each rank (computed in runtime)"""
+    num_envs: int = 0
+    """the number of environments of all ranks together (computed in runtime)"""
+    batch_size: int = 0
+    """the batch size of all ranks together (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size of all ranks together (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+    world_size: int = 0
+    """the number of processes, from torchrun's WORLD_SIZE (computed in runtime)"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+BACKENDS = ("gloo", "nccl", "mpi")
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback (each rank that finds it says it)."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if ale_py is None:
+            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
+        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
+            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True, **skip)
+        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
+        # with its raw score and its length in frames.
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = NoopResetEnv(env, noop_max=30)
+        env = MaxAndSkipEnv(env, skip=4)
+        env = EpisodicLifeEnv(env)  # a lost life ends the episode for learning, not the game
+        if "FIRE" in env.unwrapped.get_action_meanings():
+            env = FireResetEnv(env)
+        env = ClipRewardEnv(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))
+        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.FrameStackObservation(env, 4)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step."""
+    spec = gym.registry.get(env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):
+        if spec is None and ale_py is None:
+            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+        try:  # made once to tell what is wrong with it
+            env = gym.make(env_id, disable_env_checker=True)
+        except gym.error.DependencyNotInstalled as e:
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
+            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            fail(
+                f"{env_id} has {env.action_space} actions; ppo_atari_multigpu.py needs Discrete ones (see ppo_continuous_action.py)"
+            )
+        fail(f"{env_id} is not an Atari game of ale-py; ppo_atari_multigpu.py needs one (see ppo.py for vector observations)")
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
+        )
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    return envs
+
+
+def finished_games(infos):
+    """(sub-env, raw return, length in frames) of each whole game that ended in this step."""
+    final = infos.get("final_info", {})  # only there when some sub-env's episode (a life) ended
+    ended = np.flatnonzero(final.get("_episode", ()))
+    return [(i, float(final["episode"]["r"][i]), int(final["episode"]["l"][i])) for i in ended]
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        # Nature-CNN, shared by the policy and the value function
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
+        self.actor = layer_init(nn.Linear(512, envs.single_action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(512, 1), std=1)
+
+    def get_value(self, x):
+        return self.critic(self.network(x / 255.0)).squeeze(-1)
+
+    def act(self, x):
+        """Rollout: sampled actions, their log-probabilities and the state values, from one pass of the CNN."""
+        hidden = self.network(x / 255.0)  # uint8 frames become floats in [0, 1] only here
+        logp_all = self.actor(hidden).log_softmax(-1)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden).squeeze(-1)
+
+    def evaluate_actions(self, x, action):
+        """Log-probability and entropy of given actions under the current policy, and the state value."""
+        hidden = self.network(x / 255.0)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, self.critic(hidden).squeeze(-1)
+
+
+def parameters_digest(model):
+    """sha256 of all the model's weights, in state_dict order: equal digests mean identical replicas."""
+    return hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    # torchrun sets these for each process it starts; a plain `python` run is a world of one
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    args.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    for name in ("total_timesteps", "local_num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.backend not in BACKENDS:
+        fail(f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}")
+    args.local_batch_size = int(args.local_num_envs * args.num_steps)
+    if args.local_batch_size % args.num_minibatches != 0:
+        fail(
+            f"--num-minibatches {args.num_minibatches} does not divide "
+            f"local-num-envs x num-steps = {args.local_batch_size} (each rank splits its own batch)"
+        )
+    args.local_minibatch_size = int(args.local_batch_size // args.num_minibatches)
+    args.num_envs = args.local_num_envs * args.world_size
+    args.batch_size = int(args.num_envs * args.num_steps)
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch of all ranks ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.ppo_atari_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # device of each local rank: --device-ids[local_rank], else the GPUs in turn (several ranks may share one)
+    if torch.cuda.is_available() and args.cuda:
+        local_world_size, gpus = int(os.environ.get("LOCAL_WORLD_SIZE", "1")), torch.cuda.device_count()
+        if args.device_ids and len(args.device_ids) != local_world_size:
+            fail(f"--device-ids names {len(args.device_ids)} devices for {local_world_size} processes on this machine")
+        if any(not 0 <= i < gpus for i in args.device_ids):
+            fail(f"--device-ids {' '.join(map(str, args.device_ids))}: this machine has GPUs 0 to {gpus - 1}")
+        device = torch.device(f"cuda:{args.device_ids[local_rank] if args.device_ids else local_rank % gpus}")
+        torch.cuda.set_device(device)
+    elif args.device_ids:
+        fail("--device-ids needs CUDA (a GPU and no --no-cuda)")
+    else:
+        device = torch.device("cpu")
+    if args.backend == "nccl" and device.type != "cuda":
+        fail("--backend nccl needs a CUDA device for each process; on CPUs use --backend gloo")
+    if not dist.is_backend_available(args.backend):
+        fail(f"--backend {args.backend} is not available in this torch build; use --backend gloo")
+    if args.world_size > 1:  # torchrun's MASTER_ADDR and MASTER_PORT say where the ranks meet
+        dist.init_process_group(args.backend, rank=rank, world_size=args.world_size)
+
+    # seeding: every rank builds the same initial network from the base seed; its envs and its action
+    # sampling get their own seeds, so the ranks gather different experience
+    random.seed(args.seed + rank)
+    np.random.seed(args.seed + rank)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+
+    # env setup (before any file is written, so bad input leaves nothing behind); rank 0 records the videos
+    envs = make_vector_env(args.env_id, args.local_num_envs, args.capture_video and rank == 0, run_name)
+    envs.action_space.seed(args.seed + rank)
+
+    agent = Agent(envs).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    torch.manual_seed(args.seed + rank)
+
+    writer = None  # rank 0 alone writes TensorBoard, W&B, videos and the model
+    if rank == 0:
+        if args.track:
+            import wandb
+
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                config=vars(args),
+                name=run_name,
+                save_code=True,
+            )
+        writer = SummaryWriter(f"runs/{run_name}")
+        writer.add_text(
+            "hyperparameters",
+            "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+        )
+
+    # rollout storage of this rank: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    obs_shape = envs.single_observation_space.shape
+    obs = torch.zeros((args.num_steps, args.local_num_envs) + obs_shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.local_num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.local_num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.local_num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.local_num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    dones = np.zeros((args.num_steps, args.local_num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
+    params = list(agent.parameters())
+
+    global_step = 0  # steps of all ranks' envs: every rank steps its envs in lockstep with the others
+    start_time = time.time()
+    # env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed
+    next_obs, _ = envs.reset(seed=args.seed + rank * args.local_num_envs)
+    next_obs = torch.as_tensor(next_obs, device=device)
+    # Ctrl-C and SIGTERM (torchrun forwards them to every rank) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            games = []  # (global step, raw return, length) of the whole games this rank finished
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
+                    action, logprobs[step], values[step] = agent.act(next_obs)
+                    actions[step] = action
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    cut = truncations & ~terminations
+                    if cut.any():
+                        # A time limit is not a true end: credit the value of the state the episode was cut at.
+                        final_obs = torch.as_tensor(np.stack(infos["final_obs"][cut]), device=device)
+                        reward[cut] += args.gamma * agent.get_value(final_obs).cpu().numpy()
+                    rewards[step] = reward
+                    dones[step] = terminations | truncations
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+                    # a lost life ends an episode for learning; only a finished game is logged
+                    if dones[step].any():
+                        games += [(global_step, ret, length) for _, ret, length in finished_games(infos)]
+
+                next_value = agent.get_value(next_obs).cpu().numpy()
+
+            # rank 0 logs the games of every rank, at the global step where each ended
+            all_games = [games]
+            if args.world_size > 1:
+                all_games = [None] * args.world_size if rank == 0 else None
+                dist.gather_object(games, all_games, dst=0)
+            if rank == 0:
+                ended = sorted((s, r, ret, n) for r, rank_games in enumerate(all_games) for s, ret, n in rank_games)
+                for at_step, from_rank, episodic_return, episodic_length in ended:
+                    which = f", rank={from_rank}" if args.world_size > 1 else ""
+                    print(f"global_step={at_step}, episodic_return={episodic_return}{which}")
+                    writer.add_scalar("charts/episodic_return", episodic_return, at_step)
+                    writer.add_scalar("charts/episodic_length", episodic_length, at_step)
+            values_np = values.cpu().numpy()
+
+            # GAE on the host, each rank on its own rollout; dones[t] cuts the recursion at episode ends.
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                nextnonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + obs_shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+
+            # Optimizing the policy and value network: each rank takes a minibatch of its own batch, and
+            # the step follows the gradient averaged over all ranks, as if from one minibatch of them all
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.local_batch_size, device=device)
+                for start in range(0, args.local_batch_size, args.local_minibatch_size):
+                    mb_inds = b_inds[start : start + args.local_minibatch_size]
+
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                        v_loss = 0.5 * v_loss_max.mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    if args.world_size > 1:
+                        # all gradients in one flat buffer, one all-reduce, then the mean over the ranks
+                        flat_grad = torch.cat([p.grad.reshape(-1) for p in params])
+                        dist.all_reduce(flat_grad, op=dist.ReduceOp.SUM)
+                        flat_grad /= args.world_size
+                        for p, grad in zip(params, flat_grad.split([p.numel() for p in params])):
+                            p.grad.copy_(grad.view_as(p))
+                    # the same averaged gradients on every rank: the same clipping and Adam step keep the
+                    # replicas identical
+                    nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None:
+                    kl = approx_kl.clone()
+                    if args.world_size > 1:  # every rank must stop at the same epoch, or the all-reduces hang
+                        dist.all_reduce(kl, op=dist.ReduceOp.SUM)
+                        kl /= args.world_size
+                    if kl.item() > args.target_kl:
+                        break
+
+            if rank == 0:  # rank 0's own batch stands for the others in these statistics
+                var_y = np.var(returns_np)
+                explained_var = np.nan if var_y == 0 else 1 - np.var(returns_np - values_np) / var_y
+                writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+                writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+                writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+                writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+                writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+                writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+                writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+                writer.add_scalar("losses/explained_variance", explained_var, global_step)
+                sps = int(global_step / (time.time() - start_time))
+                print("SPS:", sps)
+                writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.world_size > 1:  # a check that costs nothing: the replicas must have stayed identical
+            digests = [None] * args.world_size
+            dist.all_gather_object(digests, parameters_digest(agent))
+            if rank == 0 and len(set(digests)) == 1:
+                print(f"parameters identical on all {args.world_size} ranks (sha256 {digests[0]})")
+            elif rank == 0:
+                print(f"warning: the ranks' parameters differ: {digests}", file=sys.stderr)
+
+        if args.save_model and rank == 0:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            torch.save(agent.state_dict(), model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                device=device,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "PPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        where = f"; what was logged is in runs/{run_name}" if rank == 0 else f" (rank {rank})"
+        print(f"{os.path.basename(__file__)}: interrupted{where}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        if rank == 0:
+            writer.close()
+            if args.track:
+                for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                    wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+                wandb.finish()
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,75 @@
+"""ppo_atari_multigpu.py launched as torchrun launches it: two ranks on the gloo backend (CPUs).
+
+The single-process form (world size 1) goes through the contract tests (tests/test_script_contract.py).
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import REPO, Run, script_env
+from tests.test_script_contract import PPO_TAGS
+
+SCRIPT = str(REPO / "cleanrl" / "ppo_atari_multigpu.py")
+# 2 ranks x 2 envs x 128 steps per iteration: Breakout's random games end within the second one on both ranks
+TWO_RANKS = ("--local-num-envs", "2", "--num-steps", "128", "--total-timesteps", "1024")
+
+
+def torchrun(*args: str, cwd: Path, timeout: float = 600) -> Run:
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", SCRIPT, *args],
+        cwd=cwd,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr, cwd)
+
+
+def parameters_digest(state_dict: dict[str, torch.Tensor]) -> str:
+    """sha256 of the weights in state_dict order, computed here independently of the script."""
+    import hashlib
+
+    return hashlib.sha256(b"".join(t.numpy().tobytes() for t in state_dict.values())).hexdigest()
+
+
+def test_two_ranks_train_one_model_logged_by_rank_zero(tmp_path):
+    run = torchrun(*TWO_RANKS, "--update-epochs", "1", "--num-minibatches", "2", "--save-model", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    # one run folder (rank 0's), whose table holds the derived local and global sizes
+    table = run.texts()["hyperparameters"]
+    for row in ("|world_size|2|", "|local_num_envs|2|", "|num_envs|4|", "|local_batch_size|256|", "|batch_size|512|"):
+        assert row in table
+    scalars = run.scalars()
+    assert PPO_TAGS <= set(scalars)
+    # global steps count the envs of both ranks: 2 iterations of 2 x 2 envs x 128 steps
+    assert [step for step, _ in scalars["losses/value_loss"]] == [512, 1024]
+
+    # rank 0 prints and logs the whole games of both ranks, each at the global step where it ended
+    printed = re.findall(r"^global_step=(\d+), episodic_return=([\d.]+), rank=(\d)$", run.stdout, flags=re.M)
+    assert {rank for _, _, rank in printed} == {"0", "1"}
+    assert [(int(s), float(r)) for s, r, _ in printed] == scalars["charts/episodic_return"]
+    assert len(scalars["charts/episodic_length"]) == len(printed)
+
+    # after the updates both replicas hold the same weights, which are those rank 0 saved
+    match = re.search(r"^parameters identical on all 2 ranks \(sha256 ([0-9a-f]{64})\)$", run.stdout, flags=re.M)
+    assert match, run.stdout[-2000:] + run.stderr[-2000:]
+    model = run.run_dir / "ppo_atari_multigpu.cleanrl_model"
+    assert match.group(1) == parameters_digest(torch.load(model, weights_only=True))
+    assert [i for i, _ in scalars["eval/episodic_return"]] == list(range(10))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="nccl is a valid choice where CUDA is")
+def test_bad_input_under_torchrun_stops_every_rank_with_one_line(tmp_path):
+    run = torchrun(*TWO_RANKS, "--backend", "nccl", cwd=tmp_path, timeout=120)
+    assert run.returncode != 0
+    errors = [line for line in run.stderr.splitlines() if "ppo_atari_multigpu.py: error:" in line]
+    assert len(errors) == 2 and all("--backend nccl needs a CUDA device" in line for line in errors)
+    assert 'ppo_atari_multigpu.py", line' not in run.stderr  # torchrun reports the failure; the ranks raised nothing
+    assert not (tmp_path / "runs").exists()
