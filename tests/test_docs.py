@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-ALGORITHM_FILES = sorted(p.name for p in (REPO / "cleanrl").glob("*.py") if p.name != "__init__.py")
+# every training script, those in a folder of their own too (cleanrl/ppo_trxl/ppo_trxl.py, not its enjoy.py)
+ALGORITHM_FILES = sorted(
+    p.relative_to(REPO / "cleanrl").as_posix()
+    for p in (REPO / "cleanrl").rglob("*.py")
+    if p.name not in ("__init__.py", "enjoy.py")
+)
+
+
+def docs_page(name: str) -> Path | None:
+    """The docs page with a section for the script (headed by its file name)."""
+    heading = f"## `{Path(name).name}`"
+    return next((p for p in (REPO / "docs" / "rl-algorithms").glob("*.md") if heading in p.read_text()), None)
 
 
 def test_mkdocs_builds_strict(tmp_path):
@@ -27,13 +38,13 @@ def test_mkdocs_builds_strict(tmp_path):
 @pytest.mark.parametrize("name", ALGORITHM_FILES)
 def test_algorithm_is_listed_and_documented(name):
     assert f"cleanrl/{name}" in (REPO / "README.md").read_text(), f"README's table lacks {name}"
-    assert f"`{name}`" in (REPO / "docs" / "rl-algorithms" / "overview.md").read_text()
-    pages = [p for p in (REPO / "docs" / "rl-algorithms").glob("*.md") if f"## `{name}`" in p.read_text()]
-    assert pages, f"no docs page has a section for {name}"
-    page = pages[0].read_text()
-    assert "PLACEHOLDER" not in page, f"{pages[0].name} has no measured results yet"
+    assert f"`{Path(name).name}`" in (REPO / "docs" / "rl-algorithms" / "overview.md").read_text()
+    path = docs_page(name)
+    assert path, f"no docs page has a section for {name}"
+    page = path.read_text()
+    assert "PLACEHOLDER" not in page, f"{path.name} has no measured results yet"
     for heading in ("### Usage", "### Logged metrics", "### Implementation details", "### Results"):
-        assert heading in page, f"{pages[0].name} lacks {heading!r}"
+        assert heading in page, f"{path.name} lacks {heading!r}"
 
 
 @pytest.mark.parametrize("name", ALGORITHM_FILES)
@@ -44,6 +55,6 @@ def test_every_logged_tag_is_documented(name):
     source = (REPO / "cleanrl" / name).read_text()
     tags = set(re.findall(r'add_scalar\(\s*"([^"]+)"', source))
     assert tags, f"{name} logs no scalars?"
-    page = next(p for p in (REPO / "docs" / "rl-algorithms").glob("*.md") if f"## `{name}`" in p.read_text()).read_text()
+    page = docs_page(name).read_text()
     undocumented = {t for t in tags if f"`{t}`" not in page}
     assert not undocumented, f"{name} logs {sorted(undocumented)} without documenting them"

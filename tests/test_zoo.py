@@ -22,7 +22,8 @@ SAVING_SCRIPTS = sorted(
 DETERMINISTIC_ACTORS = ("ddpg_continuous_action", "td3_continuous_action")  # save (actor, critic...) state dicts
 # played in Pendulum-v1, whose returns are negative
 CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action", *DETERMINISTIC_ACTORS)
-ATARI = ("ppo_atari", "dqn_atari")  # played in BreakoutNoFrameskip-v4, whose untrained scores can be 0
+# played in BreakoutNoFrameskip-v4, whose untrained scores can be 0
+ATARI = tuple(name for name in ZOO if "atari" in name)
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
 MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$", re.M)
 
@@ -56,9 +57,29 @@ def save_untrained(exp_name: str, path: Path) -> Path:
     elif exp_name == "dqn_atari":
         torch.save(model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()).state_dict(), path)
     # rows: c51_atari, rainbow_atari
+    elif exp_name in ("c51_atari", "rainbow_atari"):  # weights and the args that give the support
+        support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
+        model = model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")(), **support)
+        torch.save({"model_weights": model.state_dict(), "args": support}, path)
     # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    elif exp_name in ("sac_atari", "qdagger_dqn_atari_impalacnn"):  # SAC: the actor's weights; QDagger: the student's
+        model = model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")())
+        torch.save({"actor": model.state_dict()} if exp_name == "sac_atari" else model.state_dict(), path)
     # rows: ppo_atari_lstm, ppo_atari_multigpu
+    elif exp_name in ("ppo_atari_lstm", "ppo_atari_multigpu"):  # the Agent's state_dict, as ppo_atari saves it
+        import gymnasium as gym
+
+        envs = gym.vector.SyncVectorEnv([make_env("BreakoutNoFrameskip-v4", 0, False, "unused")])
+        torch.save(model_class(envs).state_dict(), path)
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
+    elif exp_name == "ppo_trxl":  # weights and the arguments that rebuild the agent (a small one, in CartPole-v1)
+        import gymnasium as gym
+
+        trxl = {"trxl_num_layers": 1, "trxl_num_heads": 1, "trxl_dim": 16, "trxl_memory_length": 8}
+        args = {**trxl, "trxl_positional_encoding": "absolute", "reconstruction_coef": 0.0, "env_id": "CartPole-v1"}
+        envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
+        model = model_class(SimpleNamespace(**args), envs.single_observation_space, envs.single_action_space, 500)
+        torch.save({"model_weights": model.state_dict(), "args": args, "max_episode_steps": 500}, path)
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
@@ -136,8 +157,7 @@ def test_enjoy_command_line_plays_a_local_model(tmp_path):
     [
         (
             {"exp_name": "nosuch"},
-            "no model zoo entry for exp name 'nosuch'; known: c51, ddpg_continuous_action, dqn, dqn_atari, ppo, ppo_atari, ppo_continuous_action, pqn,"
-            " rpo_continuous_action, sac_continuous_action, td3_continuous_action",
+            f"no model zoo entry for exp name 'nosuch'; known: {', '.join(sorted(ZOO))}",
         ),
         ({"exp_name": "dqn", "model_path": "missing.cleanrl_model"}, "no model file at missing.cleanrl_model"),
         ({"exp_name": "dqn", "eval_episodes": 0}, "--eval-episodes must be positive"),
