@@ -1,0 +1,477 @@
+"""C51 (categorical distributional DQN) for Atari games from pixels, with a replay memory that keeps each frame once.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/c51-atari/#c51_ataripy (docs/rl-algorithms/c51-atari.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # the Atari games come with the `atari` extra; without it, make_checked_env says how to install it
+    import ale_py
+
+    gym.register_envs(ale_py)
+except ImportError:
+    ale_py = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """the id of the environment"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    n_atoms: int = 51
+    """the number of atoms"""
+    v_min: float = -10
+    """the return lower bound"""
+    v_max: float = 10
+    """the return upper bound"""
+    buffer_size: int = 1000000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    target_network_frequency: int = 10000
+    """the timesteps it takes to update the target network"""
+    batch_size: int = 32
+    """the batch size of sample from the reply memory"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.01
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.10
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 80000
+    """timestep to start learning"""
+    train_frequency: int = 4
+    """the frequency of training"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if ale_py is None:
+            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
+        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
+            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True, **skip)
+        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
+        # with its raw score and its length in frames.
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = NoopResetEnv(env, noop_max=30)
+        env = MaxAndSkipEnv(env, skip=4)
+        env = EpisodicLifeEnv(env)  # a lost life ends the episode for learning, not the game
+        if "FIRE" in env.unwrapped.get_action_meanings():
+            env = FireResetEnv(env)
+        env = ClipRewardEnv(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))
+        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.FrameStackObservation(env, 4)
+        return env
+
+    return thunk
+
+
+def make_checked_env(env_id, capture_video, run_name):
+    """The training env, or one clear error line for an env this script cannot learn."""
+    spec = gym.registry.get(env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):
+        if spec is None and ale_py is None:
+            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+        try:  # made once to tell what is wrong with it
+            env = gym.make(env_id, disable_env_checker=True)
+        except gym.error.DependencyNotInstalled as e:
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
+            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            fail(f"{env_id} has {env.action_space} actions; c51_atari.py needs Discrete ones (see sac_continuous_action.py)")
+        fail(f"{env_id} is not an Atari game of ale-py; c51_atari.py needs one (see c51.py for vector observations)")
+    try:
+        return make_env(env_id, 0, capture_video, run_name)()
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    """Nature-CNN that outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
+
+    def __init__(self, env, n_atoms=51, v_min=-10, v_max=10):
+        super().__init__()
+        self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))
+        self.n_actions, self.n_atoms = env.action_space.n, n_atoms
+        self.network = nn.Sequential(
+            nn.Conv2d(4, 32, 8, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(3136, 512),
+            nn.ReLU(),
+            nn.Linear(512, self.n_actions * n_atoms),
+        )
+
+    def pmfs(self, x):
+        """Return distributions, shape (batch, actions, atoms); uint8 frames become floats in [0, 1] only here."""
+        logits = self.network(x / 255.0).view(len(x), self.n_actions, self.n_atoms)
+        return logits.softmax(dim=-1)
+
+    def forward(self, x):
+        """Q-values: the mean of each action's return distribution."""
+        return (self.pmfs(x) * self.atoms).sum(-1)
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+def project(next_atoms, next_pmfs, atoms):
+    """Distribute each probability of `next_pmfs`, sitting at `next_atoms`, onto the two nearest atoms of the support.
+
+    This is the categorical projection of the C51 paper: the Bellman-updated distribution lives on
+    shifted and shrunk atoms (r + gamma * z), and the loss needs it on the network's fixed support.
+    """
+    v_min, v_max, n_atoms = atoms[0], atoms[-1], atoms.numel()
+    delta_z = (v_max - v_min) / (n_atoms - 1)
+    b = (next_atoms.clamp(v_min, v_max) - v_min) / delta_z  # fractional index into the support
+    lower, upper = b.floor().clamp(0, n_atoms - 1), b.ceil().clamp(0, n_atoms - 1)
+    # When b falls exactly on an atom, lower == upper and the whole mass goes to it.
+    mass_lower = (upper + (lower == upper).float() - b) * next_pmfs
+    mass_upper = (b - lower) * next_pmfs
+    target_pmfs = torch.zeros_like(next_pmfs)
+    target_pmfs.scatter_add_(-1, lower.long(), mass_lower)
+    target_pmfs.scatter_add_(-1, upper.long(), mass_upper)
+    return target_pmfs
+
+
+class ReplayBatch(NamedTuple):
+    observations: torch.Tensor  # uint8 (batch, stack, 84, 84)
+    actions: torch.Tensor  # int64 (batch, 1)
+    next_observations: torch.Tensor
+    dones: torch.Tensor  # float (batch,): 1 after a termination (a lost life), 0 after a time-limit cut
+    rewards: torch.Tensor  # float (batch,)
+
+
+class FrameReplayBuffer:
+    """A replay memory that stores each 84x84 frame once, ~7 KB per transition.
+
+    Consecutive stacked observations share all but one frame, and a transition's next observation is
+    the following one, so storing both stacks (as a generic buffer does) keeps every frame 8 times.
+    Here slot `i` of a ring holds one frame (the newest of an observation) and the action, clipped
+    reward and termination flag of the transition that starts from it; its next observation ends at
+    slot `i + 1`. Stacks are rebuilt when sampling, and never reach across an episode start: slots
+    flagged `first` hold the first frame of an episode, which the env's frame stack repeats to fill
+    up the stack, and so does the rebuild. An episode's last frame takes a slot of its own, with no
+    transition from it, so a stored next observation is always the real one, also after a time-limit
+    cut (which then bootstraps from it).
+    """
+
+    ARRAYS = ("frames", "actions", "rewards", "terminated", "first", "valid")
+
+    def __init__(self, capacity, frame_shape, stack, device):
+        if capacity < 2 * stack:
+            raise ValueError(f"a replay memory of {capacity} frames cannot hold stacks of {stack}")
+        self.capacity, self.stack, self.device = capacity, stack, device
+        self.frames = np.zeros((capacity, *frame_shape), dtype=np.uint8)
+        self.actions = np.zeros(capacity, dtype=np.uint8)  # Atari games have at most 18 actions
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.terminated = np.zeros(capacity, dtype=bool)
+        self.first = np.zeros(capacity, dtype=bool)  # the frame starts an episode
+        self.valid = np.zeros(capacity, dtype=bool)  # a transition starts here and all its frames are stored
+        self.pos = self.size = 0  # next slot to write; slots filled
+        self.last = None  # slot of the current observation's newest frame; None between episodes
+        self._window = np.arange(-stack + 1, 2)  # a stack and the next frame, relative to the sampled slot
+        self._ahead = np.arange(1, stack)  # the slots whose stacks reach back to a slot being written
+
+    @property
+    def nbytes(self):
+        return sum(getattr(self, name).nbytes for name in self.ARRAYS)
+
+    def _write(self, frame, first):
+        slot = self.pos
+        self.frames[slot], self.first[slot], self.valid[slot] = frame, first, False
+        # The transitions of the next slots, now the oldest, would rebuild their stacks from this new frame.
+        self.valid[(slot + self._ahead) % self.capacity] = False
+        self.pos, self.size = (slot + 1) % self.capacity, min(self.size + 1, self.capacity)
+        return slot
+
+    def add(self, obs, next_obs, action, reward, terminated, episode_end):
+        """Store a transition between stacked observations (only their newest frames are kept)."""
+        if self.last is None:  # an episode starts: its first observation is one frame, repeated
+            self.last = self._write(obs[-1], first=True)
+        slot = self.last
+        self.actions[slot], self.rewards[slot], self.terminated[slot] = action, reward, terminated
+        self.last = self._write(next_obs[-1], first=False)
+        self.valid[slot] = True
+        if episode_end:
+            self.last = None
+
+    def sample(self, batch_size):
+        slots = np.random.randint(0, self.size, size=batch_size)
+        while not (ok := self.valid[slots]).all():  # the few slots with no transition are drawn again
+            slots[~ok] = np.random.randint(0, self.size, size=int((~ok).sum()))
+        return self.fetch(slots)
+
+    def fetch(self, slots):
+        """The transitions that start at these (valid) slots."""
+        # Rebuild the window of stack + 1 frames backwards: before the first frame of an episode, repeat it.
+        window = (slots[:, None] + self._window) % self.capacity
+        for k in range(self.stack - 2, -1, -1):
+            window[:, k] = np.where(self.first[window[:, k + 1]], window[:, k + 1], window[:, k])
+        frames = torch.from_numpy(self.frames[window]).to(self.device)  # one copy serves both stacks
+        return ReplayBatch(
+            frames[:, :-1],
+            torch.from_numpy(self.actions[slots].astype(np.int64)).to(self.device).unsqueeze(1),
+            frames[:, 1:],
+            torch.from_numpy(self.terminated[slots].astype(np.float32)).to(self.device),
+            torch.from_numpy(self.rewards[slots]).to(self.device),
+        )
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "batch_size", "train_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.buffer_size < 8:
+        fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 frames at least")
+    if args.num_envs != 1:
+        fail(f"--num-envs {args.num_envs}: c51_atari.py runs a single environment")
+    if args.n_atoms < 2 or not args.v_min < args.v_max:
+        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
+    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
+        fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.c51_atari_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
+    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    q_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's eps
+    target_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
+    target_network.load_state_dict(q_network.state_dict())
+
+    # 1M transitions take ~7 GB here, where two stored stacks per transition would take ~56 GB.
+    rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
+    batch_index = torch.arange(args.batch_size, device=device)
+    start_time = time.time()
+
+    obs, _ = env.reset(seed=args.seed)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for global_step in range(args.total_timesteps):
+            if stop_signals:
+                raise KeyboardInterrupt
+            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
+            if random.random() < epsilon:
+                action = env.action_space.sample()
+            else:
+                with torch.inference_mode():
+                    action = q_network(torch.as_tensor(obs, device=device).unsqueeze(0)).argmax().item()
+
+            next_obs, reward, terminated, truncated, info = env.step(action)
+
+            # next_obs is the true next state even when the episode ends (we reset only below), and
+            # only a termination is stored as done: a time-limit cut still bootstraps from next_obs.
+            rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
+            if "episode" in info:  # a whole game ended, not just a life
+                episodic_return = float(info["episode"]["r"])
+                print(f"global_step={global_step}, episodic_return={episodic_return}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
+            obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                if global_step % args.train_frequency == 0:
+                    data = rb.sample(args.batch_size)
+                    with torch.no_grad():
+                        # the target network's distribution for its greedy next action, moved by the Bellman update
+                        next_pmfs = target_network.pmfs(data.next_observations)
+                        next_actions = (next_pmfs * target_network.atoms).sum(-1).argmax(1)
+                        next_pmfs = next_pmfs[batch_index, next_actions]
+                        next_atoms = data.rewards[:, None] + args.gamma * target_network.atoms * (1 - data.dones[:, None])
+                        target_pmfs = project(next_atoms, next_pmfs, target_network.atoms)
+
+                    old_pmfs = q_network.pmfs(data.observations)[batch_index, data.actions.flatten()]
+                    # cross-entropy between the projected target and the predicted distribution
+                    loss = (-(target_pmfs * old_pmfs.clamp(min=1e-5, max=1 - 1e-5).log()).sum(-1)).mean()
+
+                    if global_step % 100 == 0:
+                        writer.add_scalar("losses/loss", loss.item(), global_step)
+                        old_val = (old_pmfs.detach() * q_network.atoms).sum(-1)
+                        writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
+                        sps = int(global_step / (time.time() - start_time))
+                        print("SPS:", sps)
+                        writer.add_scalar("charts/SPS", sps, global_step)
+
+                    # optimize the model
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+                # update target network
+                if global_step % args.target_network_frequency == 0:
+                    target_network.load_state_dict(q_network.state_dict())
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, model_path)
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                device=device,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "C51", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        env.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,89 @@
+"""c51_atari.py beyond the contract tests: the projection, the frame replay memory, the network, evaluation."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from cleanrl import c51_atari
+from cleanrl_utils.evals.c51_atari_eval import evaluate
+from tests.test_dqn_atari import FRAME, STACK, NaiveBuffer, assert_same_transitions, fill, synthetic_steps
+
+BREAKOUT = "BreakoutNoFrameskip-v4"
+
+
+def test_projection_matches_a_hand_computed_case():
+    atoms = torch.tensor([-1.0, 0.0, 1.0])
+    # r + gamma * z for r = 0.5, gamma = 0.5, and a termination (all of it at r = -0.25)
+    next_atoms = torch.tensor([[0.0, 0.5, 1.0], [-0.25, -0.25, -0.25]])
+    next_pmfs = torch.tensor([[0.2, 0.6, 0.2], [0.5, 0.3, 0.2]])
+    # 0.5 splits half and half between atoms 0 and 1; -0.25 goes 1/4 to -1 and 3/4 to 0
+    expected = torch.tensor([[0.0, 0.5, 0.5], [0.25, 0.75, 0.0]])
+    assert torch.allclose(c51_atari.project(next_atoms, next_pmfs, atoms), expected)
+
+
+def test_projection_conserves_mass_and_mean_and_clamps_to_the_support():
+    torch.manual_seed(0)
+    atoms = torch.linspace(-10, 10, 51)
+    next_pmfs = torch.rand(64, 51).softmax(-1)
+    rewards = torch.rand(64, 1) * 0.2 - 0.1  # r + 0.99 z stays inside [-10, 10]
+    done = (torch.rand(64, 1) < 0.3).float()
+    target = c51_atari.project(rewards + 0.99 * atoms * (1 - done), next_pmfs, atoms)
+    assert (target >= 0).all() and torch.allclose(target.sum(-1), torch.ones(64))
+    # splitting each mass linearly between two neighbours keeps the mean: r + gamma * E[z] (r alone when done)
+    expected_mean = rewards + 0.99 * (next_pmfs * atoms).sum(-1, keepdim=True) * (1 - done)
+    assert torch.allclose((target * atoms).sum(-1, keepdim=True), expected_mean, atol=1e-4)
+    # mass beyond v_max lands on the last atom
+    edge = c51_atari.project(torch.full((1, 51), 25.0), next_pmfs[:1], atoms)
+    assert edge[0, -1].item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("capacity", [40, 1000])  # wrapped around many times, and not yet full
+def test_frame_buffer_rebuilds_the_stacks_a_naive_buffer_stores(capacity):
+    rb, naive = c51_atari.FrameReplayBuffer(capacity, FRAME, STACK, "cpu"), NaiveBuffer()
+    fill(rb, naive, synthetic_steps(np.random.default_rng(3), 400))
+    slots = assert_same_transitions(rb, naive)  # episode starts repeat their first frame, never the last episode's
+    assert len(slots) >= 0.6 * min(capacity, 400)
+    np.random.seed(0)
+    assert all(rb.valid[s] for s in np.flatnonzero(rb.valid)) and rb.sample(64).observations.shape == (64, 4, 84, 84)
+
+
+def test_memory_per_transition_fits_a_million_in_24_gib():
+    rb = c51_atari.FrameReplayBuffer(c51_atari.Args().buffer_size, FRAME, STACK, "cpu")  # np.zeros: not touched yet
+    # one 84x84 frame, then action (1 byte), reward (4), termination, episode-start and valid flags (1 each)
+    assert rb.nbytes / 1_000_000 == 84 * 84 + 8 == 7064
+    assert rb.nbytes < 7 * 2**30  # room left on a 24 GiB machine for the rest
+
+
+def test_network_outputs_distributions_and_their_means():
+    env = type("E", (), {"action_space": gym.spaces.Discrete(4)})()
+    q = c51_atari.QNetwork(env, n_atoms=11, v_min=-5, v_max=5)
+    frames = torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8)
+    pmfs = q.pmfs(frames)
+    assert pmfs.shape == (2, 4, 11) and torch.allclose(pmfs.sum(-1), torch.ones(2, 4))
+    logits = q.network(frames.float() / 255.0).view(2, 4, 11)  # frames are divided by 255 inside
+    assert torch.allclose(pmfs, logits.softmax(-1))
+    assert torch.allclose(q(frames), (pmfs * torch.linspace(-5, 5, 11)).sum(-1))
+
+
+def saved_model(path, n_atoms=11) -> str:
+    env = c51_atari.make_env(BREAKOUT, 0, False, "unused")()
+    torch.manual_seed(0)
+    support = {"n_atoms": n_atoms, "v_min": -5.0, "v_max": 5.0}
+    torch.save({"model_weights": c51_atari.QNetwork(env, **support).state_dict(), "args": support}, path)
+    return str(path)
+
+
+def test_evaluate_plays_whole_games_on_the_saved_support(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = saved_model(tmp_path / "c51_atari.cleanrl_model")
+    returns = evaluate(model, c51_atari.make_env, BREAKOUT, 2, "ev", c51_atari.QNetwork, epsilon=0.05, capture_video=False)
+    assert len(returns) == 2 and all(r >= 0 for r in returns)
+
+
+def test_evaluate_rejects_a_bare_state_dict(tmp_path):
+    env = c51_atari.make_env(BREAKOUT, 0, False, "unused")()
+    path = tmp_path / "bare.cleanrl_model"
+    torch.save(c51_atari.QNetwork(env).state_dict(), path)
+    with pytest.raises(ValueError, match="not a c51_atari.py model"):
+        evaluate(str(path), c51_atari.make_env, BREAKOUT, 1, "ev", c51_atari.QNetwork, capture_video=False)
