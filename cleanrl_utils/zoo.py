@@ -42,9 +42,24 @@ ZOO: dict[str, ZooEntry] = {
     "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
     "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.dqn_atari_eval", {"epsilon": 0.01}),
     # rows: c51_atari, rainbow_atari
+    "c51_atari": ZooEntry("cleanrl.c51_atari", "QNetwork", "cleanrl_utils.evals.c51_atari_eval", {"epsilon": 0.01}),
+    "rainbow_atari": ZooEntry(
+        "cleanrl.rainbow_atari", "NoisyDuelingDistributionalNetwork", "cleanrl_utils.evals.rainbow_atari_eval"
+    ),
     # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    "sac_atari": ZooEntry("cleanrl.sac_atari", "Actor", "cleanrl_utils.evals.sac_atari_eval"),
+    "qdagger_dqn_atari_impalacnn": ZooEntry(
+        "cleanrl.qdagger_dqn_atari_impalacnn",
+        "QNetwork",
+        "cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval",
+        {"epsilon": 0.01},
+    ),
     # rows: ppo_atari_lstm, ppo_atari_multigpu
+    "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.ppo_atari_lstm_eval"),
+    "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
+    # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env; no entry for ppo_pettingzoo_ma_atari (no --save-model)
+    "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
 }
 
 

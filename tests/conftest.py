@@ -1,7 +1,28 @@
 import os
 
+import pytest
+
 # Rendering and W&B must never need a display or the network during tests.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("MUJOCO_GL", "egl")
+# The suite runs on two pytest workers (`-n 2`, see pyproject.toml), each starting scripts: one torch thread
+# per process keeps the two cores from being oversubscribed (torch's spinning threads slow to a crawl then).
+# The scripts the tests start inherit this, so in-process and subprocess results use the same thread count.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+# module-scoped fixtures that are costly to build (a training run, a Slurm cluster): the tests sharing one stay together
+SHARED_FIXTURES = ("smoke", "trained", "slurm", "runs_dir")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the tests that share a costly module-scoped fixture on one worker (`--dist loadgroup`), so that it
+    is built once, not once per worker."""
+    for item in items:
+        shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if shared:
+            param = item.callspec.params.get(shared[0], "") if hasattr(item, "callspec") else ""
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}-{shared[0]}-{param}"))

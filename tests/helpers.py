@@ -52,6 +52,9 @@ def script_env(**extra: str) -> dict[str, str]:
         WANDB_SILENT="true",
         PYTHONUNBUFFERED="1",
     )
+    # one torch thread per script unless the caller's environment says otherwise (see tests/conftest.py)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("MKL_NUM_THREADS", "1")
     env.update(extra)
     return env
 

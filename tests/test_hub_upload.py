@@ -47,8 +47,60 @@ UPLOADS = {
         "some-org",
     ),
     # rows: c51_atari, rainbow_atari
+    "c51_atari.py": Upload(
+        "BreakoutNoFrameskip-v4", ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"), "C51"
+    ),
+    "rainbow_atari.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
+        "Rainbow",
+        "some-org",
+    ),
     # rows: sac_atari, qdagger_dqn_atari_impalacnn
+    "sac_atari.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        (
+            "--env-id",
+            "BreakoutNoFrameskip-v4",
+            "--buffer-size",
+            "1000",
+            "--learning-starts",
+            "100",
+            "--total-timesteps",
+            "200",
+        ),
+        "SAC",
+    ),
+    "qdagger_dqn_atari_impalacnn.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        (
+            "--teacher-model-path",
+            str(importlib.import_module("tests.atari_teacher").TEACHER_MODEL),
+            "--teacher-eval-episodes",
+            "1",
+            "--teacher-steps",
+            "100",
+            "--offline-steps",
+            "10",
+            "--buffer-size",
+            "1000",
+            "--learning-starts",
+            "100",
+            "--total-timesteps",
+            "200",
+        ),
+        "Qdagger",
+        "some-org",
+    ),
     # rows: ppo_atari_lstm, ppo_atari_multigpu
+    "ppo_atari_lstm.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        ("--num-envs", "2", "--num-minibatches", "2", "--num-steps", "64", "--total-timesteps", "128"),
+        "PPO-LSTM",
+    ),
+    "ppo_atari_multigpu.py": Upload(
+        "BreakoutNoFrameskip-v4", ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO", "some-org"
+    ),
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
 }
 

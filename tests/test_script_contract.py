@@ -26,6 +26,7 @@ class Script:
     saves_model: bool = True
     env_id: str = "CartPole-v1"  # the env of smoke_args and determinism_args
     returns_are_lengths: bool = True  # CartPole pays 1 per step, so each return equals its length
+    run_args: tuple[str, ...] = ()  # what any run needs besides the env and budget (e.g. a teacher model)
 
 
 COMMON_BAD_INPUT = {
@@ -253,9 +254,171 @@ SCRIPTS["dqn_atari.py"] = Script(
 )
 
 # rows: c51_atari, rainbow_atari
+DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoint cases do not apply
+    **{case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT},
+    "zero batch size": (("--batch-size", "0"), "--batch-size"),
+    "several envs": (("--num-envs", "2"), "--num-envs"),
+    "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+    "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
+}
+ATARI_EPISODE_TAGS = frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/q_values"})
+# 25 updates (half of dqn_atari.py's): a distributional update costs more, Rainbow's (3 forward passes) most
+DISTRIBUTIONAL_ATARI_ARGS = ("--buffer-size", "1000", "--learning-starts", "300", "--total-timesteps", "401")
+SCRIPTS["c51_atari.py"] = Script(
+    name="c51_atari.py",
+    smoke_args=DISTRIBUTIONAL_ATARI_ARGS,
+    tags=ATARI_EPISODE_TAGS | {"losses/loss"},
+    determinism_args=DISTRIBUTIONAL_ATARI_ARGS,
+    bad_input=DISTRIBUTIONAL_ATARI_BAD_INPUT,
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+SCRIPTS["rainbow_atari.py"] = Script(
+    name="rainbow_atari.py",
+    smoke_args=DISTRIBUTIONAL_ATARI_ARGS,
+    tags=ATARI_EPISODE_TAGS | {"losses/td_loss", "charts/beta"},
+    determinism_args=DISTRIBUTIONAL_ATARI_ARGS,
+    bad_input={
+        **DISTRIBUTIONAL_ATARI_BAD_INPUT,
+        "zero n-step": (("--n-step", "0"), "--n-step"),
+        "beta above 1": (("--prioritized-replay-beta", "1.5"), "--prioritized-replay-beta"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
 # rows: sac_atari, qdagger_dqn_atari_impalacnn
+ATARI_NO_CHECKPOINT_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
+REPLAY_BAD_INPUT = {
+    "zero batch size": (("--batch-size", "0"), "--batch-size"),
+    "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+}
+SAC_ATARI_ARGS = ("--env-id", "BreakoutNoFrameskip-v4", "--buffer-size", "1000", "--learning-starts", "200")
+SCRIPTS["sac_atari.py"] = Script(
+    name="sac_atari.py",
+    smoke_args=(*SAC_ATARI_ARGS, "--total-timesteps", "400"),
+    tags=SAC_TAGS,
+    determinism_args=(*SAC_ATARI_ARGS, "--total-timesteps", "400"),
+    bad_input={
+        **ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **REPLAY_BAD_INPUT,
+        "zero update frequency": (("--update-frequency", "0"), "--update-frequency"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+# the teacher: an untrained dqn_atari.py model, written when tests.atari_teacher is imported
+from tests.atari_teacher import TEACHER_MODEL  # noqa: E402
+
+QDAGGER_ARGS = (
+    "--teacher-model-path", str(TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
+    "--offline-steps", "10", "--offline-eval-frequency", "10", "--buffer-size", "1000", "--learning-starts", "100",
+    "--total-timesteps", "300",
+)  # fmt: skip
+SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
+    name="qdagger_dqn_atari_impalacnn.py",
+    smoke_args=QDAGGER_ARGS,
+    tags=frozenset(
+        {
+            "charts/teacher/avg_episodic_return",
+            "charts/offline/loss",
+            "charts/offline/q_loss",
+            "charts/offline/distill_loss",
+            "charts/offline/avg_episodic_return",
+            "charts/episodic_return",
+            "charts/episodic_length",
+            "charts/epsilon",
+            "losses/loss",
+            "losses/td_loss",
+            "losses/distill_loss",
+            "losses/q_values",
+            "charts/distill_coeff",
+            "charts/SPS",
+        }
+    ),
+    determinism_args=QDAGGER_ARGS,
+    bad_input={
+        **ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **REPLAY_BAD_INPUT,
+        "several envs": (("--num-envs", "2"), "--num-envs"),
+        "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
+        "offline phase without teacher data": (("--teacher-steps", "0"), "--teacher-steps"),
+    },
+    run_args=(
+        "--teacher-model-path",
+        str(TEACHER_MODEL),
+        "--teacher-eval-episodes",
+        "1",
+        "--teacher-steps",
+        "100",
+        "--offline-steps",
+        "10",
+        "--buffer-size",
+        "1000",
+    ),  # fmt: skip
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
 # rows: ppo_atari_lstm, ppo_atari_multigpu
+PPO_ATARI_NO_CHECKPOINT_BAD_INPUT = {k: v for k, v in ATARI_BAD_INPUT.items() if k not in CHECKPOINT_BAD_INPUT}
+PPO_ATARI_LSTM_ARGS = ("--num-envs", "2", "--num-minibatches", "2", "--num-steps", "64", "--total-timesteps", "512")
+SCRIPTS["ppo_atari_lstm.py"] = Script(
+    name="ppo_atari_lstm.py",
+    smoke_args=PPO_ATARI_LSTM_ARGS,
+    tags=PPO_TAGS,
+    determinism_args=PPO_ATARI_LSTM_ARGS,
+    bad_input={
+        **PPO_ATARI_NO_CHECKPOINT_BAD_INPUT,
+        "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+# the single-process form (world size 1); two ranks under torchrun: tests/test_ppo_atari_multigpu.py
+PPO_ATARI_MULTIGPU_ARGS = ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "512")
+SCRIPTS["ppo_atari_multigpu.py"] = Script(
+    name="ppo_atari_multigpu.py",
+    smoke_args=PPO_ATARI_MULTIGPU_ARGS,
+    tags=PPO_TAGS,
+    determinism_args=PPO_ATARI_MULTIGPU_ARGS,
+    bad_input={
+        **PPO_ATARI_NO_CHECKPOINT_BAD_INPUT,
+        "minibatches do not divide the local batch": (("--num-minibatches", "3"), "does not divide local-num-envs"),
+        "unknown backend": (("--backend", "nosuch"), "--backend must be one of gloo, nccl, mpi"),
+        "device ids that do not fit": (("--device-ids", "0", "1"), "--device-ids"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
 # rows: ppo_trxl, ppo_pettingzoo_ma_atari
+# ppo_trxl lives in its own folder: its name is a path below cleanrl/, its exp_name the file stem "ppo_trxl".
+# ppo_pettingzoo_ma_atari.py logs per-player tags and has no --save-model: tests/test_ppo_pettingzoo_ma_atari.py
+TRXL_TINY_ARGS = (
+    "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "256", "--trxl-num-layers", "2", "--trxl-dim", "16",
+    "--trxl-num-heads", "2", "--trxl-memory-length", "8",
+)  # fmt: skip
+SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
+    name="ppo_trxl/ppo_trxl.py",
+    smoke_args=("--env-id", "ProofofMemory-v0", *TRXL_TINY_ARGS),
+    tags=frozenset(
+        {
+            *PPO_TAGS,
+            "charts/entropy_coefficient",
+            "losses/loss",
+            "losses/reconstruction_loss",
+            *(f"episode/{key}_mean" for key in ("r", "l", "t", "value", "advantage")),
+        }
+    ),
+    determinism_args=("--env-id", "ProofofMemory-v0", *TRXL_TINY_ARGS),
+    bad_input={
+        **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
+        "save-model without cleanrl_utils": (("--env-id", "ProofofMemory-v0", "--save-model"), "pip install -e ."),
+        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+        "heads do not divide the width": (("--trxl-num-heads", "5"), "does not divide --trxl-dim"),
+        "reconstruction of vector observations": (("--env-id", "ProofofMemory-v0", "--reconstruction-coef", "0.1"), "image"),
+    },
+    env_id="ProofofMemory-v0",
+    returns_are_lengths=False,
+)
 
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
@@ -264,7 +427,7 @@ LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_lo
 def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
     """One short run per script with --save-model and --capture-video, shared by the checks below."""
     script = SCRIPTS[request.param]
-    cwd = tmp_path_factory.mktemp(script.name.removesuffix(".py"))
+    cwd = tmp_path_factory.mktemp(Path(script.name).stem)
     run = run_script(script.name, *script.smoke_args, "--save-model", "--capture-video", cwd=cwd)
     assert run.returncode == 0, run.stderr[-3000:]
     return script, run
@@ -272,7 +435,7 @@ def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
 
 def test_run_name_and_hyperparameters(smoke):
     script, run = smoke
-    assert re.fullmatch(rf"{script.env_id}__{script.name.removesuffix('.py')}__1__\d+", run.run_dir.name)
+    assert re.fullmatch(rf"{script.env_id}__{Path(script.name).stem}__1__\d+", run.run_dir.name)
     table = run.texts()["hyperparameters"]
     assert table.startswith("|param|value|")
     assert "|seed|1|" in table and f"|env_id|{script.env_id}|" in table
@@ -300,7 +463,7 @@ def test_every_episode_is_logged_and_printed(smoke):
 
 def test_saved_model_is_evaluated_for_ten_episodes(smoke):
     script, run = smoke
-    model = run.run_dir / f"{script.name.removesuffix('.py')}.cleanrl_model"
+    model = run.run_dir / f"{Path(script.name).stem}.cleanrl_model"
     assert model.is_file() and model.stat().st_size > 0
     evals = run.scalars()["eval/episodic_return"]
     assert [step for step, _ in evals] == list(range(10))
@@ -357,7 +520,7 @@ def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports):
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, f"expected one line on stderr, got:\n{run.stderr}"
-    assert lines[0].startswith(f"{name}: error: ") and expected in lines[0]
+    assert lines[0].startswith(f"{Path(name).name}: error: ") and expected in lines[0]
     assert "Traceback" not in run.stdout + run.stderr
     assert not (tmp_path / "runs").exists(), "bad input must not leave a run behind"
 
@@ -385,7 +548,8 @@ def test_track_makes_offline_wandb_run_with_scalars(name, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
-    proc = start_script(name, "--env-id", SCRIPTS[name].env_id, "--total-timesteps", "100000000", cwd=tmp_path)
+    script = SCRIPTS[name]
+    proc = start_script(name, "--env-id", script.env_id, "--total-timesteps", "100000000", *script.run_args, cwd=tmp_path)
     printed = []
     for line in proc.stdout:
         printed += [line] if line.startswith("global_step=") else []
