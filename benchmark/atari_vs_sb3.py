@@ -69,22 +69,25 @@ CHECKS = [
 ]
 
 
-def random_policy_returns(env_id: str, games: int) -> list[float]:
-    """Whole-game scores of uniformly random actions, through the training scripts' own Atari wrappers."""
+def random_policy_games(env_id: str, games: int) -> list[tuple[float, int]]:
+    """(whole-game score, lives lost) of uniformly random actions, through the training scripts' own Atari wrappers."""
     from cleanrl.dqn_atari import make_env  # the benchmark may import algorithm files; they never import it
 
     env = make_env(env_id, 0, False, "random")()
     env.action_space.seed(0)
-    scores: list[float] = []
+    played: list[tuple[float, int]] = []
     env.reset(seed=0)
-    while len(scores) < games:
+    lives_lost = 0
+    while len(played) < games:
         _, _, terminated, truncated, info = env.step(env.action_space.sample())
         if terminated or truncated:
+            lives_lost += 1  # the episodic-life wrapper ends an episode at each lost life
             if "episode" in info:  # the game is over, not just a life
-                scores.append(float(info["episode"]["r"]))
+                played.append((float(info["episode"]["r"]), lives_lost))
+                lives_lost = 0
             env.reset()
     env.close()
-    return scores
+    return played
 
 
 def measure_random(out: Path, games: int) -> None:
@@ -92,7 +95,7 @@ def measure_random(out: Path, games: int) -> None:
     for env_id in sorted({check.env_id for check in CHECKS}):
         result = out / f"random__{env_id}.json"
         if not result.exists():
-            scores = random_policy_returns(env_id, games)
+            scores = [score for score, _ in random_policy_games(env_id, games)]
             result.write_text(json.dumps({"env_id": env_id, "episodic_returns": scores}))
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 

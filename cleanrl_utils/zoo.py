@@ -60,6 +60,9 @@ ZOO: dict[str, ZooEntry] = {
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env; no entry for ppo_pettingzoo_ma_atari (no --save-model)
     "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
+    # rows: dqn_jax, c51_jax
+    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
 }
 
 

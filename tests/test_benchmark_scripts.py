@@ -72,12 +72,14 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
     assert "| 7.0× | **no** |" in bench.report(tmp_path)  # 7 >= 3 x random, but below 0.8 x 10
 
 
-def test_random_policy_plays_whole_games():
+def test_random_policy_scores_whole_games_not_lives():
     from benchmark import atari_vs_sb3 as bench
 
-    # Breakout gives 5 lives: a whole random game lasts far longer than the ~30 agent steps of one life
-    (score,) = bench.random_policy_returns("BreakoutNoFrameskip-v4", 1)
-    assert score >= 0 and score == int(score)
+    # Breakout has 5 lives; the training wrappers end an episode at each, but a random game's score is the
+    # whole game's: every game recorded spans all 5 lives, and its score is a sum of whole points
+    games = bench.random_policy_games("BreakoutNoFrameskip-v4", 2)
+    assert [lives for _, lives in games] == [5, 5]
+    assert all(score >= 0 and score == int(score) for score, _ in games)
 
 
 def test_continuous_report_compares_with_sb3_and_uses_the_quiet_speeds(tmp_path):
@@ -92,3 +94,47 @@ def test_continuous_report_compares_with_sb3_and_uses_the_quiet_speeds(tmp_path)
     assert row == (
         "| sac_continuous_action | Pendulum-v1 | 20k | -160.0 ± 8.2 (3 seeds) | -180.0 ± 8.2 (3 seeds) | yes | 120 | 100 | 1.20× |"
     )
+
+
+def write_episode_lengths(run_dir, lengths_by_player):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(run_dir))
+    for player, points in enumerate(lengths_by_player):
+        for step, length in points:
+            writer.add_scalar(f"charts/episodic_length-player{player}", length, step)
+    writer.add_scalar("charts/SPS", 100, 1000)
+    writer.close()
+
+
+def test_selfplay_report_bins_both_players_episodes_by_step(tmp_path):
+    from benchmark import pettingzoo_pong_selfplay as bench
+
+    # player 0 and 1 end games at the same steps; lengths grow from 200 to 800 over a 1000-step run
+    points = [(100, 200), (400, 300), (600, 500), (1000, 800)]
+    write_episode_lengths(tmp_path, [points, [(step, length + 20) for step, length in points]])
+    table = bench.report(tmp_path, bins=2)
+    assert "| 0–500 | 4 | 260 |" in table  # (200 + 300 + 220 + 320) / 4
+    assert "| 500–1,000 | 4 | 660 |" in table  # (500 + 800 + 520 + 820) / 4
+    assert table.endswith("start 260 → end 660 agent steps per game (2.54×)")
+
+
+def test_selfplay_report_leaves_out_ranges_without_games(tmp_path):
+    from benchmark import pettingzoo_pong_selfplay as bench
+
+    curve = bench.length_curve([(900, 50.0), (950, 70.0)], total_steps=1000, bins=4)
+    assert curve == [(750, 1000, 2, 60.0)]
+
+
+def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
+    command = [sys.executable, str(REPO / "benchmark" / "trxl_proof_of_memory.py"), "--seeds", "1"]
+    command += ["--total-timesteps", "2048", "--out", str(tmp_path)]
+    proc = subprocess.run(
+        command, cwd=tmp_path, env=script_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = re.findall(r"^\| (16|1) \| 1 \| (-?[\d.]+) \| (\d+) \|$", proc.stdout, re.M)
+    assert [memory for memory, _, _ in rows] == ["16", "1"]
+    # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
+    assert all(-1.6 <= float(mean) <= 1.0 for _, mean, _ in rows)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory1", "memory16"]

@@ -102,6 +102,9 @@ UPLOADS = {
         "BreakoutNoFrameskip-v4", ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO", "some-org"
     ),
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
+    # rows: dqn_jax, c51_jax
+    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
 }
 
 

@@ -419,6 +419,9 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     env_id="ProofofMemory-v0",
     returns_are_lengths=False,
 )
+# rows: dqn_jax, c51_jax
+# rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+# rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
 
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 

@@ -80,6 +80,9 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
         model = model_class(SimpleNamespace(**args), envs.single_observation_space, envs.single_action_space, 500)
         torch.save({"model_weights": model.state_dict(), "args": args, "max_episode_steps": 500}, path)
+    # rows: dqn_jax, c51_jax
+    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
