@@ -55,6 +55,8 @@ def script_env(**extra: str) -> dict[str, str]:
     # one torch thread per script unless the caller's environment says otherwise (see tests/conftest.py)
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MKL_NUM_THREADS", "1")
+    # and one XLA CPU thread for the JAX scripts, for the same reason
+    env.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     env.update(extra)
     return env
 
