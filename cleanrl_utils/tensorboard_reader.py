@@ -60,6 +60,11 @@ def read_texts(logdir: str | Path) -> dict[str, str]:
     return _texts(_load(logdir))
 
 
+def read_wall_times(logdir: str | Path, tag: str) -> list[tuple[int, float]]:
+    """(step, Unix wall-clock time) of every value logged under `tag`, in logging order."""
+    return [(e.step, e.wall_time) for e in _load(logdir).Scalars(tag)]
+
+
 def read_run(logdir: str | Path) -> RunEvents:
     """Scalars, texts and the wall-time span of the run in `logdir`, reading its events once."""
     accumulator = _load(logdir)

@@ -138,3 +138,34 @@ def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
     # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
     assert all(-1.6 <= float(mean) <= 1.0 for _, mean, _ in rows)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory1", "memory16"]
+
+
+def test_jax_speed_leaves_the_compiling_interval_out():
+    from benchmark import jax_vs_torch as bench
+
+    # logs every 100 steps at 0.1 s each (1000 steps/s), but the interval holding the first update
+    # (step 1000, logged at step 1100) took 3.1 s: 3 s of compilation
+    times, t = [], 0.0
+    for step in range(100, 2001, 100):
+        t += 3.1 if step == 1100 else 0.1
+        times.append((step, t))
+    rate, extra = bench.steady_rate(times, first_update=1000)
+    assert abs(rate - 1000) < 1e-6 and abs(extra - 3.0) < 1e-6
+
+
+def test_jax_report_checks_every_seed_window(tmp_path):
+    import json
+
+    from benchmark import jax_vs_torch as bench
+
+    good = [[step, 500.0] for step in range(1000, 500_001, 1000)]
+    for seed in (1, 2):
+        (tmp_path / f"learn__dqn_jax__{seed}.json").write_text(json.dumps({"episodic_returns": good}))
+    # seed 3 never holds 475 over 50k steps: 470 throughout
+    (tmp_path / "learn__dqn_jax__3.json").write_text(json.dumps({"episodic_returns": [[s, 470.0] for s, _ in good]}))
+    for script, sps, extra in (("dqn_jax", 3000.0, 2.5), ("dqn", 2000.0, 0.2)):
+        (tmp_path / f"speed__{script}__1.json").write_text(json.dumps({"sps": sps, "first_update_extra_s": extra}))
+    table = bench.report(tmp_path)
+    assert "| dqn_jax | dqn | CartPole-v1 | 30k | 3000 | 2000 | 1.50× | 2.5 | 0.2 |" in table
+    assert "| dqn_jax | 3 | 500.0, 500.0, 470.0 | **no** | 490.00 ± 14.14 | 498.38 ± 2.29 |" in table
+    assert "c51_jax" not in table and "td3" not in table

@@ -1,0 +1,179 @@
+"""The JAX files beside their PyTorch twins: speed on the same runs, and the JAX DQN/C51 learning checks.
+
+    python benchmark/jax_vs_torch.py speed --rounds 2     # one run at a time, JAX and PyTorch alternating
+    python benchmark/jax_vs_torch.py learn                # a queue of learning runs (start one per core)
+    python benchmark/jax_vs_torch.py report               # the Markdown tables for the docs
+
+Speed compares the learning phase only. Both sides log `charts/SPS` every 100 steps; the TensorBoard
+events carry the wall-clock time of each, so the steady rate is the steps over the seconds between the
+end of the logging interval in which the first gradient update ran and the last log. JIT compilation
+happens in that first interval, so it is left out of the rate; it is reported on its own as the extra
+time of that interval over a steady one (the same measure is applied to the PyTorch twin, whose first
+update has a smaller warm-up of its own).
+
+Learning: dqn_jax.py and c51_jax.py on CartPole-v1, 500k steps, seeds 1-3: each seed needs a 50k-step
+window whose mean return is at least 475; the mean of the last 100 episodes is reported beside the
+published results. Every run uses one CPU thread (torch and XLA), so two queues share a 2-core machine.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import claim, mean_std, newest_run_dir, one_thread_env  # noqa: E402
+from cleanrl_utils.summarize import best_window_mean, last_mean  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
+
+ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+@dataclass(frozen=True)
+class SpeedPair:
+    jax: str
+    torch: str
+    env_id: str
+    total_timesteps: int
+    learning_starts: int  # the first gradient update happens at this step on both sides
+
+
+SPEED_PAIRS = [
+    SpeedPair("dqn_jax", "dqn", "CartPole-v1", 30_000, 10_000),
+    SpeedPair("td3_continuous_action_jax", "td3_continuous_action", "Hopper-v4", 30_000, 25_000),
+    SpeedPair("ddpg_continuous_action_jax", "ddpg_continuous_action", "Hopper-v4", 30_000, 25_000),
+]
+
+
+@dataclass(frozen=True)
+class LearningCheck:
+    script: str
+    published: tuple[float, float]  # the reference's last-100 mean ± std over 3 seeds
+
+
+LEARNING_CHECKS = [LearningCheck("dqn_jax", (498.38, 2.29)), LearningCheck("c51_jax", (491.07, 9.70))]
+LEARNING_STEPS, LEARNING_SEEDS, WINDOW, WINDOW_BAR = 500_000, (1, 2, 3), 50_000, 475.0
+
+
+def script_env() -> dict[str, str]:
+    return one_thread_env() | {"XLA_FLAGS": ONE_XLA_THREAD}
+
+
+def train(script: str, args: list[str], workdir: Path) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
+    subprocess.run(command, cwd=workdir, env=script_env(), check=True, stdout=subprocess.DEVNULL)
+    return newest_run_dir(workdir)
+
+
+def steady_rate(log_times: list[tuple[int, float]], first_update: int) -> tuple[float, float]:
+    """(steps per second after the interval holding the first update, that interval's extra seconds).
+
+    `log_times` are (step, wall time) of the periodic SPS logs. The extra seconds are the interval's
+    duration minus the median duration of the later intervals, scaled to its number of steps.
+    """
+    after = [i for i, (step, _) in enumerate(log_times) if step > first_update]
+    if len(after) < 3:
+        raise ValueError(f"too few logs after step {first_update} to measure a steady rate")
+    start = after[0]  # the log that closes the interval in which the first update ran
+    (step0, t0), (step1, t1) = log_times[start], log_times[-1]
+    rate = (step1 - step0) / (t1 - t0)
+    prev_step, prev_t = log_times[start - 1] if start > 0 else (0, t0)
+    seconds_per_step = statistics.median(
+        (b_t - a_t) / (b_s - a_s) for (a_s, a_t), (b_s, b_t) in zip(log_times[start:], log_times[start + 1 :])
+    )
+    extra = (t0 - prev_t) - (step0 - prev_step) * seconds_per_step
+    return rate, max(extra, 0.0)
+
+
+def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for round_ in range(1, rounds + 1):
+        for pair in SPEED_PAIRS:
+            for script in (pair.jax, pair.torch):
+                result = out / f"speed__{script}__{round_}.json"
+                if (only and script not in only and pair.jax not in only) or result.exists():
+                    continue
+                print(f"speed: {script} round {round_}", flush=True)
+                budget = ["--env-id", pair.env_id, "--total-timesteps", str(pair.total_timesteps)]
+                run_dir = train(script, [*budget, "--learning-starts", str(pair.learning_starts)], out / result.stem)
+                rate, compile_seconds = steady_rate(read_wall_times(run_dir, "charts/SPS"), pair.learning_starts)
+                result.write_text(json.dumps({"script": script, "sps": rate, "first_update_extra_s": compile_seconds}))
+
+
+def run_learning(out: Path, only: list[str] | None) -> None:
+    """Every learning run not done or taken by another queue yet."""
+    out.mkdir(parents=True, exist_ok=True)
+    for check in LEARNING_CHECKS:
+        for seed in LEARNING_SEEDS:
+            result = out / f"learn__{check.script}__{seed}.json"
+            if (only and check.script not in only) or not claim(result):
+                continue
+            print(f"learn: {check.script} seed {seed}", flush=True)
+            budget = ["--env-id", "CartPole-v1", "--total-timesteps", str(LEARNING_STEPS), "--seed", str(seed)]
+            returns = read_scalars(train(check.script, budget, out / result.stem))["charts/episodic_return"]
+            result.write_text(json.dumps({"script": check.script, "seed": seed, "episodic_returns": returns}))
+
+
+def report(out: Path) -> str:
+    lines = [
+        "| JAX file | PyTorch twin | env | steps | JAX SPS (median) | PyTorch SPS | JAX / PyTorch | JAX first-update extra s | PyTorch |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for pair in SPEED_PAIRS:
+        jax_runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"speed__{pair.jax}__*.json"))]
+        torch_runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"speed__{pair.torch}__*.json"))]
+        if not (jax_runs and torch_runs):
+            continue
+        jax_sps, torch_sps = (statistics.median(r["sps"] for r in runs) for runs in (jax_runs, torch_runs))
+        jax_extra, torch_extra = (
+            statistics.median(r["first_update_extra_s"] for r in runs) for runs in (jax_runs, torch_runs)
+        )
+        lines.append(
+            f"| {pair.jax} | {pair.torch} | {pair.env_id} | {pair.total_timesteps // 1000}k | {jax_sps:.0f} | {torch_sps:.0f} "
+            f"| {jax_sps / torch_sps:.2f}× | {jax_extra:.1f} | {torch_extra:.1f} |"
+        )
+    lines += [
+        "",
+        f"| file | seeds | best {WINDOW // 1000}k-step window per seed | every seed ≥ {WINDOW_BAR:.0f} | last-100 mean | published |",
+        "|---|---|---|---|---|---|",
+    ]
+    for check in LEARNING_CHECKS:
+        runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"learn__{check.script}__*.json"))]
+        if not runs:
+            continue
+        series = [[tuple(point) for point in run["episodic_returns"]] for run in runs]
+        windows = [best_window_mean(s, WINDOW)[0] for s in series]
+        last_mean_, last_sd = mean_std([last_mean(s, 100) for s in series])
+        lines.append(
+            f"| {check.script} | {len(runs)} | {', '.join(f'{w:.1f}' for w in windows)} "
+            f"| {'yes' if all(w >= WINDOW_BAR for w in windows) else '**no**'} | {last_mean_:.2f} ± {last_sd:.2f} "
+            f"| {check.published[0]:.2f} ± {check.published[1]:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["speed", "learn", "report"])
+    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "jax_vs_torch")
+    parser.add_argument("--only", nargs="+", help="only these scripts")
+    args = parser.parse_args()
+    if args.command == "speed":
+        run_speed(args.out, args.rounds, args.only)
+    elif args.command == "learn":
+        run_learning(args.out, args.only)
+    else:
+        print(report(args.out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
