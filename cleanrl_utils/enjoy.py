@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -85,6 +86,16 @@ def one_line(error: BaseException, limit: int = 300) -> str:
     return (text[:limit] + "...") if len(text) > limit else text or type(error).__name__
 
 
+def check_model_file(model_path: str | Path, flax_model: bool) -> None:
+    """Raise unless `model_path` reads back as a model file: Flax msgpack bytes, or a torch file of tensors."""
+    if flax_model:
+        from flax.serialization import msgpack_restore
+
+        msgpack_restore(Path(model_path).read_bytes())
+    else:  # weights_only: a model file holds tensors (and plain values), nothing to run
+        torch.load(model_path, map_location="cpu", weights_only=True)
+
+
 def enjoy(args: Args) -> list[float]:
     """Play the model that `args` names; return the episodes' returns."""
     try:
@@ -100,8 +111,8 @@ def enjoy(args: Args) -> list[float]:
     else:
         repo_id = args.hf_repository or f"{args.hf_entity}/{repo_name(args.env_id, args.exp_name, args.seed)}"
         model_path, source = download(repo_id, f"{args.exp_name}.cleanrl_model"), f"the Hub repo {repo_id}"
-    try:  # weights_only: a model file holds tensors (and plain values), nothing to run
-        torch.load(model_path, map_location="cpu", weights_only=True)
+    try:
+        check_model_file(model_path, zoo_entry.flax_model)
     except Exception as e:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
     evaluate, model_class, make_env = zoo_entry.load()

@@ -22,6 +22,11 @@ class ZooEntry:
     eval_kwargs: dict[str, Any] = field(default_factory=dict)  # what the script passes besides the common arguments
     make_env: str = "make_env"  # its env factory: make_env(env_id, idx, capture_video, run_name) -> thunk
 
+    @property
+    def flax_model(self) -> bool:
+        """JAX files (named `*_jax*`) save Flax msgpack bytes; the others save with `torch.save`."""
+        return "_jax" in self.algorithm
+
     def load(self) -> tuple[Callable[..., list[float]], type, Callable]:
         """(evaluate, model class, env factory), importing the algorithm file and its evaluator."""
         algorithm = importlib.import_module(self.algorithm)
@@ -61,8 +66,25 @@ ZOO: dict[str, ZooEntry] = {
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env; no entry for ppo_pettingzoo_ma_atari (no --save-model)
     "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
     # rows: dqn_jax, c51_jax
+    "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.dqn_jax_eval", {"epsilon": 0.05}),
+    "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.c51_jax_eval", {"epsilon": 0.05}),
     # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    # Flax models: the evaluators build the Actor from the env's action bounds and restore its saved parameters
+    "ddpg_continuous_action_jax": ZooEntry("cleanrl.ddpg_continuous_action_jax", "Actor", "cleanrl_utils.evals.ddpg_jax_eval"),
+    "td3_continuous_action_jax": ZooEntry("cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.td3_jax_eval"),
     # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
+    "dqn_atari_jax": ZooEntry(
+        "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.dqn_atari_jax_eval", {"epsilon": 0.01}
+    ),
+    "c51_atari_jax": ZooEntry(
+        "cleanrl.c51_atari_jax", "QNetwork", "cleanrl_utils.evals.c51_atari_jax_eval", {"epsilon": 0.01}
+    ),
+    "qdagger_dqn_atari_jax_impalacnn": ZooEntry(
+        "cleanrl.qdagger_dqn_atari_jax_impalacnn",
+        "QNetwork",
+        "cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval",
+        {"epsilon": 0.01},
+    ),
 }
 
 

@@ -103,8 +103,42 @@ UPLOADS = {
     ),
     # rows: ppo_trxl, ppo_pettingzoo_ma_atari
     # rows: dqn_jax, c51_jax
+    "dqn_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "DQN"),
+    "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
     # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
+    "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
     # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
+    "dqn_atari_jax.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
+        "DQN",
+        "some-org",
+    ),
+    "c51_atari_jax.py": Upload(
+        "BreakoutNoFrameskip-v4", ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"), "C51"
+    ),
+    "qdagger_dqn_atari_jax_impalacnn.py": Upload(
+        "BreakoutNoFrameskip-v4",
+        (
+            "--teacher-model-path",
+            str(importlib.import_module("tests.atari_jax_teacher").JAX_TEACHER_MODEL),
+            "--teacher-eval-episodes",
+            "1",
+            "--teacher-steps",
+            "100",
+            "--offline-steps",
+            "10",
+            "--buffer-size",
+            "1000",
+            "--learning-starts",
+            "150",
+            "--total-timesteps",
+            "200",
+        ),
+        "Qdagger",
+        "some-org",
+    ),
 }
 
 

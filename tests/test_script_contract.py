@@ -420,8 +420,94 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     returns_are_lengths=False,
 )
 # rows: dqn_jax, c51_jax
+SCRIPTS["dqn_jax.py"] = Script(
+    name="dqn_jax.py",
+    smoke_args=SCRIPTS["dqn.py"].smoke_args,
+    tags=SCRIPTS["dqn.py"].tags,
+    determinism_args=SCRIPTS["dqn.py"].determinism_args,
+    bad_input={case: value for case, value in SCRIPTS["dqn.py"].bad_input.items() if case not in CHECKPOINT_BAD_INPUT},
+)
+SCRIPTS["c51_jax.py"] = Script(
+    name="c51_jax.py",
+    smoke_args=SCRIPTS["c51.py"].smoke_args,
+    tags=SCRIPTS["c51.py"].tags,
+    determinism_args=SCRIPTS["c51.py"].determinism_args,
+    bad_input=SCRIPTS["c51.py"].bad_input,
+)
 # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+# the JAX twins of the DDPG and TD3 rows above: the same budgets, tags and bad input (no checkpoints in either)
+SCRIPTS["ddpg_continuous_action_jax.py"] = Script(
+    name="ddpg_continuous_action_jax.py",
+    smoke_args=SCRIPTS["ddpg_continuous_action.py"].smoke_args,
+    tags=SCRIPTS["ddpg_continuous_action.py"].tags,
+    determinism_args=SCRIPTS["ddpg_continuous_action.py"].determinism_args,
+    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
+    env_id="Hopper-v4",
+    returns_are_lengths=False,
+)
+SCRIPTS["td3_continuous_action_jax.py"] = Script(
+    name="td3_continuous_action_jax.py",
+    smoke_args=SCRIPTS["td3_continuous_action.py"].smoke_args,
+    tags=SCRIPTS["td3_continuous_action.py"].tags,
+    determinism_args=SCRIPTS["td3_continuous_action.py"].determinism_args,
+    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
+    env_id="Hopper-v4",
+    returns_are_lengths=False,
+)
 # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
+# The JAX twins of the Atari DQN rows above: the same budgets and bad input, minus the checkpoint cases
+ATARI_JAX_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
+SCRIPTS["dqn_atari_jax.py"] = Script(
+    name="dqn_atari_jax.py",
+    smoke_args=DQN_ATARI_ARGS,
+    tags=SCRIPTS["dqn_atari.py"].tags,
+    determinism_args=DQN_ATARI_ARGS,
+    bad_input={
+        **ATARI_JAX_BAD_INPUT,
+        "zero batch size": (("--batch-size", "0"), "--batch-size"),
+        "several envs": (("--num-envs", "2"), "--num-envs"),
+        "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+    },
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+SCRIPTS["c51_atari_jax.py"] = Script(
+    name="c51_atari_jax.py",
+    smoke_args=DISTRIBUTIONAL_ATARI_ARGS,
+    tags=SCRIPTS["c51_atari.py"].tags,
+    determinism_args=DISTRIBUTIONAL_ATARI_ARGS,
+    bad_input=DISTRIBUTIONAL_ATARI_BAD_INPUT,
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
+# the teacher: an untrained dqn_atari_jax.py model, written when tests.atari_jax_teacher is imported
+from tests.atari_jax_teacher import JAX_TEACHER_MODEL  # noqa: E402
+
+QDAGGER_JAX_RUN_ARGS = (
+    "--teacher-model-path", str(JAX_TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
+    "--offline-steps", "10", "--buffer-size", "1000",
+)  # fmt: skip
+# ~27 online updates from step 200 (an IMPALA-CNN update costs ~8 of dqn_atari_jax.py's on this CPU)
+QDAGGER_JAX_ARGS = (
+    *QDAGGER_JAX_RUN_ARGS, "--offline-eval-frequency", "10", "--learning-starts", "200", "--total-timesteps", "300",
+)  # fmt: skip
+SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
+    name="qdagger_dqn_atari_jax_impalacnn.py",
+    smoke_args=QDAGGER_JAX_ARGS,
+    tags=SCRIPTS["qdagger_dqn_atari_impalacnn.py"].tags,
+    determinism_args=QDAGGER_JAX_ARGS,
+    bad_input={
+        **ATARI_JAX_BAD_INPUT,
+        "zero batch size": (("--batch-size", "0"), "--batch-size"),
+        "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+        "several envs": (("--num-envs", "2"), "--num-envs"),
+        "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
+        "offline phase without teacher data": (("--teacher-steps", "0"), "--teacher-steps"),
+    },
+    run_args=QDAGGER_JAX_RUN_ARGS,
+    env_id="BreakoutNoFrameskip-v4",
+    returns_are_lengths=False,
+)
 
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 

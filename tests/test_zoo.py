@@ -22,6 +22,7 @@ SAVING_SCRIPTS = sorted(
 DETERMINISTIC_ACTORS = ("ddpg_continuous_action", "td3_continuous_action")  # save (actor, critic...) state dicts
 # played in Pendulum-v1, whose returns are negative
 CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action", *DETERMINISTIC_ACTORS)
+PLAYED_IN_PENDULUM = (*CONTINUOUS, "ddpg_continuous_action_jax", "td3_continuous_action_jax")
 # played in BreakoutNoFrameskip-v4, whose untrained scores can be 0
 ATARI = tuple(name for name in ZOO if "atari" in name)
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
@@ -81,8 +82,44 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         model = model_class(SimpleNamespace(**args), envs.single_observation_space, envs.single_action_space, 500)
         torch.save({"model_weights": model.state_dict(), "args": args, "max_episode_steps": 500}, path)
     # rows: dqn_jax, c51_jax
+    elif exp_name in ("dqn_jax", "c51_jax"):  # Flax parameters; C51's with the args that give the support
+        import flax
+        import jax
+        import numpy as np
+
+        obs, key = np.zeros(4, np.float32), jax.random.PRNGKey(0)  # CartPole-v1: 4 numbers, 2 actions
+        if exp_name == "dqn_jax":
+            path.write_bytes(flax.serialization.to_bytes(model_class(action_dim=2).init(key, obs)))
+        else:
+            support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
+            params = model_class(action_dim=2, n_atoms=11).init(key, obs)
+            path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support}))
     # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
+    elif exp_name in ("ddpg_continuous_action_jax", "td3_continuous_action_jax"):  # Flax [actor, critic(s)] params
+        import flax
+        import gymnasium as gym
+        import jax
+        import numpy as np
+
+        envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
+        space = envs.single_action_space
+        obs, action = np.zeros((1, 3), np.float32), np.zeros((1, 1), np.float32)  # Pendulum-v1: 3 numbers, 1 action
+        critic = importlib.import_module(entry(exp_name).algorithm).QNetwork()
+        keys = jax.random.split(jax.random.PRNGKey(0), 3 if exp_name.startswith("td3") else 2)
+        params = [model_class(action_low=space.low, action_high=space.high).init(keys[0], obs)]
+        params += [critic.init(key, obs, action) for key in keys[1:]]
+        path.write_bytes(flax.serialization.to_bytes(params))
     # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
+    elif exp_name in ("dqn_atari_jax", "c51_atari_jax", "qdagger_dqn_atari_jax_impalacnn"):  # Flax bytes of the params
+        import flax
+        import jax
+
+        env = make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()
+        support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0} if exp_name == "c51_atari_jax" else {}
+        model = model_class(action_dim=env.action_space.n, **support)
+        params = model.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
+        env.close()  # C51 saves the args that give the support along with the weights
+        path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support} if support else params))
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
@@ -121,7 +158,7 @@ def test_every_script_that_saves_a_model_is_in_the_zoo():
 def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     model = save_untrained(exp_name, tmp_path / f"{exp_name}.cleanrl_model")
-    if exp_name in CONTINUOUS:
+    if exp_name in PLAYED_IN_PENDULUM:
         returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=3, env_id="Pendulum-v1"))
         out = capsys.readouterr().out
         assert len(returns) == 3 and all(-2000 < r < 0 for r in returns)  # 200 steps of a cost in [-16.3, 0]

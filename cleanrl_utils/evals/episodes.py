@@ -72,3 +72,20 @@ def epsilon_greedy(
         return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
 
     return act
+
+
+def epsilon_greedy_fn(
+    q_values_fn: Callable[[np.ndarray], np.ndarray], action_space: gym.Space, epsilon: float
+) -> Callable[[np.ndarray], int | np.ndarray]:
+    """`epsilon_greedy` for any `q_values_fn(obs) -> Q-values` (array-like, last axis the actions): e.g. a jitted JAX function."""
+
+    def act(obs: np.ndarray) -> int | np.ndarray:
+        batched = isinstance(action_space, gym.spaces.MultiDiscrete)  # a vector env's action space
+        if not batched and random.random() < epsilon:
+            return action_space.sample()
+        greedy = np.asarray(q_values_fn(obs)).argmax(-1)
+        if not batched:
+            return int(greedy)
+        return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
+
+    return act

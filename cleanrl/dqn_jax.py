@@ -1,0 +1,367 @@
+"""DQN for discrete actions and vector observations (CartPole, Acrobot, MountainCar...), in JAX (Flax + Optax).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/dqn/#dqn_jaxpy (docs/rl-algorithms/dqn.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+try:
+    import flax
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax.training.train_state import TrainState
+except ImportError as e:  # one line, like every other bad input (fail() is defined below)
+    missing = e.name or "jax"
+    print(
+        f'{os.path.basename(__file__)}: error: {missing} is not installed; install it with pip install -e ".[jax]"',
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    buffer_size: int = 10000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 1.0
+    """the target network update rate (1.0 copies the weights)"""
+    target_network_frequency: int = 500
+    """the timesteps it takes to update the target network"""
+    batch_size: int = 128
+    """the batch size of sample from the reply memory"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.05
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.5
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 10000
+    """timestep to start learning"""
+    train_frequency: int = 10
+    """the frequency of training"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
+    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_checked_env(env_id, capture_video, run_name):
+    """The training env, or one clear error line for an env this script cannot learn."""
+    try:
+        env = make_env(env_id, 0, capture_video, run_name)()
+    except gym.error.DependencyNotInstalled as e:
+        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(f"{env_id} has {env.action_space} actions; dqn_jax.py needs Discrete ones (see sac_continuous_action.py)")
+    if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
+        fail(f"{env_id} observations are {env.observation_space}; dqn_jax.py needs a flat Box (see dqn_atari_jax.py)")
+    return env
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Dense(120)(x))
+        x = nn.relu(nn.Dense(84)(x))
+        return nn.Dense(self.action_dim)(x)
+
+
+class QTrainState(TrainState):
+    target_params: flax.core.FrozenDict
+
+
+class ReplayBuffer:
+    """Transitions in preallocated NumPy arrays, overwritten oldest first once full.
+
+    `dones` holds the termination flag only: a transition cut by a time limit still bootstraps.
+    """
+
+    def __init__(self, size, obs_shape, seed):
+        self.obs = np.zeros((size, *obs_shape), dtype=np.float32)
+        self.next_obs = np.zeros_like(self.obs)
+        self.actions = np.zeros(size, dtype=np.int32)
+        self.rewards = np.zeros(size, dtype=np.float32)
+        self.dones = np.zeros(size, dtype=np.float32)
+        self.size, self.pos, self.full = size, 0, False
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, obs, next_obs, action, reward, terminated):
+        i = self.pos
+        self.obs[i], self.next_obs[i] = obs, next_obs
+        self.actions[i], self.rewards[i], self.dones[i] = action, reward, terminated
+        self.pos = (i + 1) % self.size
+        self.full = self.full or self.pos == 0
+
+    def sample(self, batch_size):
+        """(obs, actions, next_obs, rewards, dones) of `batch_size` transitions drawn uniformly, with replacement."""
+        idx = self.rng.integers(0, self.size if self.full else self.pos, batch_size)
+        return self.obs[idx], self.actions[idx], self.next_obs[idx], self.rewards[idx], self.dones[idx]
+
+
+@jax.jit
+def update(q_state, obs, actions, next_obs, rewards, dones, gamma):
+    """One gradient step on the squared TD error of a batch, compiled as one call; also returns the loss and mean Q(s, a)."""
+    # `dones` are terminations only: after a time-limit cut the target still bootstraps from next_obs.
+    target_max = q_state.apply_fn(q_state.target_params, next_obs).max(axis=-1)
+    td_target = rewards + gamma * target_max * (1.0 - dones)
+
+    def mse_loss(params):
+        old_val = jnp.take_along_axis(q_state.apply_fn(params, obs), actions[:, None], axis=-1)[:, 0]
+        return ((td_target - old_val) ** 2).mean(), old_val.mean()
+
+    (loss, q_values), grads = jax.value_and_grad(mse_loss, has_aux=True)(q_state.params)
+    return q_state.apply_gradients(grads=grads), loss, q_values
+
+
+@jax.jit
+def update_target(q_state, tau):
+    """Blend the target network towards the online one (tau = 1 copies it)."""
+    return q_state.replace(target_params=optax.incremental_update(q_state.params, q_state.target_params, tau))
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_envs != 1:
+        fail(f"--num-envs {args.num_envs}: dqn_jax.py runs a single environment")
+    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1:
+        fail("need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.dqn_jax_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    # Networks this small run faster on the calling thread than handed to XLA's CPU worker thread and
+    # waited for (a third of the cost of a greedy action here); set before JAX computes anything, and
+    # ignored by other backends.
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    key = jax.random.PRNGKey(args.seed)
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
+    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    obs, _ = env.reset(seed=args.seed)
+    q_network = QNetwork(action_dim=env.action_space.n)
+    q_params = q_network.init(key, obs)
+    q_state = QTrainState.create(
+        apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=optax.adam(learning_rate=args.learning_rate)
+    )
+    greedy_action = jax.jit(lambda params, obs: q_network.apply(params, obs).argmax())
+    rb = ReplayBuffer(args.buffer_size, env.observation_space.shape, args.seed)
+
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    # Compile the jitted functions now, on inputs of the training shapes (results thrown away), so that
+    # the SPS below counts training only; the compile time is printed on its own.
+    compile_start = time.time()
+    warmup_batch = [
+        np.zeros((args.batch_size, *a.shape[1:]), a.dtype) for a in (rb.obs, rb.actions, rb.next_obs, rb.rewards, rb.dones)
+    ]
+    jax.block_until_ready((greedy_action(q_state.params, obs), update(q_state, *warmup_batch, args.gamma)))
+    jax.block_until_ready(update_target(q_state, args.tau))
+    print(f"compile time: {time.time() - compile_start:.2f} s (the update, target update and greedy action)")
+    start_time = time.time()
+    try:
+        for global_step in range(args.total_timesteps):
+            if stop_signals:
+                raise KeyboardInterrupt
+            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
+            if random.random() < epsilon:
+                action = env.action_space.sample()
+            else:
+                action = int(greedy_action(q_state.params, obs))
+
+            next_obs, reward, terminated, truncated, info = env.step(action)
+
+            # next_obs is the true next state even when the episode ends (we reset only below), and
+            # only a termination is stored as done: a time-limit cut still bootstraps from next_obs.
+            rb.add(obs, next_obs, action, reward, terminated)
+            if terminated or truncated:
+                episodic_return = float(info["episode"]["r"])
+                print(f"global_step={global_step}, episodic_return={episodic_return}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
+                obs, _ = env.reset()
+            else:
+                obs = next_obs
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                if global_step % args.train_frequency == 0:
+                    # the loss and Q-values are read back (a device-to-host copy) only when they are logged
+                    q_state, loss, q_values = update(q_state, *rb.sample(args.batch_size), args.gamma)
+
+                    if global_step % 100 == 0:
+                        writer.add_scalar("losses/td_loss", float(loss), global_step)
+                        writer.add_scalar("losses/q_values", float(q_values), global_step)
+                        sps = int(global_step / (time.time() - start_time))
+                        print("SPS:", sps)
+                        writer.add_scalar("charts/SPS", sps, global_step)
+
+                # update target network
+                if global_step % args.target_network_frequency == 0:
+                    q_state = update_target(q_state, args.tau)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            with open(model_path, "wb") as f:
+                f.write(flax.serialization.to_bytes(q_state.params))
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "DQN", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        env.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,701 @@
+"""QDagger (reincarnating RL) in JAX (Flax + Optax): an IMPALA-CNN DQN student that starts from a DQN teacher, on Atari.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/qdagger/#qdagger_dqn_atari_jax_impalacnnpy (docs/rl-algorithms/qdagger.md)
+"""
+
+import functools
+import os
+import random
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Annotated, NamedTuple
+
+import flax
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tyro
+from flax.training.train_state import TrainState
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # the Atari games come with the `atari` extra; without it, make_checked_env says how to install it
+    import ale_py
+
+    gym.register_envs(ale_py)
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner: an error about the teacher stays one line
+except ImportError:
+    ale_py = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """the id of the environment"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments (the online phase's environment steps)"""
+    learning_rate: float = 1e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    buffer_size: int = 1000000
+    """the replay memory buffer size (the student's, and the teacher's)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 1.0
+    """the target network update rate (1.0 copies the weights)"""
+    target_network_frequency: int = 1000
+    """the timesteps it takes to update the target network"""
+    batch_size: int = 32
+    """the batch size of sample from the reply memory"""
+    start_e: float = 1.0
+    """the starting epsilon for exploration"""
+    end_e: float = 0.01
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.10
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 80000
+    """timestep to start learning"""
+    train_frequency: int = 4
+    """the frequency of training"""
+
+    # QDagger specific arguments
+    teacher_model_path: Annotated[str | None, tyro.conf.arg(aliases=("--teacher-policy-hf-repo",))] = None
+    """the teacher: a local .cleanrl_model file of dqn_atari_jax.py, or a Hugging Face Hub repo id holding one (None: cleanrl/{env-id}-{teacher-model-exp-name}-seed1)"""
+    teacher_model_exp_name: str = "dqn_atari_jax"
+    """the exp name of the teacher's model file in its Hub repo ({teacher-model-exp-name}.cleanrl_model)"""
+    teacher_eval_episodes: int = 10
+    """the number of games the teacher (and the offline student) is scored on"""
+    teacher_steps: int = 500000
+    """the environment steps the teacher plays to fill its replay memory"""
+    offline_steps: int = 500000
+    """the gradient steps of the offline phase (the student learns from the teacher's replay memory only)"""
+    offline_eval_frequency: int = 100000
+    """score (and save) the student every this many offline steps (0: never)"""
+    temperature: float = 1.0
+    """the temperature of the softmax that turns Q-values into the policies of the distillation loss"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if ale_py is None:
+            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
+        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
+            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True, **skip)
+        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
+        # with its raw score and its length in frames.
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = NoopResetEnv(env, noop_max=30)
+        env = MaxAndSkipEnv(env, skip=4)
+        env = EpisodicLifeEnv(env)  # a lost life ends the episode for learning, not the game
+        if "FIRE" in env.unwrapped.get_action_meanings():
+            env = FireResetEnv(env)
+        env = ClipRewardEnv(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))
+        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.FrameStackObservation(env, 4)
+        return env
+
+    return thunk
+
+
+def make_checked_env(env_id, capture_video, run_name):
+    """The training env, or one clear error line for an env this script cannot learn."""
+    spec = gym.registry.get(env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):
+        if spec is None and ale_py is None:
+            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+        try:  # made once to tell what is wrong with it
+            env = gym.make(env_id, disable_env_checker=True)
+        except gym.error.DependencyNotInstalled as e:
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
+            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            fail(
+                f"{env_id} has {env.action_space} actions; qdagger_dqn_atari_jax_impalacnn.py needs Discrete ones (see sac_continuous_action.py)"
+            )
+        fail(
+            f"{env_id} is not an Atari game of ale-py; qdagger_dqn_atari_jax_impalacnn.py needs one (see dqn_jax.py for vector observations)"
+        )
+    try:
+        return make_env(env_id, 0, capture_video, run_name)()
+    except (gym.error.Error, ModuleNotFoundError) as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+
+
+# ALGO LOGIC: initialize agent here:
+class TeacherModel(nn.Module):
+    """The Q-network of dqn_atari_jax.py (Nature-CNN), same layers in the same order, so its saved parameters load here."""
+
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.transpose(x, (0, 2, 3, 1)) / 255.0
+        x = nn.relu(nn.Conv(32, kernel_size=(8, 8), strides=(4, 4), padding="VALID")(x))
+        x = nn.relu(nn.Conv(64, kernel_size=(4, 4), strides=(2, 2), padding="VALID")(x))
+        x = nn.relu(nn.Conv(64, kernel_size=(3, 3), strides=(1, 1), padding="VALID")(x))
+        x = x.reshape((x.shape[0], -1))
+        x = nn.relu(nn.Dense(512)(x))
+        return nn.Dense(self.action_dim)(x)
+
+
+class ResidualBlock(nn.Module):
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        inputs = x
+        x = nn.Conv(self.channels, kernel_size=(3, 3), padding="SAME")(nn.relu(x))
+        x = nn.Conv(self.channels, kernel_size=(3, 3), padding="SAME")(nn.relu(x))
+        return x + inputs
+
+
+class ConvSequence(nn.Module):
+    """conv 3x3 -> max-pool 3x3 stride 2 (halves the size, rounding up) -> two residual blocks."""
+
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Conv(self.channels, kernel_size=(3, 3), padding="SAME")(x)
+        x = nn.max_pool(x, window_shape=(3, 3), strides=(2, 2), padding="SAME")
+        x = ResidualBlock(self.channels)(x)
+        return ResidualBlock(self.channels)(x)
+
+
+class QNetwork(nn.Module):
+    """The student: IMPALA-CNN (channels 16, 32, 32) -> 256 -> one Q-value per action."""
+
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.transpose(x, (0, 2, 3, 1)) / 255.0  # uint8 frames become floats in [0, 1] only here; channels last
+        for channels in (16, 32, 32):  # 84 -> 42 -> 21 -> 11
+            x = ConvSequence(channels)(x)
+        x = nn.relu(x.reshape((x.shape[0], -1)))
+        x = nn.relu(nn.Dense(256)(x))
+        return nn.Dense(self.action_dim)(x)
+
+
+class QTrainState(TrainState):
+    target_params: flax.core.FrozenDict
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+def kl_divergence_with_logits(target_logits, prediction_logits):
+    """KL(softmax(target) || softmax(prediction)) per sample, averaged over the batch."""
+    target_log_probs = jax.nn.log_softmax(target_logits, axis=-1)
+    out = jnp.exp(target_log_probs) * (target_log_probs - jax.nn.log_softmax(prediction_logits, axis=-1))
+    return out.sum(axis=-1).mean()
+
+
+def distill_coefficient(student_returns, teacher_return):
+    """1 until the student has finished 10 games; then 1 - (its mean score) / (the teacher's), 0 once it caught up."""
+    if len(student_returns) < 10:
+        return 1.0
+    if teacher_return <= 0:  # a teacher that never scores has nothing left to teach
+        return 0.0
+    return max(1.0 - float(np.mean(student_returns)) / teacher_return, 0.0)
+
+
+def play_games(greedy_action, env, games, epsilon):
+    """The scores of `games` whole games played epsilon-greedily (`greedy_action(obs)` otherwise) in `env`, then closed."""
+    scores = []
+    obs, _ = env.reset()
+    while len(scores) < games:
+        action = env.action_space.sample() if random.random() < epsilon else greedy_action(obs)
+        obs, _, terminated, truncated, info = env.step(action)
+        if "episode" in info:  # the whole game, not a life
+            scores.append(float(info["episode"]["r"]))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    env.close()
+    return scores
+
+
+def is_local_file(source):
+    """A teacher source names a local file (which must exist) rather than a Hub repo id."""
+    return os.path.exists(source) or source.endswith(".cleanrl_model")
+
+
+def load_teacher(source, exp_name, env):
+    """The teacher network and its parameters, from a local model file or the model file of a Hub repo (cached)."""
+    path = source if is_local_file(source) else download_teacher(source, f"{exp_name}.cleanrl_model")
+    try:
+        with open(path, "rb") as f:
+            saved = flax.serialization.msgpack_restore(f.read())
+    except Exception as e:  # not a file of Flax parameters: msgpack's errors have no common base
+        fail(f"--teacher-model-path: {path} is not a model file saved by dqn_atari_jax.py ({type(e).__name__})")
+    if not isinstance(saved, dict):
+        fail(f"--teacher-model-path: {path} is not a model file saved by dqn_atari_jax.py (it holds a {type(saved).__name__})")
+    teacher = TeacherModel(action_dim=env.action_space.n)
+    template = teacher.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
+    try:  # freshly initialised parameters take the saved ones, which must have the same layers and shapes
+        params = flax.serialization.from_state_dict(template, saved)
+        fits = jax.tree.map(np.shape, params) == jax.tree.map(np.shape, template)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        fail(
+            f"the teacher {path} does not fit {env.spec.id}: {str(e).splitlines()[0]} (a dqn_atari_jax.py model of this game?)"
+        )
+    if not fits:
+        fail(
+            f"the teacher {path} does not fit {env.spec.id}: its parameter shapes differ (a dqn_atari_jax.py model of this game?)"
+        )
+    return teacher, params
+
+
+def download_teacher(repo_id, filename):
+    """The local path of `filename` of the Hub repo `repo_id`, or one clear error line."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            HfHubHTTPError,
+            HFValidationError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
+        from huggingface_hub.utils import logging as hf_logging
+    except ImportError:
+        fail(f"downloading the teacher {repo_id} needs huggingface_hub: pip install huggingface_hub")
+    hf_logging.set_verbosity_error()  # its retry warnings would make the error below more than one line
+    try:
+        return hf_hub_download(repo_id, filename)
+    except RepositoryNotFoundError:
+        fail(f"teacher: Hub repo {repo_id} not found (or private without a token); give --teacher-model-path")
+    except LocalEntryNotFoundError as e:  # before EntryNotFoundError: it is one of them
+        offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+        reason = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
+        fail(f"teacher: cannot get {filename} of {repo_id}: {reason} ({type(e).__name__})")
+    except EntryNotFoundError:
+        fail(f"teacher: Hub repo {repo_id} has no file {filename}; check --teacher-model-exp-name")
+    except HFValidationError:
+        fail(f"--teacher-model-path {repo_id}: neither a model file nor a Hub repo id (user/name)")
+    except HfHubHTTPError as e:
+        fail(f"teacher: cannot get {filename} of {repo_id}: {str(e).splitlines()[0]}")
+
+
+class ReplayBatch(NamedTuple):
+    frames: np.ndarray  # uint8 (batch, stack + 1, 84, 84): the observation is [:, :-1], the next one [:, 1:]
+    actions: np.ndarray  # int32 (batch,)
+    dones: np.ndarray  # float32 (batch,): 1 after a termination (a lost life), 0 after a time-limit cut
+    rewards: np.ndarray  # float32 (batch,)
+
+
+class FrameReplayBuffer:
+    """A replay memory that stores each 84x84 frame once, ~7 KB per transition.
+
+    Consecutive stacked observations share all but one frame, and a transition's next observation is
+    the following one, so storing both stacks (as a generic buffer does) keeps every frame 8 times.
+    Here slot `i` of a ring holds one frame (the newest of an observation) and the action, clipped
+    reward and termination flag of the transition that starts from it; its next observation ends at
+    slot `i + 1`. Stacks are rebuilt when sampling, and never reach across an episode start: slots
+    flagged `first` hold the first frame of an episode, which the env's frame stack repeats to fill
+    up the stack, and so does the rebuild. An episode's last frame takes a slot of its own, with no
+    transition from it, so a stored next observation is always the real one, also after a time-limit
+    cut (which then bootstraps from it).
+    """
+
+    ARRAYS = ("frames", "actions", "rewards", "terminated", "first", "valid")
+
+    def __init__(self, capacity, frame_shape, stack):
+        if capacity < 2 * stack:
+            raise ValueError(f"a replay memory of {capacity} frames cannot hold stacks of {stack}")
+        self.capacity, self.stack = capacity, stack
+        self.frames = np.zeros((capacity, *frame_shape), dtype=np.uint8)
+        self.actions = np.zeros(capacity, dtype=np.uint8)  # Atari games have at most 18 actions
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.terminated = np.zeros(capacity, dtype=bool)
+        self.first = np.zeros(capacity, dtype=bool)  # the frame starts an episode
+        self.valid = np.zeros(capacity, dtype=bool)  # a transition starts here and all its frames are stored
+        self.pos = self.size = 0  # next slot to write; slots filled
+        self.last = None  # slot of the current observation's newest frame; None between episodes
+        self._window = np.arange(-stack + 1, 2)  # a stack and the next frame, relative to the sampled slot
+        self._ahead = np.arange(1, stack)  # the slots whose stacks reach back to a slot being written
+
+    @property
+    def nbytes(self):
+        return sum(getattr(self, name).nbytes for name in self.ARRAYS)
+
+    def _write(self, frame, first):
+        slot = self.pos
+        self.frames[slot], self.first[slot], self.valid[slot] = frame, first, False
+        # The transitions of the next slots, now the oldest, would rebuild their stacks from this new frame.
+        self.valid[(slot + self._ahead) % self.capacity] = False
+        self.pos, self.size = (slot + 1) % self.capacity, min(self.size + 1, self.capacity)
+        return slot
+
+    def add(self, obs, next_obs, action, reward, terminated, episode_end):
+        """Store a transition between stacked observations (only their newest frames are kept)."""
+        if self.last is None:  # an episode starts: its first observation is one frame, repeated
+            self.last = self._write(obs[-1], first=True)
+        slot = self.last
+        self.actions[slot], self.rewards[slot], self.terminated[slot] = action, reward, terminated
+        self.last = self._write(next_obs[-1], first=False)
+        self.valid[slot] = True
+        if episode_end:
+            self.last = None
+
+    def sample(self, batch_size):
+        slots = np.random.randint(0, self.size, size=batch_size)
+        while not (ok := self.valid[slots]).all():  # the few slots with no transition are drawn again
+            slots[~ok] = np.random.randint(0, self.size, size=int((~ok).sum()))
+        return self.fetch(slots)
+
+    def fetch(self, slots):
+        """The transitions that start at these (valid) slots."""
+        # Rebuild the window of stack + 1 frames backwards: before the first frame of an episode, repeat it.
+        window = (slots[:, None] + self._window) % self.capacity
+        for k in range(self.stack - 2, -1, -1):
+            window[:, k] = np.where(self.first[window[:, k + 1]], window[:, k + 1], window[:, k])
+        return ReplayBatch(  # one copy of the frames serves both stacks, and crosses to the device once
+            self.frames[window],
+            self.actions[slots].astype(np.int32),
+            self.terminated[slots].astype(np.float32),
+            self.rewards[slots],
+        )
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "batch_size", "train_frequency", "target_network_frequency", "teacher_eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("teacher_steps", "offline_steps", "offline_eval_frequency", "learning_starts"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be 0 or positive, got {getattr(args, name)}")
+    if args.offline_steps and not args.teacher_steps:
+        fail("--offline-steps learns from the teacher's replay memory: give --teacher-steps too")
+    if args.buffer_size < 8:
+        fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 frames at least")
+    if args.num_envs != 1:
+        fail(f"--num-envs {args.num_envs}: qdagger_dqn_atari_jax_impalacnn.py runs a single environment")
+    if not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1 or args.temperature <= 0:
+        fail("need 0 < --exploration-fraction <= 1, 0 < --tau <= 1 and --temperature > 0")
+    teacher_source = args.teacher_model_path or f"cleanrl/{args.env_id}-{args.teacher_model_exp_name}-seed1"
+    if is_local_file(teacher_source) and not os.path.isfile(teacher_source):
+        fail(f"--teacher-model-path: no teacher model file at {teacher_source}")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    key, q_key = jax.random.split(key, 2)
+
+    # env setup and the teacher (before any file is written, so bad input leaves nothing behind)
+    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
+    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env.action_space.seed(args.seed)
+    teacher_model, teacher_params = load_teacher(teacher_source, args.teacher_model_exp_name, env)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    q_network = QNetwork(action_dim=env.action_space.n)
+    q_params = q_network.init(q_key, env.observation_space.sample()[None])
+    q_state = QTrainState.create(
+        apply_fn=q_network.apply,
+        params=q_params,
+        target_params=q_params,
+        tx=optax.adam(learning_rate=args.learning_rate),
+    )
+
+    @jax.jit
+    def student_action(params, obs):
+        return jnp.argmax(q_network.apply(params, obs[None])[0])
+
+    @jax.jit
+    def teacher_action(params, obs):
+        return jnp.argmax(teacher_model.apply(params, obs[None])[0])
+
+    @functools.partial(jax.jit, static_argnames="distill")
+    def update(q_state, teacher_params, frames, actions, rewards, dones, distill_coeff, distill=True):
+        """One gradient step on TD loss + distill_coeff * distillation loss, as one compiled call.
+
+        With `distill=False` (a coefficient of 0) the teacher's forward pass is left out of the compiled call.
+        """
+        observations, next_observations = frames[:, :-1], frames[:, 1:]
+        target_max = q_network.apply(q_state.target_params, next_observations).max(axis=-1)
+        td_target = rewards + args.gamma * target_max * (1 - dones)
+        teacher_q_values = teacher_model.apply(teacher_params, observations) if distill else None
+
+        def loss_fn(params):
+            student_q_values = q_network.apply(params, observations)
+            old_val = student_q_values[jnp.arange(len(actions)), actions]
+            q_loss = ((td_target - old_val) ** 2).mean()
+            if distill:
+                distill_loss = kl_divergence_with_logits(
+                    teacher_q_values / args.temperature, student_q_values / args.temperature
+                )
+            else:
+                distill_loss = jnp.zeros(())
+            return q_loss + distill_coeff * distill_loss, (q_loss, distill_loss, old_val.mean())
+
+        (loss, (q_loss, distill_loss, q_values)), grads = jax.value_and_grad(loss_fn, has_aux=True)(q_state.params)
+        return q_state.apply_gradients(grads=grads), loss, q_loss, distill_loss, q_values
+
+    @jax.jit
+    def update_target(q_state):
+        return q_state.replace(target_params=optax.incremental_update(q_state.params, q_state.target_params, args.tau))
+
+    # Two memories of 1M transitions (the student's and the teacher's) take ~14 GB together here.
+    frame_shape, stack = env.observation_space.shape[1:], env.observation_space.shape[0]
+    rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
+    teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
+
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        # 1. Score the teacher: the online phase measures the student against this mean.
+        teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
+        teacher_env.reset(seed=args.seed)
+        teacher_env.action_space.seed(args.seed)
+        teacher_returns = play_games(
+            lambda obs: int(teacher_action(teacher_params, obs)), teacher_env, args.teacher_eval_episodes, args.end_e
+        )
+        teacher_return = float(np.mean(teacher_returns))
+        print(f"teacher: mean score {teacher_return} over {len(teacher_returns)} games")
+        writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
+
+        # 2. Fill the teacher's replay memory by letting it play (its training memory is not available):
+        # epsilon decays from start-e to end-e over these steps, as in the teacher's own training.
+        teacher_env = make_env(args.env_id, 1, False, run_name)()
+        teacher_env.action_space.seed(args.seed + 1)
+        obs, _ = teacher_env.reset(seed=args.seed + 1)
+        for step in range(args.teacher_steps):
+            if stop_signals:
+                raise KeyboardInterrupt
+            if random.random() < linear_schedule(args.start_e, args.end_e, args.teacher_steps, step):
+                action = teacher_env.action_space.sample()
+            else:
+                action = int(teacher_action(teacher_params, obs))
+            next_obs, reward, terminated, truncated, info = teacher_env.step(action)
+            teacher_rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
+            obs = teacher_env.reset()[0] if terminated or truncated else next_obs
+        teacher_env.close()
+
+        # 3. Offline phase: the student learns from the teacher's memory alone, TD loss + distillation (coefficient 1).
+        start_time = time.time()
+        for offline_step in range(args.offline_steps):
+            if stop_signals:
+                raise KeyboardInterrupt
+            q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, *teacher_rb.sample(args.batch_size), 1.0)
+
+            if offline_step % 100 == 0:  # reading the losses waits for the update: only when logged
+                writer.add_scalar("charts/offline/loss", float(loss), offline_step)
+                writer.add_scalar("charts/offline/q_loss", float(q_loss), offline_step)
+                writer.add_scalar("charts/offline/distill_loss", float(distill_loss), offline_step)
+                if offline_step % 10000 == 0:
+                    print(
+                        f"offline_step={offline_step}, loss={float(loss):.4f}, SPS={int(offline_step / (time.time() - start_time))}"
+                    )
+
+            if offline_step % args.target_network_frequency == 0:
+                q_state = update_target(q_state)
+
+            if args.offline_eval_frequency and (offline_step + 1) % args.offline_eval_frequency == 0:
+                with open(f"runs/{run_name}/{args.exp_name}-offline-{offline_step + 1}.cleanrl_model", "wb") as f:
+                    f.write(flax.serialization.to_bytes(q_state.params))
+                eval_env = make_env(args.env_id, 1, False, run_name)()
+                eval_env.reset(seed=args.seed)
+                eval_env.action_space.seed(args.seed)
+                offline_returns = play_games(
+                    lambda obs, params=q_state.params: int(student_action(params, obs)),
+                    eval_env,
+                    args.teacher_eval_episodes,
+                    args.end_e,
+                )
+                print(f"offline_step={offline_step + 1}, student's mean score {np.mean(offline_returns)}")
+                writer.add_scalar("charts/offline/avg_episodic_return", np.mean(offline_returns), offline_step + 1)
+
+        # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher.
+        # Its steps continue the offline count: epsilon, learning-starts and the logs' x-axis see
+        # offline-steps + the online step.
+        obs, _ = env.reset(seed=args.seed)
+        student_returns = deque(maxlen=10)  # the last 10 games: the distillation coefficient's measure
+        start_time = time.time()
+        for step in range(args.total_timesteps):
+            if stop_signals:
+                raise KeyboardInterrupt
+            global_step = args.offline_steps + step
+            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
+            if random.random() < epsilon:
+                action = env.action_space.sample()
+            else:
+                action = int(student_action(q_state.params, obs))
+
+            next_obs, reward, terminated, truncated, info = env.step(action)
+
+            # next_obs is the true next state even when the episode ends (we reset only below), and
+            # only a termination is stored as done: a time-limit cut still bootstraps from next_obs.
+            rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
+            if "episode" in info:  # a whole game ended, not just a life
+                episodic_return = float(info["episode"]["r"])
+                print(f"global_step={global_step}, episodic_return={episodic_return}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
+                writer.add_scalar("charts/epsilon", epsilon, global_step)
+                student_returns.append(episodic_return)
+            obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                if global_step % args.train_frequency == 0:
+                    distill_coeff = distill_coefficient(student_returns, teacher_return)
+                    # the teacher's forward pass only while it is needed (a second compiled form of the update)
+                    q_state, loss, q_loss, distill_loss, q_values = update(
+                        q_state, teacher_params, *rb.sample(args.batch_size), distill_coeff, distill=distill_coeff > 0
+                    )
+
+                    if global_step % 100 == 0:
+                        writer.add_scalar("losses/loss", float(loss), global_step)
+                        writer.add_scalar("losses/td_loss", float(q_loss), global_step)
+                        writer.add_scalar("losses/distill_loss", float(distill_loss), global_step)
+                        writer.add_scalar("losses/q_values", float(q_values), global_step)
+                        writer.add_scalar("charts/distill_coeff", distill_coeff, global_step)
+                        sps = int(step / (time.time() - start_time))
+                        print("SPS:", sps)
+                        writer.add_scalar("charts/SPS", sps, global_step)
+
+                # update target network
+                if global_step % args.target_network_frequency == 0:
+                    q_state = update_target(q_state)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            with open(model_path, "wb") as f:
+                f.write(flax.serialization.to_bytes(q_state.params))
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=QNetwork,
+                epsilon=args.end_e,
+                capture_video=args.capture_video,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "Qdagger", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        env.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,437 @@
+"""TD3 in JAX (Flax + Optax) for continuous actions and vector observations: the jitted twin of td3_continuous_action.py.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_action_jaxpy (docs/rl-algorithms/td3.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+try:
+    import flax
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax.training.train_state import TrainState
+except ImportError as e:
+    print(
+        f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
+    )
+    raise SystemExit(2) from None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "Hopper-v4"
+    """the id of the environment"""
+    total_timesteps: int = 1000000
+    """total timesteps of the experiments (environment steps, summed over the envs)"""
+    learning_rate: float = 3e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments (one gradient step per step of all of them)"""
+    buffer_size: int = 1000000
+    """the replay memory buffer size"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the reply memory"""
+    policy_noise: float = 0.2
+    """the scale of policy noise"""
+    exploration_noise: float = 0.1
+    """the scale of exploration noise"""
+    learning_starts: int = 25000
+    """timestep to start learning"""
+    policy_frequency: int = 2
+    """the frequency of training policy (delayed)"""
+    noise_clip: float = 0.5
+    """noise clip parameter of the Target Policy Smoothing Regularization"""
+
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+        if isinstance(env.observation_space, gym.spaces.Dict):
+            env = gym.wrappers.FlattenObservation(env)  # dm_control's dict observations become one vector
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
+    # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            envs = gym.vector.SyncVectorEnv(
+                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            )
+        except gym.error.DependencyNotInstalled as e:
+            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
+            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
+        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
+            fail(f"cannot make env {env_id!r}: {e}")
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    space = envs.single_action_space
+    if not isinstance(space, gym.spaces.Box):
+        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        fail(f"{env_id} has unbounded actions {space}; {os.path.basename(__file__)} needs finite bounds")
+    if len(envs.single_observation_space.shape) != 1:
+        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
+    return envs
+
+
+# ALGO LOGIC: initialize agent here:
+# (Flax's default layer names Dense_0..2, as in the reference, so its saved models load)
+class QNetwork(nn.Module):
+    @nn.compact
+    def __call__(self, x, a):
+        x = jnp.concatenate([x, a], -1)
+        x = nn.relu(nn.Dense(256)(x))
+        x = nn.relu(nn.Dense(256)(x))
+        return nn.Dense(1)(x).squeeze(-1)
+
+
+class Actor(nn.Module):
+    """Deterministic policy: tanh squashes into [-1, 1], then scale and bias map onto the action bounds."""
+
+    action_low: np.ndarray  # the Box's bounds, per dimension; they may be asymmetric (not [-1, 1])
+    action_high: np.ndarray
+
+    @property
+    def action_scale(self):
+        return (self.action_high - self.action_low) / 2.0
+
+    @property
+    def action_bias(self):
+        return (self.action_high + self.action_low) / 2.0
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Dense(256)(x))
+        x = nn.relu(nn.Dense(256)(x))
+        return jnp.tanh(nn.Dense(len(self.action_low))(x)) * self.action_scale + self.action_bias
+
+    def explore(self, x, noise, key):
+        """The action plus Gaussian noise of std `noise` x the half-range, clipped to the bounds."""
+        action = self(x)
+        action = action + jax.random.normal(key, action.shape) * (noise * self.action_scale)
+        return jnp.clip(action, self.action_low, self.action_high)
+
+
+def smoothed_target_actions(actor, target_params, next_obs, key, policy_noise, noise_clip):
+    """Target policy smoothing: the target actor's action plus clipped noise, N(0, policy_noise) clipped to
+    +-noise_clip, both in units of the half-range; the result is clipped to the action bounds."""
+    action = actor.apply(target_params, next_obs)
+    noise = jnp.clip(jax.random.normal(key, action.shape) * policy_noise, -noise_clip, noise_clip) * actor.action_scale
+    return jnp.clip(action + noise, actor.action_low, actor.action_high)
+
+
+class ReplayBuffer:
+    """A ring of the last `capacity` transitions in one float32 NumPy array on the host, a row per transition:
+    obs | action | reward | termination | next obs. A batch is one fancy-indexing gather and one array sent
+    to the jitted update (Stable-Baselines3's buffer makes five torch tensors per batch)."""
+
+    def __init__(self, capacity, num_envs, obs_dim, action_dim, seed):
+        self.rows = capacity // num_envs * num_envs  # whole steps of all envs, as Stable-Baselines3 keeps them
+        self.data = np.zeros((self.rows, 2 * obs_dim + action_dim + 2), np.float32)
+        self.num_envs, self.pos, self.size = num_envs, 0, 0
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, obs, next_obs, actions, rewards, terminations):
+        self.data[self.pos : self.pos + self.num_envs] = np.column_stack([obs, actions, rewards, terminations, next_obs])
+        self.pos = (self.pos + self.num_envs) % self.rows
+        self.size = min(self.size + self.num_envs, self.rows)
+
+    def sample(self, batch_size):
+        return self.data[self.rng.integers(0, self.size, batch_size)]
+
+
+class ActorCriticState(TrainState):
+    target_params: flax.core.FrozenDict
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.buffer_size < args.num_envs:
+        fail(f"--buffer-size {args.buffer_size} must hold at least one step of the {args.num_envs} envs")
+    if args.learning_starts < 0 or not 0 < args.tau <= 1 or min(args.policy_noise, args.noise_clip) < 0:
+        fail("need --learning-starts >= 0, 0 < --tau <= 1, --policy-noise >= 0 and --noise-clip >= 0")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.td3_jax_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.key(args.seed)
+    # separate keys for acting and for the updates: choosing an action never waits for an update's key
+    key, actor_key, qf1_key, qf2_key, explore_key, update_key = jax.random.split(key, 6)
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{name}|{value}|" for name, value in vars(args).items()),
+    )
+
+    space = envs.single_action_space
+    actor = Actor(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
+    qf = QNetwork()
+    obs, _ = envs.reset(seed=args.seed)
+    obs = obs.astype(np.float32)  # the networks' dtype (MuJoCo returns float64)
+    # jitted initialisation: one compilation instead of one per operation (seconds less at start-up)
+    actor_params = jax.jit(actor.init)(actor_key, obs)
+    qf_init, zero_actions = jax.jit(qf.init), np.zeros((args.num_envs, space.shape[0]), np.float32)
+    qf1_params, qf2_params = qf_init(qf1_key, obs, zero_actions), qf_init(qf2_key, obs, zero_actions)
+    actor_state = ActorCriticState.create(
+        apply_fn=actor.apply, params=actor_params, target_params=actor_params, tx=optax.adam(args.learning_rate)
+    )
+    # one Adam for both critics, as one optimiser over their parameters (Adam works per parameter)
+    qf_params = {"qf1": qf1_params, "qf2": qf2_params}
+    qf_state = ActorCriticState.create(
+        apply_fn=qf.apply, params=qf_params, target_params=qf_params, tx=optax.adam(args.learning_rate)
+    )
+    # The stored termination flag is the only "done": a time-limit cut still bootstraps from the next state.
+    obs_dim, action_dim = obs.shape[1], space.shape[0]
+    rb = ReplayBuffer(args.buffer_size, args.num_envs, obs_dim, action_dim, args.seed)
+
+    @jax.jit
+    def explore(actor_params, obs, key):
+        key, noise_key = jax.random.split(key)
+        return actor.apply(actor_params, obs, args.exploration_noise, noise_key, method="explore"), key
+
+    # Two jitted functions, compiled once each: the critics' update, every iteration, and the actor's with the
+    # target networks', every `policy_frequency`-th. After a critic update the actor's parameters are the same
+    # arrays, so choosing the next action does not depend on its result (JAX dispatches it asynchronously).
+    @jax.jit
+    def update_critics(actor_state, qf_state, batch, key):
+        obs, actions, rewards, terminations, next_obs = jnp.split(batch, np.cumsum([obs_dim, action_dim, 1, 1]), axis=1)
+        rewards, terminations = rewards[:, 0], terminations[:, 0]
+        key, noise_key = jax.random.split(key)
+        next_actions = smoothed_target_actions(
+            actor, actor_state.target_params, next_obs, noise_key, args.policy_noise, args.noise_clip
+        )
+        targets = qf_state.target_params
+        min_qf_next = jnp.minimum(
+            qf.apply(targets["qf1"], next_obs, next_actions), qf.apply(targets["qf2"], next_obs, next_actions)
+        )
+        next_q_value = rewards + (1 - terminations) * args.gamma * min_qf_next
+
+        def mse_losses(params):  # both critics regress on the same target; they are trained on the sum
+            qf1_a_values, qf2_a_values = qf.apply(params["qf1"], obs, actions), qf.apply(params["qf2"], obs, actions)
+            qf1_loss, qf2_loss = ((qf1_a_values - next_q_value) ** 2).mean(), ((qf2_a_values - next_q_value) ** 2).mean()
+            return qf1_loss + qf2_loss, (qf1_loss, qf2_loss, qf1_a_values.mean(), qf2_a_values.mean())
+
+        (_, logs), grads = jax.value_and_grad(mse_losses, has_aux=True)(qf_state.params)
+        return qf_state.apply_gradients(grads=grads), key, logs
+
+    @jax.jit
+    def update_actor(actor_state, qf_state, batch):
+        obs = batch[:, :obs_dim]
+
+        def actor_loss_fn(params):  # the gradient flows through the first critic; only the actor's is taken
+            return -qf.apply(qf_state.params["qf1"], obs, actor.apply(params, obs)).mean()
+
+        actor_loss, grads = jax.value_and_grad(actor_loss_fn)(actor_state.params)
+        actor_state = actor_state.apply_gradients(grads=grads)
+        # update the target networks
+        actor_state = actor_state.replace(
+            target_params=optax.incremental_update(actor_state.params, actor_state.target_params, args.tau)
+        )
+        qf_state = qf_state.replace(target_params=optax.incremental_update(qf_state.params, qf_state.target_params, args.tau))
+        return actor_state, qf_state, actor_loss
+
+    # Compile before the clock starts: SPS counts training, the compile time is printed on its own.
+    compile_start = time.time()
+    explore.lower(actor_state.params, obs, explore_key).compile()
+    batch_shape = jax.ShapeDtypeStruct((args.batch_size, rb.data.shape[1]), np.float32)
+    update_critics.lower(actor_state, qf_state, batch_shape, update_key).compile()
+    update_actor.lower(actor_state, qf_state, batch_shape).compile()
+    print(f"jit compile time: {time.time() - compile_start:.2f} s")
+    start_time = time.time()
+
+    num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
+    actor_loss = None
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        # global_step: environment steps taken before this iteration, summed over the envs
+        for global_step in range(0, args.total_timesteps, args.num_envs):
+            if stop_signals:
+                raise KeyboardInterrupt
+            if global_step < args.learning_starts:
+                actions = envs.action_space.sample()
+            else:
+                actions, explore_key = explore(actor_state.params, obs, explore_key)
+                actions = np.asarray(actions)
+
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+            # The transition of a sub-env whose episode just ended leads to its true last observation,
+            # not to the first one of the next episode that `next_obs` already holds.
+            real_next_obs = next_obs.copy()
+            if "final_info" in infos:
+                ended = terminations | truncations
+                real_next_obs[ended] = np.stack(infos["final_obs"][ended])
+                episode = infos["final_info"]["episode"]
+                for i in np.flatnonzero(infos["final_info"]["_episode"]):
+                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
+                    episodic_return = float(np.float32(episode["r"][i]))
+                    print(f"global_step={global_step}, episodic_return={episodic_return}")
+                    writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                    writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
+            rb.add(obs, real_next_obs, actions, rewards, terminations)
+            obs = next_obs.astype(np.float32)
+
+            # ALGO LOGIC: training.
+            if global_step > args.learning_starts:
+                num_updates += 1
+                batch = jax.device_put(rb.sample(args.batch_size))  # sent once, read by both updates
+                qf_state, update_key, logs = update_critics(actor_state, qf_state, batch, update_key)
+                if num_updates % args.policy_frequency == 0:
+                    actor_state, qf_state, actor_loss = update_actor(actor_state, qf_state, batch)
+
+                if global_step % 100 < args.num_envs:  # once per 100 environment steps
+                    qf1_loss, qf2_loss, qf1_values, qf2_values = jax.device_get(logs)
+                    writer.add_scalar("losses/qf1_values", qf1_values, global_step)
+                    writer.add_scalar("losses/qf2_values", qf2_values, global_step)
+                    writer.add_scalar("losses/qf1_loss", qf1_loss, global_step)
+                    writer.add_scalar("losses/qf2_loss", qf2_loss, global_step)
+                    writer.add_scalar("losses/qf_loss", (qf1_loss + qf2_loss) / 2.0, global_step)
+                    if actor_loss is not None:
+                        writer.add_scalar("losses/actor_loss", float(actor_loss), global_step)
+                    sps = int(global_step / (time.time() - start_time))
+                    print("SPS:", sps)
+                    writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            with open(model_path, "wb") as f:
+                f.write(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Actor,
+                capture_video=args.capture_video,
+                exploration_noise=args.exploration_noise,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "TD3", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
+        envs.close()
+        writer.close()
+        if args.track:
+            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
+                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
+            wandb.finish()

@@ -1,0 +1,35 @@
+"""Read Flax parameters saved by the JAX algorithm files (`flax.serialization.to_bytes`) back into a network."""
+
+from typing import Any
+
+import flax
+import flax.linen as nn
+import jax
+import numpy as np
+
+
+def restore_params(state: Any, template: Any, model_path: str) -> Any:
+    """`state` (a restored state dict) read into the structure of `template`; ValueError if the shapes differ."""
+    params = flax.serialization.from_state_dict(template, state)  # raises ValueError on other layer names
+    mismatched = [
+        f"{jax.tree_util.keystr(path)}: {np.shape(leaf)} in the file, {np.shape(want)} here"
+        for (path, leaf), want in zip(jax.tree_util.tree_leaves_with_path(params), jax.tree.leaves(template))
+        if np.shape(leaf) != np.shape(want)
+    ]
+    if mismatched:
+        raise ValueError(f"the parameters of {model_path} do not fit this network ({'; '.join(mismatched[:2])})")
+    return params
+
+
+def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
+    """The Flax parameters saved at `model_path`, for `model` initialised on one observation like `sample_obs`."""
+    template = model.init(jax.random.PRNGKey(0), sample_obs[None])
+    with open(model_path, "rb") as f:
+        data = f.read()
+    try:
+        state = flax.serialization.msgpack_restore(data)
+    except Exception as e:  # msgpack's errors share no base class worth naming
+        raise ValueError(f"{model_path} is not a file of Flax parameters ({type(e).__name__})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{model_path} is not a file of Flax parameters (it holds a {type(state).__name__})")
+    return restore_params(state, template, model_path)

@@ -1,0 +1,182 @@
+"""The JAX twins of the Atari DQN family beyond the contract tests: dqn_atari_jax.py, c51_atari_jax.py and
+qdagger_dqn_atari_jax_impalacnn.py against their PyTorch twins, the JAX QDagger's teacher, the evaluators."""
+
+import re
+
+import flax
+import gymnasium as gym
+import jax
+import numpy as np
+import pytest
+import torch
+
+from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_dqn_atari_impalacnn
+from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
+from cleanrl_utils.evals import c51_atari_jax_eval, dqn_atari_jax_eval, flax_params
+from tests.atari_jax_teacher import save_jax_teacher
+from tests.helpers import run_script
+from tests.test_dqn_atari import FRAME, STACK, synthetic_steps
+
+BREAKOUT = "BreakoutNoFrameskip-v4"
+
+
+def random_frames(batch: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (batch, STACK, *FRAME), dtype=np.uint8)
+
+
+def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
+    teacher_run = run_script(
+        "dqn_atari_jax.py", "--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200",
+        "--save-model", cwd=tmp_path / "teacher",
+    )  # fmt: skip
+    assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
+    teacher_path = teacher_run.run_dir / "dqn_atari_jax.cleanrl_model"
+
+    run = run_script(
+        "qdagger_dqn_atari_jax_impalacnn.py", "--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1",
+        "--buffer-size", "1000", "--teacher-steps", "100", "--offline-steps", "10", "--learning-starts", "150",
+        "--total-timesteps", "250", cwd=tmp_path / "student",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    scalars = run.scalars()
+    [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]
+    assert re.search(rf"^teacher: mean score {teacher_score} over 1 games$", run.stdout, re.M)
+    # the student starts away from the teacher (a KL > 0) and distils with coefficient 1 until it has 10 games
+    assert scalars["charts/offline/distill_loss"][0][1] > 0
+    assert scalars["losses/distill_loss"] and all(value > 0 for _, value in scalars["losses/distill_loss"])
+    assert [value for _, value in scalars["charts/distill_coeff"]] == [1.0] * len(scalars["charts/distill_coeff"])
+    assert min(step for step, _ in scalars["losses/td_loss"]) > 10  # the online x-axis continues the offline steps
+
+    # the re-declared teacher reads dqn_atari_jax.py's file and computes what dqn_atari_jax.py's network does
+    env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()
+    teacher, params = qdagger_jax.load_teacher(str(teacher_path), "dqn_atari_jax", env)
+    original = dqn_atari_jax.QNetwork(action_dim=env.action_space.n)
+    original_params = flax_params.load_params(str(teacher_path), original, env.observation_space.sample())
+    env.close()
+    np.testing.assert_allclose(teacher.apply(params, random_frames()), original.apply(original_params, random_frames()))
+
+
+@pytest.mark.parametrize("case", ["not a model file", "a PyTorch model", "another game's teacher"])
+def test_bad_local_teachers_are_one_clear_line(case, tmp_path, capsys):
+    path = tmp_path / "teacher.cleanrl_model"
+    if case == "not a model file":
+        path.write_text("not a model\n")
+        expected = "is not a model file saved by dqn_atari_jax.py"
+    elif case == "a PyTorch model":  # dqn_atari.py's file: the PyTorch twin's teacher, not this one's
+        env = dqn_atari.make_env(BREAKOUT, 0, False, "unused")()
+        torch.save(dqn_atari.QNetwork(env).state_dict(), path)
+        env.close()
+        expected = "is not a model file saved by dqn_atari_jax.py"
+    else:  # Pong has 6 actions, Breakout 4
+        save_jax_teacher(path, "PongNoFrameskip-v4")
+        expected = f"does not fit {BREAKOUT}: its parameter shapes differ"
+    env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()
+    with pytest.raises(SystemExit) as exit_info:
+        qdagger_jax.load_teacher(str(path), "dqn_atari_jax", env)
+    env.close()
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_frame_buffer_fetches_what_the_pytorch_twin_fetches():
+    steps = synthetic_steps(np.random.default_rng(1), 300)
+    rb, twin = dqn_atari_jax.FrameReplayBuffer(40, FRAME, STACK), dqn_atari.FrameReplayBuffer(40, FRAME, STACK, "cpu")
+    for obs, action, reward, next_obs, terminated, episode_end in steps:
+        rb.add(obs, next_obs, action, reward, terminated, episode_end)
+        twin.add(obs, next_obs, action, reward, terminated, episode_end)
+    slots = np.flatnonzero(rb.valid)
+    assert len(slots) > 20 and np.array_equal(slots, np.flatnonzero(twin.valid))
+    batch, expected = rb.fetch(slots), twin.fetch(slots)
+    np.testing.assert_array_equal(batch.frames[:, :-1], expected.observations.numpy())  # both stacks from one copy
+    np.testing.assert_array_equal(batch.frames[:, 1:], expected.next_observations.numpy())
+    np.testing.assert_array_equal(batch.actions, expected.actions[:, 0].numpy())
+    np.testing.assert_array_equal(batch.rewards, expected.rewards.numpy())
+    np.testing.assert_array_equal(batch.dones, expected.dones.numpy())
+    assert rb.nbytes == twin.nbytes == 40 * (84 * 84 + 8)
+
+
+def test_projection_matches_the_pytorch_twin():
+    rng = np.random.default_rng(0)
+    atoms = np.linspace(-10, 10, 51, dtype=np.float32)
+    next_pmfs = rng.dirichlet(np.ones(51), size=64).astype(np.float32)
+    rewards, dones = rng.choice([-1.0, 0.0, 1.0], size=(64, 1)), rng.random((64, 1)) < 0.3
+    next_atoms = (rewards + 0.99 * atoms * (1 - dones)).astype(np.float32)
+    next_atoms[:4] += 30.0  # beyond the support: clamped to its last atom
+    got = c51_atari_jax.project(next_atoms, next_pmfs, atoms)
+    expected = c51_atari.project(*(torch.from_numpy(a) for a in (next_atoms, next_pmfs, atoms)))
+    np.testing.assert_allclose(np.asarray(got), expected.numpy(), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got).sum(-1), 1.0, atol=1e-5)
+
+
+def test_distillation_loss_matches_the_pytorch_twin():
+    rng = np.random.default_rng(0)
+    teacher, student = rng.normal(size=(8, 4)).astype(np.float32), rng.normal(size=(8, 4)).astype(np.float32)
+    for temperature in (1.0, 0.5):
+        got = qdagger_jax.kl_divergence_with_logits(teacher / temperature, student / temperature)
+        expected = qdagger_dqn_atari_impalacnn.kl_divergence_with_logits(
+            torch.from_numpy(teacher / temperature), torch.from_numpy(student / temperature)
+        )
+        assert float(got) == pytest.approx(expected.item(), rel=1e-5)
+    assert float(qdagger_jax.kl_divergence_with_logits(teacher, teacher)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_networks_have_the_twins_shapes():
+    frames = random_frames()
+    student = qdagger_jax.QNetwork(action_dim=4)
+    params = student.init(jax.random.PRNGKey(0), frames)
+    assert student.apply(params, frames).shape == (3, 4)
+    assert params["params"]["Dense_0"]["kernel"].shape == (32 * 11 * 11, 256)  # 84 -> 42 -> 21 -> 11
+    assert [params["params"][f"ConvSequence_{i}"]["Conv_0"]["kernel"].shape[-1] for i in range(3)] == [16, 32, 32]
+    dqn = dqn_atari_jax.QNetwork(action_dim=4)
+    assert dqn.init(jax.random.PRNGKey(0), frames)["params"]["Dense_0"]["kernel"].shape == (3136, 512)
+    c51 = c51_atari_jax.QNetwork(action_dim=4, n_atoms=11, v_min=-5, v_max=5)
+    c51_params = c51.init(jax.random.PRNGKey(0), frames)
+    pmfs = c51.apply(c51_params, frames, method="pmfs")
+    assert pmfs.shape == (3, 4, 11) and np.allclose(pmfs.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(c51.apply(c51_params, frames), (pmfs * np.linspace(-5, 5, 11)).sum(-1), rtol=1e-5)
+
+
+def test_evaluators_play_saved_params_and_refuse_files_that_do_not_fit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    save_jax_teacher(tmp_path / "pong.cleanrl_model", "PongNoFrameskip-v4")  # 6 actions: not a Breakout model
+    with pytest.raises(ValueError, match="do not fit this network"):
+        dqn_atari_jax_eval.evaluate(
+            str(tmp_path / "pong.cleanrl_model"),
+            dqn_atari_jax.make_env,
+            BREAKOUT,
+            1,
+            "ev",
+            dqn_atari_jax.QNetwork,
+            capture_video=False,
+        )
+    # C51: the support comes from the saved args; bare params (no args) are refused
+    env = c51_atari_jax.make_env(BREAKOUT, 0, False, "unused")()
+    support = {"n_atoms": 11, "v_min": -5.0, "v_max": 5.0}
+    params = c51_atari_jax.QNetwork(action_dim=4, **support).init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
+    env.close()
+    (tmp_path / "c51.cleanrl_model").write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support}))
+    (tmp_path / "bare.cleanrl_model").write_bytes(flax.serialization.to_bytes(params))
+    returns = c51_atari_jax_eval.evaluate(
+        "c51.cleanrl_model",
+        c51_atari_jax.make_env,
+        BREAKOUT,
+        2,
+        "ev",
+        c51_atari_jax.QNetwork,
+        device="cpu",
+        capture_video=False,
+    )
+    assert len(returns) == 2 and all(r >= 0 for r in returns)
+    with pytest.raises(ValueError, match="not a c51_atari_jax.py model"):
+        c51_atari_jax_eval.evaluate(
+            "bare.cleanrl_model", c51_atari_jax.make_env, BREAKOUT, 1, "ev", c51_atari_jax.QNetwork, capture_video=False
+        )
+
+
+def test_the_env_factory_is_the_twins():
+    env, twin = dqn_atari_jax.make_env(BREAKOUT, 0, False, "x")(), dqn_atari.make_env(BREAKOUT, 0, False, "x")()
+    assert env.observation_space == twin.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    np.testing.assert_array_equal(env.reset(seed=3)[0], twin.reset(seed=3)[0])
+    env.close()
+    twin.close()

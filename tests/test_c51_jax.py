@@ -1,0 +1,58 @@
+"""c51_jax.py's projection and update, and its evaluator's checks (time limits: tests/test_dqn_jax.py)."""
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+from cleanrl import c51_jax
+from cleanrl_utils.evals.c51_jax_eval import evaluate
+
+
+def test_projection_splits_mass_between_neighbouring_atoms():
+    # the hand-worked case of tests/test_c51.py
+    atoms = np.array([0.0, 1.0, 2.0], np.float32)
+    next_atoms = np.array([[0.5, 2.0, 7.0], [-3.0, 1.0, 1.25]], np.float32)  # 7 and -3 lie outside: clamped to the ends
+    next_pmfs = np.array([[0.2, 0.3, 0.5], [0.4, 0.4, 0.2]], np.float32)
+    expected = np.array([[0.1, 0.1, 0.8], [0.4, 0.55, 0.05]], np.float32)
+    np.testing.assert_allclose(c51_jax.project(next_atoms, next_pmfs, atoms), expected, atol=1e-6)
+
+
+def test_projection_keeps_total_mass_and_mean():
+    rng = np.random.default_rng(0)
+    atoms = np.linspace(-10, 10, 51, dtype=np.float32)
+    next_pmfs = rng.dirichlet(np.ones(51), size=32).astype(np.float32)
+    next_atoms = (rng.random((32, 1)) * 0.9 + 0.9 * atoms).astype(np.float32)  # r + gamma * z: inside the support
+    target = np.asarray(c51_jax.project(next_atoms, next_pmfs, atoms))
+    np.testing.assert_allclose(target.sum(-1), np.ones(32), rtol=1e-5)
+    np.testing.assert_allclose((target * atoms).sum(-1), (next_pmfs * next_atoms).sum(-1), atol=1e-4)
+
+
+def test_update_after_a_termination_targets_the_reward_alone():
+    """After a termination the target is all mass on the atom of r: the loss is -log p(s, a)[that atom]."""
+    network = c51_jax.QNetwork(action_dim=2, n_atoms=3)
+    atoms = np.array([0.0, 1.0, 2.0], np.float32)
+    obs, next_obs = np.random.default_rng(0).normal(size=(2, 2, 4)).astype(np.float32)
+    params = network.init(jax.random.PRNGKey(0), obs)
+    state = c51_jax.QTrainState.create(
+        apply_fn=network.apply, params=params, target_params=network.init(jax.random.PRNGKey(1), obs), tx=optax.sgd(0.0)
+    )
+    actions, rewards = np.array([1, 0], np.int32), np.array([1.0, 1.0], np.float32)
+    pmfs = np.asarray(network.apply(params, obs))[np.arange(2), actions]  # (2, 3)
+
+    _, loss, q_values = c51_jax.update(state, atoms, obs, actions, next_obs, rewards, np.ones(2, np.float32), 0.5)
+    assert float(loss) == pytest.approx(-np.log(pmfs[:, 1]).mean(), rel=1e-5)
+    assert float(q_values) == pytest.approx((pmfs * atoms).sum(-1).mean(), rel=1e-5)
+    # not terminated: the target's mass spreads beyond the reward's atom, so the loss differs
+    _, bootstrapped, _ = c51_jax.update(state, atoms, obs, actions, next_obs, rewards, np.zeros(2, np.float32), 0.5)
+    assert abs(float(bootstrapped) - float(loss)) > 1e-3
+
+
+def test_evaluate_rejects_bare_parameters(tmp_path):
+    import flax
+
+    network = c51_jax.QNetwork(action_dim=2, n_atoms=11)
+    path = tmp_path / "bare.cleanrl_model"
+    path.write_bytes(flax.serialization.to_bytes(network.init(jax.random.PRNGKey(0), np.zeros(4, np.float32))))
+    with pytest.raises(ValueError, match="not a c51_jax.py model"):
+        evaluate(str(path), c51_jax.make_env, "CartPole-v1", 1, "ev", c51_jax.QNetwork, capture_video=False)
