@@ -18,11 +18,21 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 SHARED_FIXTURES = ("smoke", "trained", "slurm", "runs_dir")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Keep the tests that share a costly module-scoped fixture on one worker (`--dist loadgroup`), so that it
-    is built once, not once per worker."""
-    for item in items:
-        shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
-        if shared:
-            param = item.callspec.params.get(shared[0], "") if hasattr(item, "callspec") else ""
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}-{shared[0]}-{param}"))
+    is built once, not once per worker. Marked as each test is collected: xdist reads the groups in its own
+    `pytest_collection_modifyitems`, which may run before one of ours would."""
+    shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
+    if shared:
+        param = item.callspec.params.get(shared[0], "") if hasattr(item, "callspec") else ""
+        item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}-{shared[0]}-{param}"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In an xdist worker under `--dist loadgroup`, xdist appends `@group` to the id of each grouped test; if
+    a pytest release breaks that, the groups would be split silently and every shared fixture built twice."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(f"xdist did not group {ungrouped[0]}: this pytest/pytest-xdist pair cannot --dist loadgroup")
