@@ -8,12 +8,11 @@ parameters then take the saved ones. Games are played and scored as in `dqn_atar
 from collections.abc import Callable
 from typing import Any
 
-import flax
 import flax.linen as nn
 import jax
 
 from cleanrl_utils.evals.dqn_atari_jax_eval import whole_game_returns
-from cleanrl_utils.evals.flax_params import restore_params
+from cleanrl_utils.evals.flax_params import read_saved_state, restore_params
 
 
 def evaluate(
@@ -31,13 +30,8 @@ def evaluate(
     env = make_env(env_id, 0, capture_video, run_name)()
     env.action_space.seed(seed)
     try:
-        with open(model_path, "rb") as f:
-            data = f.read()
-        try:
-            saved = flax.serialization.msgpack_restore(data)
-        except Exception as e:  # msgpack's errors share no base class worth naming
-            raise ValueError(f"{model_path} is not a file of Flax parameters ({type(e).__name__})") from None
-        if not isinstance(saved, dict) or not {"model_weights", "args"} <= set(saved):
+        saved = read_saved_state(model_path)
+        if not {"model_weights", "args"} <= set(saved):
             raise ValueError(f"{model_path} is not a c51_atari_jax.py model (expected model_weights and args)")
         support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
         model = Model(action_dim=env.action_space.n, **support)

@@ -8,13 +8,12 @@ ones of the script's `QNetwork`, so a file of another network or env fails with 
 from collections.abc import Callable
 from typing import Any
 
-import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from cleanrl_utils.evals.episodes import epsilon_greedy_fn, single_env_returns
-from cleanrl_utils.evals.flax_params import restore_params
+from cleanrl_utils.evals.flax_params import read_saved_state, restore_params
 
 
 def evaluate(
@@ -29,13 +28,8 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    with open(model_path, "rb") as f:
-        data = f.read()
-    try:
-        saved = flax.serialization.msgpack_restore(data)
-    except Exception:  # msgpack's errors share no base class worth naming
-        saved = None
-    if not isinstance(saved, dict) or not {"model_weights", "args"} <= saved.keys():
+    saved = read_saved_state(model_path)
+    if not {"model_weights", "args"} <= saved.keys():
         raise ValueError(f"{model_path} is not a c51_jax.py model (expected Flax bytes of a dict with model_weights and args)")
     n_atoms, v_min, v_max = (saved["args"][key] for key in ("n_atoms", "v_min", "v_max"))
     env = make_env(env_id, 0, capture_video, run_name)()

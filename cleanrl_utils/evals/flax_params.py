@@ -21,9 +21,8 @@ def restore_params(state: Any, template: Any, model_path: str) -> Any:
     return params
 
 
-def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
-    """The Flax parameters saved at `model_path`, for `model` initialised on one observation like `sample_obs`."""
-    template = model.init(jax.random.PRNGKey(0), sample_obs[None])
+def read_saved_state(model_path: str) -> dict:
+    """The state dict in a file of Flax bytes; ValueError if the file holds something else."""
     with open(model_path, "rb") as f:
         data = f.read()
     try:
@@ -32,4 +31,10 @@ def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> An
         raise ValueError(f"{model_path} is not a file of Flax parameters ({type(e).__name__})") from None
     if not isinstance(state, dict):
         raise ValueError(f"{model_path} is not a file of Flax parameters (it holds a {type(state).__name__})")
-    return restore_params(state, template, model_path)
+    return state
+
+
+def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
+    """The Flax parameters saved at `model_path`, for `model` initialised on one observation like `sample_obs`."""
+    template = model.init(jax.random.PRNGKey(0), sample_obs[None])
+    return restore_params(read_saved_state(model_path), template, model_path)
