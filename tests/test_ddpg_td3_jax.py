@@ -1,6 +1,6 @@
 """ddpg_continuous_action_jax.py and td3_continuous_action_jax.py: action bounds, exploration and smoothing noise,
-the delayed actor, several envs, truncation, the saved model and its evaluator. Contract checks:
-test_script_contract.py."""
+the delayed actor, several envs, the saved model and its evaluator. Contract checks: test_script_contract.py;
+truncation: test_truncation.py."""
 
 import runpy
 import signal
@@ -15,9 +15,7 @@ import pytest
 from cleanrl import ddpg_continuous_action_jax as ddpg
 from cleanrl import td3_continuous_action_jax as td3
 from cleanrl_utils.evals.ddpg_jax_eval import evaluate
-from tests.envs import EPISODE_LENGTH
 from tests.helpers import REPO, run_script, script_env
-from tests.test_truncation import DETERMINISTIC_ACTOR
 
 # asymmetric, and not [-1, 1]: the centre is not 0 and the half-ranges differ per dimension
 LOW, HIGH = np.array([-1.0, 0.0, 2.0], np.float32), np.array([3.0, 0.5, 2.5], np.float32)
@@ -135,19 +133,6 @@ def test_several_envs_count_environment_steps_and_the_saved_model_holds_three_ne
     assert saved["0"]["params"]["Dense_2"]["kernel"].shape == (256, 1)  # the actor: Pendulum has one action
     assert saved["1"]["params"]["Dense_0"]["kernel"].shape == (3 + 1, 256)  # a critic: observation and action
     assert "jit compile time: " in run.stdout
-
-
-@pytest.mark.parametrize("script", ["ddpg_continuous_action_jax.py", "td3_continuous_action_jax.py"])
-def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
-    """A constant reward of 1: a time-limit cut goes on in truth (values climb towards 100), a termination does not."""
-
-    def final_q_value(env_id: str) -> float:
-        run = run_script(script, "--env-id", env_id, *DETERMINISTIC_ACTOR, cwd=tmp_path / env_id.split(":")[-1])
-        assert run.returncode == 0, run.stderr[-3000:]
-        return run.scalars()["losses/qf1_values"][-1][1]
-
-    assert final_q_value("tests.envs:ContinuousConstantRewardTerminated-v0") < EPISODE_LENGTH + 0.5
-    assert final_q_value("tests.envs:ContinuousConstantRewardTruncated-v0") > 4 * EPISODE_LENGTH
 
 
 def save_untrained(module, env_id: str, path, critics: int) -> tuple:

@@ -33,12 +33,19 @@ FAST_Q_LEARNING = {
     "sac_continuous_action.py": SAC_NO_ENTROPY,
     "ddpg_continuous_action.py": DETERMINISTIC_ACTOR,
     "td3_continuous_action.py": DETERMINISTIC_ACTOR,
+    # the JAX twins take the same flags
+    "dqn_jax.py": DQN_FAMILY,
+    "c51_jax.py": DQN_FAMILY,
+    "ddpg_continuous_action_jax.py": DETERMINISTIC_ACTOR,
+    "td3_continuous_action_jax.py": DETERMINISTIC_ACTOR,
 }
 # continuous-action scripts play the Box-action version of the task, and log their Q-values under another tag
 CONTINUOUS_Q_TAG = {
     "sac_continuous_action.py": "losses/qf1_values",
     "ddpg_continuous_action.py": "losses/qf1_values",
     "td3_continuous_action.py": "losses/qf1_values",
+    "ddpg_continuous_action_jax.py": "losses/qf1_values",
+    "td3_continuous_action_jax.py": "losses/qf1_values",
 }
 
 
