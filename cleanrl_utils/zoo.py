@@ -85,6 +85,11 @@ ZOO: dict[str, ZooEntry] = {
         "cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval",
         {"epsilon": 0.01},
     ),
+    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    # rows: ppo_atari_envpool
+    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+    # rows: ppo_rnd_envpool
+    # rows: ppo_procgen, ppg_procgen
 }
 
 

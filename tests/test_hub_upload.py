@@ -139,6 +139,11 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
+    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    # rows: ppo_atari_envpool
+    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+    # rows: ppo_rnd_envpool
+    # rows: ppo_procgen, ppg_procgen
 }
 
 

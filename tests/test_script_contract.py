@@ -508,6 +508,11 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
+# rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+# rows: ppo_atari_envpool
+# rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+# rows: ppo_rnd_envpool
+# rows: ppo_procgen, ppg_procgen
 
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 

@@ -120,6 +120,11 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         params = model.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
         env.close()  # C51 saves the args that give the support along with the weights
         path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support} if support else params))
+    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    # rows: ppo_atari_envpool
+    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+    # rows: ppo_rnd_envpool
+    # rows: ppo_procgen, ppg_procgen
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 

@@ -1,0 +1,87 @@
+"""The envpool scripts' episode statistics are whole games', and restart after every game end.
+
+envpool resets a finished sub-environment on the step after the end (that step's observation is the
+new game's first, its `elapsed_step` is 0). Each envpool script keeps its own running returns and
+lengths in a small `EpisodeStatistics` class:
+
+    stats = EpisodeStatistics(num_envs)
+    indices, returns, lengths = stats.update(rewards, terminations, truncations, infos)
+
+which returns the sub-environments whose game ended at this step with that game's return (the raw,
+unclipped score) and length. Here the class is fed a real envpool env, cut short by a small
+`max_episode_steps`, beside a plain bookkeeping of the same steps: both must agree at every step,
+through time-limit cuts (the known bug: the counters run on after a truncation) and through Atari
+life losses (only the last life ends a game).
+"""
+
+import importlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+envpool = pytest.importorskip("envpool")
+
+
+@dataclass(frozen=True)
+class Case:
+    script: str  # module under cleanrl/
+    env_id: str
+    make_kwargs: dict = field(default_factory=dict)  # the script's own envpool.make settings
+    lives: bool = True  # Atari: a terminated life is not the end of the game
+
+
+ATARI = {"episodic_life": True, "reward_clip": True}
+CASES = [
+    Case("ppo_atari_envpool", "Breakout-v5", ATARI),
+    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+    # rows: ppo_rnd_envpool
+    # rows: ppo_procgen, ppg_procgen
+]
+
+
+def expected_game_ends(rewards_seen, lengths_seen, terminations, truncations, infos, lives: bool):
+    """The games that ended at this step, from nothing but the env's own signals."""
+    game_over = truncations | (terminations & (infos["lives"] == 0) if lives else terminations)
+    return np.flatnonzero(game_over), rewards_seen[game_over], lengths_seen[game_over]
+
+
+@pytest.mark.parametrize("max_episode_steps", [40, 2000], ids=["time-limit cuts", "game overs"])
+@pytest.mark.parametrize("case", CASES, ids=[case.script for case in CASES])
+def test_statistics_follow_whole_games(case, max_episode_steps):
+    module = importlib.import_module(f"cleanrl.{case.script}")
+    num_envs = 4
+    envs = envpool.make(
+        case.env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=3,
+        max_episode_steps=max_episode_steps,
+        **case.make_kwargs,
+    )
+    stats = module.EpisodeStatistics(num_envs)
+    rng = np.random.default_rng(0)
+    _, infos = envs.reset()
+    raw_return = np.zeros(num_envs)
+    length = np.zeros(num_envs, dtype=np.int64)
+    cuts = game_overs = 0
+    for _ in range(800):
+        actions = rng.integers(0, envs.action_space.n, num_envs)
+        _, rewards, terminations, truncations, infos = envs.step(actions)
+        # a step with elapsed_step 0 is the autoreset into a new game: it belongs to no game yet
+        restarted = infos["elapsed_step"] == 0
+        raw_return = np.where(restarted, 0.0, raw_return + infos.get("reward", rewards))
+        length = np.where(restarted, 0, length + 1)
+        want = expected_game_ends(raw_return, length, terminations, truncations, infos, case.lives)
+        got = stats.update(rewards, terminations, truncations, infos)
+        np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+        np.testing.assert_allclose(np.asarray(got[1], dtype=np.float64), want[1])
+        np.testing.assert_array_equal(np.asarray(got[2]), want[2])
+        cuts += int(truncations.sum())
+        game_overs += len(want[0]) - int(truncations.sum())
+    envs.close()
+    # the run went through what it is meant to test
+    if max_episode_steps == 40:
+        assert cuts >= 2 * num_envs
+    else:
+        assert game_overs >= num_envs and cuts == 0
