@@ -1,0 +1,221 @@
+"""The envpool and Procgen files on this machine: learning on 1M steps against a random policy, and speed.
+
+    python benchmark/envpool_procgen.py random                 # the random policy's whole-game score in each game
+    python benchmark/envpool_procgen.py run                    # a queue of the learning runs (start one per core)
+    python benchmark/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
+    python benchmark/envpool_procgen.py report                 # the Markdown tables for the docs
+
+The checks (1 seed each, 1M steps, far below the published 10M/25M: the point is to catch a file
+that does not learn, not to reproduce the published scores): `ppo_atari_envpool.py` and
+`pqn_atari_envpool.py` on envpool's Breakout-v5, `ppo_procgen.py` on Procgen's starpilot (easy
+levels). Each passes when the mean of its last 20 games is at least 3 x the random policy's.
+
+The random policy plays through the same envpool env and is scored by the same `EpisodeStatistics`
+class as the script it is compared with, so both sides count whole games (all lives) and raw scores.
+
+Speed: `ppo_atari_envpool.py` (Breakout-v5) against `ppo_atari.py` (BreakoutNoFrameskip-v4), both with
+8 envs x 128 steps and one torch thread, alternating, one process at a time. The rate is the steady one
+between the end of the first iteration and the last (the TensorBoard events carry the wall-clock time
+of each `charts/SPS` log); envpool steps its games in threads of its own. The bar: 1.5x.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import claim, last_mean, newest_run_dir, one_thread_env, summarize_run  # noqa: E402
+from benchmark.jax_vs_torch import steady_rate  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
+
+LAST_EPISODES = 20
+RANDOM_GAMES = 30
+TIMES_RANDOM = 3.0
+SPEED_BAR = 1.5
+
+
+@dataclass(frozen=True)
+class Check:
+    script: str  # our file in cleanrl/
+    env_id: str  # its --env-id
+    total_timesteps: int = 1_000_000
+    seeds: tuple[int, ...] = (1,)
+    args: tuple[str, ...] = ()
+
+    def result_name(self, seed: int) -> str:
+        return f"ours__{self.script}__{self.env_id}__{self.total_timesteps}__{seed}.json"
+
+
+CHECKS = [
+    Check("ppo_atari_envpool", "Breakout-v5"),
+    Check("pqn_atari_envpool", "Breakout-v5"),
+    Check("ppo_procgen", "starpilot"),
+]
+
+
+@dataclass(frozen=True)
+class RandomGame:
+    script: str  # whose EpisodeStatistics scores the games
+    envpool_id: str
+    make_kwargs: dict = field(default_factory=dict)  # the script's own envpool settings
+
+
+# keyed by the checks' --env-id; Procgen's starpilot is envpool's StarpilotEasy-v0 (all levels, easy)
+RANDOM = {
+    "Breakout-v5": RandomGame("ppo_atari_envpool", "Breakout-v5", {"episodic_life": True, "reward_clip": True}),
+    "starpilot": RandomGame("ppo_procgen", "StarpilotEasy-v0"),
+}
+
+
+def random_policy_games(env_id: str, games: int, seed: int = 0) -> list[tuple[float, int]]:
+    """(whole-game score, length) of uniformly random actions, one env, scored as the training script scores them."""
+    import envpool
+    import numpy as np
+
+    setup = RANDOM[env_id]
+    stats = importlib.import_module(f"cleanrl.{setup.script}").EpisodeStatistics(1)
+    env = envpool.make(setup.envpool_id, env_type="gymnasium", num_envs=1, seed=seed, **setup.make_kwargs)
+    rng = np.random.default_rng(seed)
+    env.reset()
+    played: list[tuple[float, int]] = []
+    while len(played) < games:
+        _, rewards, terminations, truncations, infos = env.step(rng.integers(0, env.action_space.n, 1))
+        _, returns, lengths = stats.update(rewards, terminations, truncations, infos)
+        played += zip(np.asarray(returns, dtype=float).tolist(), np.asarray(lengths).tolist())
+    env.close()
+    return played[:games]
+
+
+def measure_random(out: Path, games: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for env_id in RANDOM:
+        result = out / f"random__{env_id}.json"
+        if not result.exists():
+            scores = [score for score, _ in random_policy_games(env_id, games)]
+            result.write_text(json.dumps({"env_id": env_id, "episodic_returns": scores}))
+            print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
+
+
+def train(script: str, args: list[str], workdir: Path) -> Path:
+    """Run a script with one torch/XLA thread in `workdir`; its run folder."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = one_thread_env() | {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
+    subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
+    return newest_run_dir(workdir)
+
+
+def run_queue(out: Path, only: list[str] | None) -> None:
+    """Every learning run not done or taken by another queue yet."""
+    out.mkdir(parents=True, exist_ok=True)
+    for check in CHECKS:
+        if only and not {check.script, check.env_id} & set(only):
+            continue
+        for seed in check.seeds:
+            result = out / check.result_name(seed)
+            if not claim(result):
+                continue
+            print(f"run: {check.script} {check.env_id} seed {seed}", flush=True)
+            budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps), "--seed", str(seed)]
+            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""))
+            summarize_run(run_dir, result, impl="ours", algo=check.script, env_id=check.env_id)
+
+
+# speed: (script, env id), the same 8 envs x 128 steps, SPEED_ITERATIONS iterations each
+SPEED_RUNS = {"ppo_atari_envpool": "Breakout-v5", "ppo_atari": "BreakoutNoFrameskip-v4"}
+SPEED_ITERATIONS = 6
+SPEED_ARGS = ("--num-envs", "8", "--num-steps", "128", "--total-timesteps", str(SPEED_ITERATIONS * 8 * 128))
+
+
+def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
+    """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits both alike."""
+    out.mkdir(parents=True, exist_ok=True)
+    for round_ in range(1, rounds + 1):
+        for script, env_id in SPEED_RUNS.items():
+            result = out / f"speed__{script}__{round_}.json"
+            if (only and script not in only) or result.exists():
+                continue
+            print(f"speed: {script} round {round_}", flush=True)
+            run_dir = train(script, ["--env-id", env_id, *SPEED_ARGS], out / result.stem)
+            rate, first_iteration_extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
+            result.write_text(json.dumps({"script": script, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s}))
+            print(f"speed: {script} round {round_}: {rate:.0f} steps/s", flush=True)
+
+
+def speeds(out: Path, script: str) -> list[float]:
+    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{script}__*.json"))]
+
+
+def report(out: Path) -> str:
+    random_means = {
+        p.name.removeprefix("random__").removesuffix(".json"): statistics.fmean(json.loads(p.read_text())["episodic_returns"])
+        for p in out.glob("random__*.json")
+    }
+    lines = [
+        f"| algorithm | env | steps | seed | last-{LAST_EPISODES} return | random policy | ours / random | passes (≥ {TIMES_RANDOM:g}×) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for check in CHECKS:
+        if check.env_id not in random_means:
+            continue
+        random_mean = random_means[check.env_id]
+        for seed in check.seeds:
+            if not (result := out / check.result_name(seed)).exists():
+                continue  # not run: no row rather than a made-up one
+            ours = last_mean(result, LAST_EPISODES)
+            passes = ours >= TIMES_RANDOM * random_mean
+            lines.append(
+                f"| {check.script} | {check.env_id} | {check.total_timesteps // 1000}k | {seed} | {ours:.1f} | {random_mean:.2f} "
+                f"| {ours / random_mean:.1f}× | {'yes' if passes else '**no**'} |"
+            )
+    if random_means:
+        scored = ", ".join(f"{env_id} {mean:.2f}" for env_id, mean in sorted(random_means.items()))
+        lines += ["", f"Random policy, mean whole-game score: {scored}."]
+    lines += [
+        "",
+        "| speed run (8 envs × 128 steps, one torch thread) | env | steady SPS, median | rounds |",
+        "|---|---|---|---|",
+    ]
+    medians = {}
+    for script, env_id in SPEED_RUNS.items():
+        if rates := speeds(out, script):
+            medians[script] = statistics.median(rates)
+            lines.append(f"| {script} | {env_id} | {medians[script]:.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
+    if len(medians) == 2:
+        ratio = medians["ppo_atari_envpool"] / medians["ppo_atari"]
+        lines += [
+            "",
+            f"ppo_atari_envpool / ppo_atari: {ratio:.2f}× (bar {SPEED_BAR:g}×: {'yes' if ratio >= SPEED_BAR else '**no**'})",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["random", "run", "speed", "report"])
+    parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per env")
+    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "envpool_procgen")
+    parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
+    args = parser.parse_args()
+    if args.command == "random":
+        measure_random(args.out, args.games)
+    elif args.command == "run":
+        run_queue(args.out, args.only)
+    elif args.command == "speed":
+        run_speed(args.out, args.rounds, args.only)
+    else:
+        print(report(args.out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()

@@ -1,0 +1,385 @@
+"""PPO for Atari games from pixels, stepped by envpool's C++ vectorised Atari envs (Breakout-v5, Pong-v5, ...).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-envpool/#ppo_atari_envpoolpy (docs/rl-algorithms/ppo-atari-envpool.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # envpool comes with the `envpool` extra; without it, make_env says how to install it
+    import envpool
+except ImportError:
+    envpool = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """accepted for a common command line, but does nothing here: envpool renders no frames to record"""
+
+    # Algorithm specific arguments
+    env_id: str = "Breakout-v5"
+    """the id of the environment (an Atari game of envpool)"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 8
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, num_envs, seed):
+    """envpool's own Atari pipeline (its defaults: up to 30 no-ops at reset, 4 frames skipped with a max over
+    the last two, FIRE at reset, 84x84 grayscale, 4 stacked frames), a lost life ending the episode for
+    learning and rewards clipped to their sign. Sub-env i is seeded with seed + i."""
+    if envpool is None:
+        fail('this script runs the Atari games of envpool: pip install -e ".[envpool]"')
+    spec = envpool.registration.registry.specs.get(env_id)
+    if spec is None:
+        hint = " (gymnasium's Atari ids such as BreakoutNoFrameskip-v4 run with ppo_atari.py)" if "Frameskip" in env_id else ""
+        fail(f"{env_id}: not an env id of envpool, whose Atari ids look like Breakout-v5{hint}")
+    if spec[0] != "envpool.atari":
+        fail(f"{env_id} is not an Atari game of envpool; ppo_atari_envpool.py needs one (see ppo.py for vector observations)")
+    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True)
+
+
+class EpisodeStatistics:
+    """Whole-game score and length of each sub-env; envpool's `info["reward"]` is the reward before clipping.
+
+    envpool resets a sub-env on the step after its episode ended: that step returns the new game's first
+    observation with `elapsed_step` 0 (after a lost life, the reset step keeps the game and its counters).
+    """
+
+    def __init__(self, num_envs):
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+
+    def update(self, rewards, terminations, truncations, infos):
+        """(sub-envs, raw scores, lengths in agent steps) of the games that ended at this step."""
+        new_game = infos["elapsed_step"] == 0
+        self.returns = np.where(new_game, 0.0, self.returns + infos["reward"])
+        self.lengths = np.where(new_game, 0, self.lengths + 1)
+        # a terminated episode is a lost life; the game is over with the last one, or at the time limit
+        ended = np.flatnonzero(truncations | (terminations & (infos["lives"] == 0)))
+        return ended, self.returns[ended], self.lengths[ended]
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        # Nature-CNN, shared by the policy and the value function
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
+        self.actor = layer_init(nn.Linear(512, envs.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(512, 1), std=1)
+
+    def get_value(self, x):
+        return self.critic(self.network(x / 255.0)).squeeze(-1)
+
+    def act(self, x):
+        """Rollout: sampled actions, their log-probabilities and the state values, from one pass of the CNN."""
+        hidden = self.network(x / 255.0)  # uint8 frames become floats in [0, 1] only here
+        logp_all = self.actor(hidden).log_softmax(-1)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden).squeeze(-1)
+
+    def evaluate_actions(self, x, action):
+        """Log-probability and entropy of given actions under the current policy, and the state value."""
+        hidden = self.network(x / 255.0)
+        logp_all = self.actor(hidden).log_softmax(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, self.critic(hidden).squeeze(-1)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_env(args.env_id, args.num_envs, args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(envs).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    # rollout storage: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.observation_space.shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    terminated = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where a life (or the game) ended
+    dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended, by time limit too
+    # 0 for envpool's reset steps: the action of the step after an episode's end is ignored by the env
+    learnable = np.zeros((args.num_steps, args.num_envs), dtype=bool)
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset()
+    next_obs = torch.as_tensor(next_obs, device=device)
+    next_done = np.zeros(args.num_envs, dtype=bool)
+    episode_stats = EpisodeStatistics(args.num_envs)
+    recent_returns = deque(maxlen=20)  # for charts/avg_episodic_return
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    learnable[step] = ~next_done
+                    action, logprobs[step], values[step] = agent.act(next_obs)
+                    actions[step] = action
+
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    rewards[step] = reward
+                    terminated[step] = terminations
+                    next_done = terminations | truncations
+                    dones[step] = next_done
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+
+                    # a lost life ends an episode for learning; only a finished game is logged
+                    _, game_returns, game_lengths = episode_stats.update(reward, terminations, truncations, infos)
+                    for episodic_return, episodic_length in zip(game_returns.tolist(), game_lengths.tolist()):
+                        recent_returns.append(episodic_return)
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/avg_episodic_return", np.mean(recent_returns), global_step)
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", episodic_length, global_step)
+
+                next_value = agent.get_value(next_obs).cpu().numpy()
+            values_np = values.cpu().numpy()
+
+            # GAE on the host. envpool shows an ended episode's last observation first and resets on the
+            # next step, so values[t + 1] is the value of the state step t ended in: bootstrapped from
+            # when a time limit cut the episode, not when it terminated. dones[t] cuts the recursion.
+            advantages = np.zeros_like(rewards)
+            lastgaelam = 0.0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values_np[t + 1]
+                delta = rewards[t] + args.gamma * nextvalues * (1.0 - terminated[t]) - values_np[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * (1.0 - dones[t]) * lastgaelam
+            returns_np = advantages + values_np
+
+            # flatten the batch; the reset steps (the env ignored their actions) are left out of the update
+            b_obs = obs.reshape((-1,) + envs.observation_space.shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
+            b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
+            b_values = values.reshape(-1)
+            b_learnable = torch.as_tensor(np.flatnonzero(learnable.reshape(-1)), device=device)
+
+            # Optimizing the policy and value network
+            clipfracs = []
+            for _epoch in range(args.update_epochs):
+                b_inds = b_learnable[torch.randperm(len(b_learnable), device=device)]
+                # num-minibatches parts, as equal as the learnable samples allow
+                for mb_inds in b_inds.tensor_split(args.num_minibatches):
+                    newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = (-logratio).mean()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                    # Policy loss
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                    # Value loss
+                    if args.clip_vloss:
+                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                        v_clipped = b_values[mb_inds] + torch.clamp(
+                            newvalue - b_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                        v_loss = 0.5 * v_loss_max.mean()
+                    else:
+                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            y_pred, y_true = values_np[learnable], returns_np[learnable]
+            var_y = np.var(y_true)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed.
+        envs.close()
+        writer.close()
+        if args.track:
+            wandb.finish()

@@ -1,0 +1,60 @@
+"""benchmark/envpool_procgen.py: its report applies the bars to hand-made results (no benchmark is run here)."""
+
+import json
+
+import pytest
+
+
+def write_result(path, returns, sps=100.0):
+    path.write_text(json.dumps({"sps": sps, "episodic_returns": returns}))
+
+
+def test_report_applies_three_times_random_to_the_last_20_games(tmp_path):
+    from benchmark import envpool_procgen as bench
+
+    write_result(tmp_path / "random__Breakout-v5.json", [1.0, 2.0])  # mean 1.5
+    write_result(tmp_path / "random__starpilot.json", [2.0, 2.0])
+    # PPO reaches 3 x random only when the last 20 games count, not the early ones
+    write_result(tmp_path / "ours__ppo_atari_envpool__Breakout-v5__1000000__1.json", [0.0] * 30 + [4.5] * 20)
+    write_result(tmp_path / "ours__pqn_atari_envpool__Breakout-v5__1000000__1.json", [9.0] * 5 + [4.4] * 20)
+    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=330.0)
+    write_result(tmp_path / "speed__ppo_atari_envpool__2.json", [], sps=310.0)
+    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
+
+    table = bench.report(tmp_path)
+    assert "| ppo_atari_envpool | Breakout-v5 | 1000k | 1 | 4.5 | 1.50 | 3.0× | yes |" in table
+    assert "| pqn_atari_envpool | Breakout-v5 | 1000k | 1 | 4.4 | 1.50 | 2.9× | **no** |" in table
+    assert "ppo_procgen" not in table  # not run: no row rather than a made-up one
+    assert "Random policy, mean whole-game score: Breakout-v5 1.50, starpilot 2.00." in table
+    assert "| ppo_atari_envpool | Breakout-v5 | 320 | 330, 310 |" in table
+    assert "| ppo_atari | BreakoutNoFrameskip-v4 | 200 | 200 |" in table
+    assert table.endswith("ppo_atari_envpool / ppo_atari: 1.60× (bar 1.5×: yes)")
+
+
+def test_report_fails_a_speedup_below_the_bar_and_needs_both_sides(tmp_path):
+    from benchmark import envpool_procgen as bench
+
+    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=290.0)
+    assert "ppo_atari_envpool / ppo_atari" not in bench.report(tmp_path)  # one side only: no ratio
+    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
+    assert bench.report(tmp_path).endswith("ppo_atari_envpool / ppo_atari: 1.45× (bar 1.5×: **no**)")
+
+
+def test_report_compares_procgen_with_its_own_random_policy(tmp_path):
+    from benchmark import envpool_procgen as bench
+
+    write_result(tmp_path / "random__Breakout-v5.json", [1.0])
+    write_result(tmp_path / "random__starpilot.json", [2.5, 3.5])  # mean 3.0
+    write_result(tmp_path / "ours__ppo_procgen__starpilot__1000000__1.json", [10.0] * 20)
+    assert "| ppo_procgen | starpilot | 1000k | 1 | 10.0 | 3.00 | 3.3× | yes |" in bench.report(tmp_path)
+
+
+def test_random_policy_scores_whole_games_not_lives():
+    pytest.importorskip("envpool")
+    from benchmark import envpool_procgen as bench
+
+    # each of Breakout's 5 lives lasts at least ~24 agent steps under random play: a whole game is
+    # over 100 steps long, a single life is not; scores are sums of whole points
+    games = bench.random_policy_games("Breakout-v5", 2)
+    assert len(games) == 2
+    assert all(score >= 0 and score == int(score) and length > 100 for score, length in games)
