@@ -1,0 +1,349 @@
+"""PQN (parallel Q-learning: Q(lambda) on many envs, no replay, no target network) for Atari games from
+pixels, stepped by envpool.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn-atari-envpool/#pqn_atari_envpoolpy (docs/rl-algorithms/pqn-atari-envpool.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # envpool comes with the `envpool` extra; without it, make_env says how to install it
+    import envpool
+except ImportError:
+    envpool = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """accepted for a common command line, but does nothing: envpool renders no frames to record"""
+
+    # Algorithm specific arguments
+    env_id: str = "Breakout-v5"
+    """the id of the environment (an envpool Atari id, e.g. Breakout-v5)"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 8
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the Q-network"""
+    max_grad_norm: float = 10.0
+    """the maximum norm for the gradient clipping"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.01
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.10
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    q_lambda: float = 0.65
+    """the lambda for the Q-Learning algorithm"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, num_envs, seed):
+    """envpool's own Atari pipeline: 30 no-op starts, 4-frame skip with max-pooling, 84x84 grey, 4 frames stacked.
+
+    A lost life ends an episode (for learning) and rewards are clipped to their sign; `infos["reward"]`
+    keeps the raw score. Sub-env i is seeded with seed + i. A finished sub-env resets on the step after
+    its end (that step ignores the action, pays nothing and returns the new episode's first frame).
+    """
+    if envpool is None:
+        fail(f'{env_id}: envpool is not installed; install it with pip install -e ".[envpool]"')
+    if env_id not in envpool.list_all_envs():
+        fail(
+            f"{env_id} is not an envpool env; {os.path.basename(__file__)} needs an envpool Atari id such as Breakout-v5 "
+            "(for Gymnasium's ALE ids such as BreakoutNoFrameskip-v4 see dqn_atari.py)"
+        )
+    if "Atari" not in type(envpool.make_spec(env_id)).__name__:
+        fail(f"{env_id} is not an Atari game; {os.path.basename(__file__)} needs one (see pqn.py for vector observations)")
+    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True)
+
+
+class EpisodeStatistics:
+    """Raw score and length of whole games (all lives), per sub-env, from envpool's step outputs.
+
+    A game ends at a truncation or at a termination with no lives left; the step after an end is the
+    env's reset and belongs to no game, so the counters restart from the step after that.
+    """
+
+    def __init__(self, num_envs):
+        self.returns = np.zeros(num_envs, dtype=np.float64)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+        self.resetting = np.zeros(num_envs, dtype=bool)  # the game ended at the previous step
+
+    def update(self, rewards, terminations, truncations, infos):
+        playing = ~self.resetting
+        self.returns += np.where(playing, infos["reward"], 0.0)
+        self.lengths += playing
+        ended = np.flatnonzero(truncations | (terminations & (infos["lives"] == 0)))
+        returns, lengths = self.returns[ended].copy(), self.lengths[ended].copy()
+        self.returns[ended], self.lengths[ended] = 0.0, 0
+        self.resetting[:] = False
+        self.resetting[ended] = True
+        return ended, returns, lengths
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+# ALGO LOGIC: initialize agent here:
+class QNetwork(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        # Nature-CNN with a LayerNorm after every layer: what lets PQN learn stably without a target network
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.LayerNorm([32, 20, 20]),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.LayerNorm([64, 9, 9]),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.LayerNorm([64, 7, 7]),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.LayerNorm(512),
+            nn.ReLU(),
+            layer_init(nn.Linear(512, envs.single_action_space.n)),
+        )
+
+    def forward(self, x):
+        return self.network(x / 255.0)  # uint8 frames become floats only here
+
+
+def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
+    slope = (end_e - start_e) / duration
+    return max(slope * t + start_e, end_e)
+
+
+def q_lambda_returns(rewards, terminations, truncations, values, next_value, gamma, q_lambda):
+    """Q(lambda) targets, computed backwards over a rollout of shape (num_steps, num_envs).
+
+    values[t] = max_a Q(obs[t], a) as the rollout saw it, next_value the same for the state after the
+    last step. With envpool the observation after an ending step is the episode's last one, so:
+    G[t] = r + gamma * (lambda * G[t+1] + (1 - lambda) * values[t+1]) inside an episode;
+    G[t] = r + gamma * values[t+1] at a truncation (bootstrap on the last state, no lambda mix, since
+    G[t+1] belongs to the env's reset step); G[t] = r at a termination.
+    """
+    returns = np.zeros_like(rewards)
+    next_return = next_value  # after the last step, the lambda-return is just the bootstrap
+    for t in reversed(range(len(rewards))):
+        bootstrap = next_value if t == len(rewards) - 1 else values[t + 1]
+        lam = q_lambda * (1.0 - np.maximum(terminations[t], truncations[t]))
+        mixed = lam * next_return + (1.0 - lam) * bootstrap
+        returns[t] = next_return = rewards[t] + gamma * (1.0 - terminations[t]) * mixed
+    return returns
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not 0 < args.exploration_fraction <= 1 or not 0 <= args.q_lambda <= 1:
+        fail("need 0 < --exploration-fraction <= 1 and 0 <= --q-lambda <= 1")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_env(args.env_id, args.num_envs, args.seed)
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    q_network = QNetwork(envs).to(device)
+    optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
+
+    # rollout storage: frames stay uint8 (4x smaller than floats); what only the targets read stays on the host
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)  # max_a Q(obs, a) at acting time
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PQN learns from
+    terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # a life was lost (or the game over)
+    truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # the time limit cut the game
+    learnable = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 0 at a reset step: it crosses a boundary
+
+    global_step = 0
+    start_time = time.time()
+    next_obs, _ = envs.reset()
+    next_obs = torch.as_tensor(next_obs, device=device)
+    resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
+    episode_stats = EpisodeStatistics(args.num_envs)
+    avg_returns = deque(maxlen=20)
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    # epsilon follows the steps taken so far; each sub-env explores on its own coin flip
+                    epsilon = linear_schedule(
+                        args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
+                    )
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    values[step], greedy = q_network(next_obs).max(dim=1)
+                    explore = np.random.random(args.num_envs) < epsilon
+                    random_actions = np.random.randint(envs.single_action_space.n, size=args.num_envs)
+                    action = np.where(explore, random_actions, greedy.cpu().numpy())
+                    actions[step] = torch.as_tensor(action, device=device)
+
+                    learnable[step] = ~resetting
+                    next_obs_np, reward, term, trunc, infos = envs.step(action)
+                    rewards[step], terminations[step], truncations[step] = reward, term, trunc
+                    resetting = term | trunc
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+
+                    # a lost life ends an episode for learning; only a finished game is logged
+                    for _, episodic_return, episodic_length in zip(*episode_stats.update(reward, term, trunc, infos)):
+                        avg_returns.append(episodic_return)
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/avg_episodic_return", np.average(avg_returns), global_step)
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", episodic_length, global_step)
+
+                next_value = q_network(next_obs).max(dim=1).values.cpu().numpy()
+            # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
+            returns = q_lambda_returns(
+                rewards, terminations, truncations, values.cpu().numpy(), next_value, args.gamma, args.q_lambda
+            )
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+            b_actions = actions.reshape(-1)
+            b_returns = torch.as_tensor(returns.reshape(-1), device=device)
+            b_learnable = torch.as_tensor(learnable.reshape(-1), device=device)
+
+            # Optimizing the Q-network
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+                    old_val = q_network(b_obs[mb_inds]).gather(1, b_actions[mb_inds].unsqueeze(-1)).squeeze(-1)
+                    # mean squared error over the learnable steps only (a reset step's target means nothing)
+                    weight = b_learnable[mb_inds]
+                    count = weight.sum().clamp(min=1.0)
+                    loss = (weight * (b_returns[mb_inds] - old_val) ** 2).sum() / count
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
+                    optimizer.step()
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/td_loss", loss.item(), global_step)
+            writer.add_scalar("losses/q_values", ((weight * old_val).sum() / count).item(), global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed.
+        envs.close()
+        writer.close()
+        if args.track:
+            wandb.finish()
