@@ -1,0 +1,568 @@
+"""PPO with random network distillation (RND): a bonus for unfamiliar frames, for hard-exploration Atari games (envpool).
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-rnd/#ppo_rnd_envpoolpy (docs/rl-algorithms/ppo-rnd.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be enabled by default"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """accepted like in the other scripts, but does nothing here: envpool renders no frames to record"""
+
+    # Algorithm specific arguments
+    env_id: str = "MontezumaRevenge-v5"
+    """the id of the environment (an Atari game of envpool)"""
+    total_timesteps: int = 2000000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 1e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 128
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.999
+    """the discount factor gamma of the extrinsic rewards"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """Toggles whether or not to use a clipped loss for the (extrinsic) value function, as per the paper."""
+    ent_coef: float = 0.001
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # RND arguments
+    update_proportion: float = 0.25
+    """the share of each minibatch the RND predictor is trained on"""
+    int_coef: float = 1.0
+    """coefficient of the intrinsic advantages"""
+    ext_coef: float = 2.0
+    """coefficient of the extrinsic advantages"""
+    int_gamma: float = 0.99
+    """the discount factor gamma of the intrinsic rewards"""
+    num_iterations_obs_norm_init: int = 50
+    """the number of rollouts (num-steps each) of random play that initialise the observation normaliser"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, num_envs, seed):
+    """envpool's Atari pipeline: 30 no-op resets, 4 skipped frames max-pooled, 84x84 grayscale, 4 stacked, sticky actions.
+
+    A lost life ends an episode (terminated) and rewards are clipped to their sign; `infos["reward"]` keeps the score.
+    The sub-env resets on the step after an end: that step returns the new episode's first observation, reward 0.
+    """
+    try:  # imported here, after the arguments are checked: it takes seconds (it loads JAX); the `envpool` extra
+        import envpool
+    except ImportError:
+        fail('ppo_rnd_envpool.py needs envpool: pip install -e ".[envpool]"')
+    if env_id not in envpool.list_all_envs():
+        fail(f"{env_id}: not an env of envpool (its Atari games are named like MontezumaRevenge-v5; envpool.list_all_envs())")
+    if type(envpool.make_spec(env_id)).__name__ != "AtariEnvSpec":
+        fail(f"{env_id} is not an Atari game of envpool; ppo_rnd_envpool.py needs one (e.g. MontezumaRevenge-v5)")
+    return envpool.make(
+        env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=seed,
+        episodic_life=True,
+        reward_clip=True,
+        repeat_action_probability=0.25,  # sticky actions, as in the RND paper: the game is not deterministic
+    )
+
+
+class EpisodeStatistics:
+    """Raw score and length (agent steps) of each sub-env's current game, all lives together."""
+
+    def __init__(self, num_envs):
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+
+    def update(self, rewards, terminations, truncations, infos):
+        """(sub-envs, returns, lengths) of the games that ended at this step."""
+        # elapsed_step 0: envpool's reset after a game end, the new game's first observation; the counters restart there
+        new_game = infos["elapsed_step"] == 0
+        self.returns = np.where(new_game, 0.0, self.returns + infos["reward"])
+        self.lengths = np.where(new_game, 0, self.lengths + 1)
+        ended = np.flatnonzero(truncations | (terminations & (infos["lives"] == 0)))  # a lost life is not a game over
+        return ended, self.returns[ended], self.lengths[ended]
+
+
+class RunningMeanStd:
+    """Mean and variance of everything seen so far, merged batch by batch (Chan et al.'s parallel formula)."""
+
+    def __init__(self, shape=()):
+        self.mean = np.zeros(shape)
+        self.var = np.ones(shape)
+        self.count = 1e-4
+
+    def update(self, x):
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0), x.shape[0]
+        delta = batch_mean - self.mean
+        total = self.count + batch_count
+        self.mean = self.mean + delta * batch_count / total
+        self.var = (self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total) / total
+        self.count = total
+
+
+def layer_init(layer, std=2**0.5, bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, num_actions):
+        super().__init__()
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 256)),
+            nn.ReLU(),
+            layer_init(nn.Linear(256, 448)),
+            nn.ReLU(),
+        )
+        self.extra_layer = nn.Sequential(layer_init(nn.Linear(448, 448), std=0.1), nn.ReLU())
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(448, 448), std=0.01),
+            nn.ReLU(),
+            layer_init(nn.Linear(448, num_actions), std=0.01),
+        )
+        self.critic_ext = layer_init(nn.Linear(448, 1), std=0.01)
+        self.critic_int = layer_init(nn.Linear(448, 1), std=0.01)
+
+    def forward(self, x):
+        """Log-probabilities of every action, extrinsic value, intrinsic value."""
+        hidden = self.network(x / 255.0)  # uint8 frames become floats in [0, 1] only here
+        features = self.extra_layer(hidden) + hidden  # the value heads read one more layer, with a skip connection
+        return self.actor(hidden).log_softmax(-1), self.critic_ext(features).squeeze(-1), self.critic_int(features).squeeze(-1)
+
+    def act(self, x):
+        """Rollout: sampled actions, their log-probabilities and both values, from one pass of the CNN."""
+        logp_all, ext_value, int_value = self(x)
+        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
+        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), ext_value, int_value
+
+    def evaluate_actions(self, x, action):
+        """Log-probability and entropy of given actions under the current policy, and both values."""
+        logp_all, ext_value, int_value = self(x)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, ext_value, int_value
+
+
+class RNDModel(nn.Module):
+    """A fixed random network (target) and a trained one (predictor) that learns to reproduce its features.
+
+    Both read one normalised frame; the predictor's error is small on frames like those it was trained on,
+    so it measures how new a frame is.
+    """
+
+    def __init__(self):
+        super().__init__()
+
+        def convs():
+            return [
+                layer_init(nn.Conv2d(1, 32, 8, stride=4)),
+                nn.LeakyReLU(),
+                layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+                nn.LeakyReLU(),
+                layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+                nn.LeakyReLU(),
+                nn.Flatten(),
+            ]
+
+        self.predictor = nn.Sequential(
+            *convs(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+            layer_init(nn.Linear(512, 512)),
+            nn.ReLU(),
+            layer_init(nn.Linear(512, 512)),
+        )
+        self.target = nn.Sequential(*convs(), layer_init(nn.Linear(64 * 7 * 7, 512)))
+        self.target.requires_grad_(False)  # never trained
+
+    def curiosity(self, x):
+        """The intrinsic reward of each frame: half the squared distance between the two networks' features."""
+        return (self.target(x) - self.predictor(x)).pow(2).sum(1) / 2
+
+    def predictor_loss(self, x, update_proportion):
+        """Mean squared error of the predictor on a random `update_proportion` share of the frames.
+
+        Training on a part of each minibatch only keeps the predictor from learning too fast when there are many
+        environments (the paper's setting); the frames left out cost nothing.
+        """
+        chosen = torch.rand(len(x), device=x.device) < update_proportion
+        if not chosen.any():
+            return x.new_zeros(())
+        x = x[chosen]
+        return (self.predictor(x) - self.target(x)).pow(2).mean()
+
+
+def normalize_frames(frames, mean, std):
+    """RND's input: each pixel whitened by the running statistics of the frames seen, clipped to [-5, 5]."""
+    return ((frames.float() - mean) / std).clamp(-5.0, 5.0).unsqueeze(1)
+
+
+def random_play(envs, num_steps, obs_rms, stats, rng):
+    """Step every sub-env `num_steps` times with uniformly random actions, feeding each step's newest frames to `obs_rms`.
+
+    The RND input is whitened from the start, so its statistics must not begin at zero mean and unit variance.
+    Returns the last observation and end flags, which training continues from; the game statistics keep counting.
+    """
+    next_obs, next_done = None, None
+    for _ in range(num_steps):
+        if stop_signals:
+            raise KeyboardInterrupt
+        next_obs, reward, terminations, truncations, infos = envs.step(rng.integers(0, envs.action_space.n, envs.num_envs))
+        obs_rms.update(next_obs[:, -1])
+        stats.update(reward, terminations, truncations, infos)
+        next_done = terminations | truncations
+    return next_obs, next_done
+
+
+def discounted_sums(rewards, running, gamma):
+    """Each sub-env's running discounted sum of intrinsic rewards, step after step (carried over between rollouts).
+
+    rewards: (num_steps, num_envs); running: (num_envs,), updated in place. Its spread is what scales the rewards.
+    """
+    sums = np.empty_like(rewards, dtype=np.float64)
+    for t in range(len(rewards)):
+        running *= gamma
+        running += rewards[t]
+        sums[t] = running
+    return sums
+
+
+def advantages(rewards, int_rewards, terminations, truncations, ext_values, int_values, next_values, args):
+    """GAE for both value heads: (extrinsic, intrinsic) advantages, each (num_steps, num_envs).
+
+    Step t goes from observation t to t + 1. Extrinsic: episodic; after a termination (a lost life) there is no value,
+    a truncation bootstraps from the value of the observation it cut at (envpool returns it as the step's
+    observation), and the recursion stops at either. Intrinsic: not episodic, as in the paper: novelty found after
+    a lost life or a game over still counts, so neither ends the intrinsic return.
+    """
+    next_ext_value, next_int_value = next_values
+    ext_advantages, int_advantages = np.zeros_like(ext_values), np.zeros_like(int_values)
+    ext_lastgaelam = int_lastgaelam = 0.0
+    for t in reversed(range(len(rewards))):
+        ext_next = next_ext_value if t == len(rewards) - 1 else ext_values[t + 1]
+        int_next = next_int_value if t == len(rewards) - 1 else int_values[t + 1]
+        ext_delta = rewards[t] + args.gamma * ext_next * (1.0 - terminations[t]) - ext_values[t]
+        ongoing = (1.0 - terminations[t]) * (1.0 - truncations[t])
+        ext_advantages[t] = ext_lastgaelam = ext_delta + args.gamma * args.gae_lambda * ongoing * ext_lastgaelam
+        int_delta = int_rewards[t] + args.int_gamma * int_next - int_values[t]
+        int_advantages[t] = int_lastgaelam = int_delta + args.int_gamma * args.gae_lambda * int_lastgaelam
+    return ext_advantages, int_advantages
+
+
+def masked_mean(x, mask):
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    counts = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "num_iterations_obs_norm_init")
+    for name in counts:
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not 0.0 < args.update_proportion <= 1.0:
+        fail(f"--update-proportion must be in (0, 1], got {args.update_proportion}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_env(args.env_id, args.num_envs, args.seed)
+    obs_shape = envs.observation_space.shape  # (4, 84, 84): 4 stacked frames
+    frame_shape = obs_shape[1:]
+    action_rng = np.random.default_rng(args.seed)  # the random play that initialises the observation normaliser
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    agent = Agent(envs.action_space.n).to(device)
+    rnd_model = RNDModel().to(device)
+    trained_parameters = list(agent.parameters()) + list(rnd_model.predictor.parameters())
+    optimizer = optim.Adam(trained_parameters, lr=args.learning_rate, eps=1e-5)
+    obs_rms = RunningMeanStd(shape=frame_shape)  # per pixel, over the newest frame of each observation
+    reward_rms = RunningMeanStd()  # of the discounted sums of intrinsic rewards
+    discounted_curiosity = np.zeros(args.num_envs)
+
+    # rollout storage: frames stay uint8 (4x smaller than floats) until a network reads them
+    obs = torch.zeros((args.num_steps, args.num_envs) + obs_shape, dtype=torch.uint8, device=device)
+    next_frames = torch.zeros((args.num_steps, args.num_envs) + frame_shape, dtype=torch.uint8, device=device)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    ext_values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    int_values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    curiosity_rewards = torch.zeros((args.num_steps, args.num_envs), device=device)  # before normalisation
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped extrinsic rewards
+    terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+    # 0 where the step is envpool's reset after an end: its action was ignored, so the policy does not learn from it
+    valid = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
+
+    stats = EpisodeStatistics(args.num_envs)
+    game_curiosity = torch.zeros(args.num_envs, device=device)  # intrinsic rewards of each sub-env's current game
+    recent_returns = deque(maxlen=20)
+    global_step = 0
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        envs.reset()
+        print(f"initialising the observation normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")
+        next_obs, next_done = random_play(envs, args.num_steps * args.num_iterations_obs_norm_init, obs_rms, stats, action_rng)
+        next_obs = torch.as_tensor(next_obs, device=device)
+        frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
+        frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
+
+        start_time = time.time()
+        for iteration in range(1, args.num_iterations + 1):
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+            with torch.inference_mode():
+                for step in range(args.num_steps):
+                    if stop_signals:
+                        raise KeyboardInterrupt
+                    global_step += args.num_envs
+                    obs[step] = next_obs
+                    valid[step] = 1.0 - next_done
+                    action, logprobs[step], ext_values[step], int_values[step] = agent.act(next_obs)
+                    actions[step] = action
+
+                    next_obs_np, reward, terminated, truncated, infos = envs.step(action.cpu().numpy())
+                    rewards[step], terminations[step], truncations[step] = reward, terminated, truncated
+                    next_done = terminated | truncated
+                    next_obs = torch.as_tensor(next_obs_np, device=device)
+                    # the bonus of this step: how unfamiliar the frame it led to is
+                    next_frames[step] = next_obs[:, -1]
+                    curiosity_rewards[step] = rnd_model.curiosity(normalize_frames(next_frames[step], frame_mean, frame_std))
+                    game_curiosity += curiosity_rewards[step]
+
+                    # a lost life ends an episode for learning; only a finished game is logged
+                    ended, game_returns, game_lengths = stats.update(reward, terminated, truncated, infos)
+                    if len(ended):
+                        ended_curiosity = game_curiosity[ended].cpu().numpy()
+                        game_curiosity[ended] = 0.0
+                        for game_return, game_length, curiosity in zip(game_returns, game_lengths, ended_curiosity):
+                            recent_returns.append(game_return)
+                            print(f"global_step={global_step}, episodic_return={float(game_return)}")
+                            writer.add_scalar("charts/episodic_return", game_return, global_step)
+                            writer.add_scalar("charts/episodic_length", game_length, global_step)
+                            writer.add_scalar("charts/avg_episodic_return", np.mean(recent_returns), global_step)
+                            writer.add_scalar("charts/episode_curiosity_reward", curiosity, global_step)
+
+                next_values = [value.cpu().numpy() for value in agent(next_obs)[1:]]
+
+            # Intrinsic rewards are divided by the running standard deviation of their discounted sums, so their
+            # scale stays steady while the predictor improves.
+            curiosity_np = curiosity_rewards.cpu().numpy()
+            reward_rms.update(discounted_sums(curiosity_np, discounted_curiosity, args.int_gamma).reshape(-1))
+            int_rewards = curiosity_np / np.sqrt(reward_rms.var)
+            ext_values_np, int_values_np = ext_values.cpu().numpy(), int_values.cpu().numpy()
+            ext_advantages, int_advantages = advantages(
+                rewards, int_rewards, terminations, truncations, ext_values_np, int_values_np, next_values, args
+            )
+            # the frames of this rollout join the observation statistics before the predictor trains on them
+            for frames in next_frames.cpu().numpy():
+                obs_rms.update(frames)
+            frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
+            frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
+
+            # flatten the batch
+            b_obs = obs.reshape((-1,) + obs_shape)
+            b_next_frames = next_frames.reshape((-1,) + frame_shape)
+            b_logprobs = logprobs.reshape(-1)
+            b_actions = actions.reshape(-1)
+            b_ext_values = ext_values.reshape(-1)
+            b_ext_returns = torch.as_tensor((ext_advantages + ext_values_np).reshape(-1), device=device)
+            b_int_returns = torch.as_tensor((int_advantages + int_values_np).reshape(-1), device=device)
+            b_advantages = args.int_coef * int_advantages + args.ext_coef * ext_advantages
+            b_advantages = torch.as_tensor(b_advantages.reshape(-1), device=device)
+            b_valid = torch.as_tensor(valid.reshape(-1), device=device)
+
+            for _epoch in range(args.update_epochs):
+                b_inds = torch.randperm(args.batch_size, device=device)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb_inds = b_inds[start : start + args.minibatch_size]
+                    mb_valid = b_valid[mb_inds]
+
+                    forward_loss = rnd_model.predictor_loss(
+                        normalize_frames(b_next_frames[mb_inds], frame_mean, frame_std), args.update_proportion
+                    )
+
+                    newlogprob, entropy, new_ext_values, new_int_values = agent.evaluate_actions(
+                        b_obs[mb_inds], b_actions[mb_inds]
+                    )
+                    logratio = newlogprob - b_logprobs[mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = masked_mean(-logratio, mb_valid)
+                        approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
+
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        adv_mean = masked_mean(mb_advantages, mb_valid)
+                        adv_std = masked_mean((mb_advantages - adv_mean) ** 2, mb_valid).sqrt()
+                        mb_advantages = (mb_advantages - adv_mean) / (adv_std + 1e-8)
+
+                    # Policy loss, on the steps whose action the env carried out
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_valid)
+
+                    # Value losses: the extrinsic one (clipped) where an episode goes on, the intrinsic one everywhere
+                    mb_ext_returns = b_ext_returns[mb_inds]
+                    if args.clip_vloss:
+                        ext_v_loss_unclipped = (new_ext_values - mb_ext_returns) ** 2
+                        ext_v_clipped = b_ext_values[mb_inds] + torch.clamp(
+                            new_ext_values - b_ext_values[mb_inds],
+                            -args.clip_coef,
+                            args.clip_coef,
+                        )
+                        ext_v_loss_clipped = (ext_v_clipped - mb_ext_returns) ** 2
+                        ext_v_loss = 0.5 * masked_mean(torch.max(ext_v_loss_unclipped, ext_v_loss_clipped), mb_valid)
+                    else:
+                        ext_v_loss = 0.5 * masked_mean((new_ext_values - mb_ext_returns) ** 2, mb_valid)
+                    int_v_loss = 0.5 * ((new_int_values - b_int_returns[mb_inds]) ** 2).mean()
+                    v_loss = ext_v_loss + int_v_loss
+
+                    entropy_loss = masked_mean(entropy, mb_valid)
+                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef + forward_loss
+
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(trained_parameters, args.max_grad_norm, foreach=True)
+                    optimizer.step()
+
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
+
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/fwd_loss", forward_loss.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed.
+        envs.close()
+        writer.close()
+        if args.track:
+            wandb.finish()

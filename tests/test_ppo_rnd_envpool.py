@@ -1,0 +1,156 @@
+"""ppo_rnd_envpool.py beyond the contract tests: the observation normaliser seeded by random play, the intrinsic
+return that runs across episode ends, the per-env discounted sums that scale the intrinsic reward, and the
+share of each minibatch the RND predictor trains on."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from cleanrl import ppo_rnd_envpool as rnd
+from tests.helpers import run_script, script_env
+
+
+def moments_with_prior(data):
+    """Mean and variance of `data` merged at once with the normaliser's prior (mean 0, variance 1, weight 1e-4)."""
+    n, prior = len(data), 1e-4
+    mean, var, total = data.mean(0), data.var(0), len(data) + prior
+    return mean * n / total, (prior + var * n + mean**2 * prior * n / total) / total
+
+
+def test_running_statistics_merge_batches_exactly():
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 256, (37, 5, 6)).astype(np.uint8)
+    stats = rnd.RunningMeanStd(shape=(5, 6))
+    for chunk in np.split(data, [4, 5, 20]):  # batches of unequal sizes, one of a single frame
+        stats.update(chunk)
+    mean, var = moments_with_prior(data)
+    np.testing.assert_allclose(stats.mean, mean, rtol=1e-10)
+    np.testing.assert_allclose(stats.var, var, rtol=1e-10)
+    np.testing.assert_allclose(stats.mean, data.mean(0), rtol=1e-5)  # the prior barely counts
+    assert stats.count == pytest.approx(37 + 1e-4)
+
+
+class RecordingEnvs:
+    """An envpool env that keeps every observation it returns."""
+
+    def __init__(self, envs):
+        self.envs, self.observations, self.done = envs, [], None
+        self.action_space, self.num_envs = envs.action_space, envs.num_envs
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = self.envs.step(actions)
+        self.observations.append(obs.copy())
+        self.done = terminations | truncations
+        return obs, rewards, terminations, truncations, infos
+
+
+def test_observation_normaliser_starts_from_random_play():
+    """The script's envs, stepped at random: the normaliser holds the moments of the newest frames of those steps,
+    and training continues from the last observation (not the one of the reset before the random play)."""
+    pytest.importorskip("envpool")
+    envs = RecordingEnvs(rnd.make_env("MontezumaRevenge-v5", 2, 3))
+    reset_obs, _ = envs.envs.reset()
+    obs_rms = rnd.RunningMeanStd(shape=(84, 84))
+    stats = rnd.EpisodeStatistics(2)
+    next_obs, next_done = rnd.random_play(envs, 40, obs_rms, stats, np.random.default_rng(0))
+    envs.envs.close()
+    frames = np.concatenate([obs[:, -1] for obs in envs.observations])  # (80, 84, 84)
+    assert len(envs.observations) == 40
+    mean, var = moments_with_prior(frames)
+    np.testing.assert_allclose(obs_rms.mean, mean, rtol=1e-10)
+    np.testing.assert_allclose(obs_rms.var, var, rtol=1e-10)
+    assert obs_rms.var.max() > 0  # the frames changed: the normaliser saw real play
+    np.testing.assert_array_equal(next_obs, envs.observations[-1])
+    np.testing.assert_array_equal(next_done, envs.done)
+    assert not np.array_equal(next_obs, reset_obs)
+
+
+GAE_ARGS = SimpleNamespace(gamma=0.9, int_gamma=0.8, gae_lambda=0.5)
+
+
+def gae_inputs(terminations, truncations):
+    rng = np.random.default_rng(1)
+    steps, envs = np.shape(terminations)
+    return dict(
+        rewards=rng.normal(size=(steps, envs)),
+        int_rewards=rng.normal(size=(steps, envs)),
+        terminations=np.asarray(terminations, dtype=np.float32),
+        truncations=np.asarray(truncations, dtype=np.float32),
+        ext_values=rng.normal(size=(steps, envs)),
+        int_values=rng.normal(size=(steps, envs)),
+        next_values=(rng.normal(size=envs), rng.normal(size=envs)),
+        args=GAE_ARGS,
+    )
+
+
+def test_intrinsic_return_runs_across_episode_ends():
+    """Novelty is not episodic (the paper, the reference): a lost life or a time limit does not end the intrinsic
+    return, while the extrinsic one ends at a termination and bootstraps at a truncation."""
+    # env 0 terminates at step 1, env 1 is truncated at step 1; 3 steps
+    ended = gae_inputs(terminations=[[0, 0], [1, 0], [0, 0]], truncations=[[0, 0], [0, 1], [0, 0]])
+    ext, intrinsic = rnd.advantages(**ended)
+    _, intrinsic_no_ends = rnd.advantages(**{**ended, "terminations": np.zeros((3, 2)), "truncations": np.zeros((3, 2))})
+    np.testing.assert_allclose(intrinsic, intrinsic_no_ends)
+    # the intrinsic advantage of step 0 sees the intrinsic rewards after the end
+    r, v, (_, v_next), g, lam = ended["int_rewards"], ended["int_values"], ended["next_values"], 0.8, 0.5
+    deltas = [r[0] + g * v[1] - v[0], r[1] + g * v[2] - v[1], r[2] + g * v_next - v[2]]
+    np.testing.assert_allclose(intrinsic[0], deltas[0] + g * lam * (deltas[1] + g * lam * deltas[2]))
+
+    r, v, g = ended["rewards"], ended["ext_values"], 0.9
+    # env 0: no value after its termination, and step 0 sees nothing past step 1
+    np.testing.assert_allclose(ext[1, 0], r[1, 0] - v[1, 0])
+    np.testing.assert_allclose(ext[0, 0], r[0, 0] + g * v[1, 0] - v[0, 0] + g * 0.5 * ext[1, 0])
+    # env 1: cut by a time limit, its last observation's value is credited
+    np.testing.assert_allclose(ext[1, 1], r[1, 1] + g * v[2, 1] - v[1, 1])
+    np.testing.assert_allclose(ext[0, 1], r[0, 1] + g * v[1, 1] - v[0, 1] + g * 0.5 * ext[1, 1])
+
+
+def test_discounted_sums_run_over_time_for_each_env():
+    """The intrinsic-reward scale comes from each env's discounted sum over its steps, carried between rollouts
+    (a loop that ran the sum across the envs of one step instead would fail here)."""
+    rewards = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
+    running = np.zeros(2)
+    sums = rnd.discounted_sums(rewards, running, 0.5)
+    np.testing.assert_allclose(sums, [[1, 10], [2.5, 25], [4.25, 42.5]])
+    np.testing.assert_allclose(running, [4.25, 42.5])
+    np.testing.assert_allclose(rnd.discounted_sums(rewards[:1], running, 0.5), [[3.125, 31.25]])
+
+
+@pytest.mark.parametrize("proportion", [0.25, 1.0])
+def test_predictor_trains_on_its_share_of_the_minibatch(proportion):
+    torch.manual_seed(0)
+    model = rnd.RNDModel()
+    frames = torch.randn(160, 1, 84, 84, requires_grad=True)
+    loss = model.predictor_loss(frames, proportion)
+    loss.backward()
+    trained = frames.grad.abs().sum((1, 2, 3)) > 0  # the frames the loss reads
+    assert 0.15 * 160 <= trained.sum() <= 0.35 * 160 if proportion < 1 else trained.all()
+    with torch.no_grad():  # the loss is the mean squared error on exactly those frames
+        chosen = frames[trained]
+        assert loss.item() == pytest.approx((model.predictor(chosen) - model.target(chosen)).pow(2).mean().item(), rel=1e-5)
+    assert all(p.grad is None for p in model.target.parameters())  # the target stays as it was drawn
+    assert all(p.grad is not None for p in model.predictor.parameters())
+
+
+def test_curiosity_is_half_the_squared_feature_error():
+    torch.manual_seed(0)
+    model = rnd.RNDModel()
+    frames = torch.randn(3, 1, 84, 84)
+    with torch.no_grad():
+        expected = 0.5 * ((model.target(frames) - model.predictor(frames)) ** 2).sum(1)
+        np.testing.assert_allclose(model.curiosity(frames), expected, rtol=1e-6)
+        assert (expected > 0).all()
+
+
+def test_missing_envpool_is_one_clear_line(tmp_path):
+    stub = tmp_path / "blocked" / "envpool"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('envpool is blocked for this test')\n")
+    env = script_env()
+    env["PYTHONPATH"] = f"{stub.parent}:{env['PYTHONPATH']}"
+    run = run_script("ppo_rnd_envpool.py", cwd=tmp_path / "run", env=env, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.strip() == 'ppo_rnd_envpool.py: error: ppo_rnd_envpool.py needs envpool: pip install -e ".[envpool]"'
+    assert not (tmp_path / "run" / "runs").exists()
