@@ -1,0 +1,162 @@
+"""ppo_procgen.py and ppg_procgen.py: the game names, the envpool episode ends, GAE, reward scaling, PPG's network
+and its auxiliary phase. The contract rows (tests/test_script_contract.py) cover the command line and the logs.
+"""
+
+import importlib
+import math
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from tests.helpers import run_script
+
+envpool = pytest.importorskip("envpool")
+
+MODULES = ["ppo_procgen", "ppg_procgen"]
+
+
+@pytest.fixture(params=MODULES)
+def module(request, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["x"])
+    return importlib.import_module(f"cleanrl.{request.param}")
+
+
+def test_game_names_map_to_envpool_ids(module):
+    ids = module.procgen_ids()
+    games = {game for game, _ in ids}
+    assert len(games) == 16 and {"starpilot", "coinrun", "bigfish", "maze"} <= games
+    assert all((game, "easy") in ids and (game, "hard") in ids for game in games)
+    assert ids["starpilot", "easy"] == "StarpilotEasy-v0" and ids["heist", "memory"] == "HeistMemory-v0"
+    envs = module.make_env("coinrun", "hard", 2, 5)
+    config = envs.spec.config
+    assert (config.env_name, config.distribution_mode, config.seed, config.num_levels) == ("coinrun", 1, 5, 0)
+    assert envs.observation_space.shape == (3, 64, 64) and envs.action_space.n == 15
+    envs.close()
+
+
+def test_missing_qt_names_the_system_packages(module, monkeypatch, capsys):
+    def make(*args, **kwargs):
+        raise ImportError("libQt5Core.so.5: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(module.envpool, "make", make)
+    with pytest.raises(SystemExit) as exit_info:
+        module.make_env("starpilot", "easy", 2, 1)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "libQt5Core" in lines[0] and "apt-get install libqt5core5a libqt5gui5" in lines[0]
+
+
+def test_game_time_limit_ends_as_a_truncation():
+    """The scripts keep each game's own time limit, which envpool reports as a truncation (maze: 500 steps)."""
+    from cleanrl.ppo_procgen import make_env
+
+    envs = make_env("maze", "easy", 4, 1)
+    envs.reset()
+    rng = np.random.default_rng(0)
+    cut_at = []
+    for _ in range(520):
+        _, _, term, trunc, infos = envs.step(rng.integers(0, 15, 4))
+        assert not (term & trunc).any()
+        cut_at += list(infos["elapsed_step"][trunc])
+    envs.close()
+    assert cut_at and set(cut_at) == {500}  # random walkers rarely find the cheese in 500 steps
+
+
+def test_gae_bootstraps_truncations_and_stops_at_episode_ends(module):
+    gamma, lam = 0.9, 0.5
+    rewards = np.array([[1.0], [2.0], [0.0], [4.0]], dtype=np.float32)  # step 2: the autoreset step
+    values = np.array([[10.0], [20.0], [30.0], [40.0]], dtype=np.float32)  # values[2]: the episode's last frame
+    next_value = np.array([50.0], dtype=np.float32)
+    ends = np.array([[False], [True], [False], [False]])
+
+    def gae(terminated):
+        terminations = ends & terminated
+        return module.compute_gae(rewards, values, next_value, terminations, ends, gamma, lam)[:, 0]
+
+    for terminated, bootstrap in ((True, 0.0), (False, gamma * 30.0)):
+        advantages = gae(terminated)
+        a3 = 4.0 + gamma * 50.0 - 40.0
+        a2 = 0.0 + gamma * 40.0 - 30.0 + gamma * lam * a3
+        a1 = 2.0 + bootstrap - 20.0  # nothing of steps 2 and 3 flows back across the end
+        a0 = 1.0 + gamma * 20.0 - 10.0 + gamma * lam * a1
+        np.testing.assert_allclose(advantages, [a0, a1, a2, a3], rtol=1e-6)
+
+
+def test_reward_scaler_divides_by_the_std_of_discounted_returns(module):
+    gamma = 0.5
+    scaler = module.RewardScaler(1, gamma)
+    rewards, returns, ret = [1.0, 3.0, -2.0, 5.0, 1.0], [], 0.0
+    for r in rewards:
+        ret = ret * gamma + r
+        returns.append(ret)
+        scaled = scaler(np.array([r]), np.array([False]), np.array([True]))
+        if len(returns) > 1:  # (the first return alone has no spread: that reward is clipped)
+            np.testing.assert_allclose(scaled, [r / math.sqrt(np.var(returns))], rtol=1e-3)
+    # the autoreset step neither feeds the statistics nor the running return; an end restarts the return
+    var = scaler.var
+    scaler(np.array([0.0]), np.array([False]), np.array([False]))
+    assert scaler.var == var and scaler.returns[0] == returns[-1]
+    scaler(np.array([1.0]), np.array([True]), np.array([True]))
+    assert scaler.returns[0] == 0.0
+    # constant returns: a tiny std, and the scaled reward is clipped at 10
+    scaler = module.RewardScaler(2, 0.0)
+    for _ in range(50):
+        scaled = scaler(np.array([5.0, 5.0]), np.array([False, False]), np.array([True, True]))
+    np.testing.assert_array_equal(scaled, [10.0, 10.0])
+
+
+def ppg_agent():
+    from cleanrl.ppg_procgen import Agent
+
+    torch.manual_seed(0)
+    return Agent(SimpleNamespace(action_space=SimpleNamespace(n=15)))
+
+
+def test_ppg_layers_have_normalised_initialisation():
+    agent = ppg_agent()
+    residual = math.sqrt(1 / math.sqrt(3) / math.sqrt(2))  # ≈ 0.639
+    expected = {}
+    for stage in range(3):
+        expected[f"network.{stage}.0.weight"] = 1.0
+        for block in (2, 3):
+            for conv in ("conv0", "conv1"):
+                expected[f"network.{stage}.{block}.{conv}.weight"] = residual
+    expected |= {"network.5.weight": 1.4, "actor.weight": 0.1, "critic.weight": 0.1, "aux_critic.weight": 0.1}
+    weights = {name: p for name, p in agent.named_parameters() if name.endswith("weight")}
+    assert set(weights) == set(expected)
+    for name, scale in expected.items():
+        w = weights[name].detach()
+        norms = w.flatten(1).norm(dim=1)  # one norm per output unit, over its inputs
+        torch.testing.assert_close(norms, torch.full_like(norms, scale), msg=name)
+    assert all(not p.any() for name, p in agent.named_parameters() if name.endswith("bias"))
+
+
+def test_ppg_value_trains_the_trunk_only_in_the_auxiliary_phase():
+    agent = ppg_agent()
+    x = torch.randint(0, 256, (4, 3, 64, 64), dtype=torch.uint8)
+    _, _, value = agent.evaluate_actions(x, torch.zeros(4, dtype=torch.long))
+    value.sum().backward()
+    assert all(p.grad is None for p in agent.network.parameters())  # the policy phase: the head alone
+    assert agent.critic.weight.grad is not None
+    _, value, aux_value = agent.aux_outputs(x)
+    value.sum().backward()
+    assert all(p.grad is None for p in agent.network.parameters())
+    aux_value.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.network.parameters())
+
+
+def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
+    """Two phases of two policy iterations: the PPO losses after every iteration, the auxiliary ones after each phase."""
+    args = ("--num-envs", "2", "--num-steps", "16", "--num-minibatches", "2", "--n-iteration", "2")
+    run = run_script("ppg_procgen.py", *args, "--total-timesteps", "128", "--num-aux-rollouts", "2", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    scalars = run.scalars()
+    assert [step for step, _ in scalars["losses/policy_loss"]] == [32, 64, 96, 128]
+    for tag in ("losses/aux/kl_loss", "losses/aux/aux_value_loss", "losses/aux/real_value_loss"):
+        assert [step for step, _ in scalars[tag]] == [64, 128], tag
+        assert all(math.isfinite(v) and v >= 0 for _, v in scalars[tag])
+    # the distillation keeps the policy close to the one the phase started from
+    assert all(v < 0.05 for _, v in scalars["losses/aux/kl_loss"])
