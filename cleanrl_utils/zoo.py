@@ -86,6 +86,10 @@ ZOO: dict[str, ZooEntry] = {
         {"epsilon": 0.01},
     ),
     # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    # the scan file saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
+    "ppo_atari_envpool_xla_jax_scan": ZooEntry(
+        "cleanrl.ppo_atari_envpool_xla_jax_scan", "Agent", "cleanrl_utils.evals.ppo_envpool_jax_eval"
+    ),
     # rows: ppo_atari_envpool
     # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
     # rows: ppo_rnd_envpool

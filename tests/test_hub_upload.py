@@ -140,6 +140,12 @@ UPLOADS = {
         "some-org",
     ),
     # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    "ppo_atari_envpool_xla_jax_scan.py": Upload(
+        "Breakout-v5",
+        ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--total-timesteps", "64"),
+        "PPO",
+        "some-org",
+    ),
     # rows: ppo_atari_envpool
     # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
     # rows: ppo_rnd_envpool

@@ -24,7 +24,7 @@ class Script:
     determinism_args: tuple[str, ...]
     bad_input: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # case -> (args, expected text)
     saves_model: bool = True  # has --save-model (the reference gives some scripts none)
-    captures_video: bool = True  # False: --capture-video is accepted and does nothing (envpool renders no frames)
+    captures_video: bool = True  # False: --capture-video is accepted and films no training (envpool's vector envs)
     # "avg": the XLA scripts log the mean of the envs' last finished games once per iteration
     # (charts/avg_episodic_return), not every game
     episode_stats: str = "each"
@@ -513,22 +513,225 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     returns_are_lengths=False,
 )
 # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+# envpool's Breakout-v5 stepped inside compiled JAX code: the mean of each env's last finished game is logged
+# once per iteration (episode_stats="avg"). --capture-video renders nothing while training; the scan file's
+# evaluation after --save-model records a video of its first game.
+XLA_JAX_TAGS = frozenset(
+    {
+        "charts/avg_episodic_return",
+        "charts/avg_episodic_length",
+        "charts/learning_rate",
+        "losses/value_loss",
+        "losses/policy_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/loss",
+        "charts/SPS",
+        "charts/SPS_update",
+    }
+)
+# 2 epochs x 2 minibatches: the non-scan file unrolls every minibatch update into its compiled update
+XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2")
+XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
+XLA_JAX_BAD_INPUT = {
+    **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
+    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
+    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+}
+SCRIPTS["ppo_atari_envpool_xla_jax.py"] = Script(
+    name="ppo_atari_envpool_xla_jax.py",
+    smoke_args=XLA_JAX_ARGS,
+    tags=XLA_JAX_TAGS,
+    determinism_args=XLA_JAX_ARGS,
+    bad_input=XLA_JAX_BAD_INPUT,
+    saves_model=False,
+    captures_video=False,
+    episode_stats="avg",
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=XLA_JAX_RUN_ARGS,
+)
+SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
+    name="ppo_atari_envpool_xla_jax_scan.py",
+    smoke_args=XLA_JAX_ARGS,
+    tags=XLA_JAX_TAGS,
+    determinism_args=XLA_JAX_ARGS,
+    bad_input={
+        **XLA_JAX_BAD_INPUT,
+        **{case: COMMON_BAD_INPUT[case] for case in ("save-model without cleanrl_utils", "upload-model without save-model")},
+    },
+    captures_video=False,
+    episode_stats="avg",
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=XLA_JAX_RUN_ARGS,
+)
 # rows: ppo_atari_envpool
+# envpool's Atari ids; 2 x 192 steps end at least one Breakout game per sub-env (a random game lasts ~125 steps)
+PPO_ATARI_ENVPOOL_ARGS = ("--num-envs", "2", "--num-steps", "32", "--total-timesteps", "384")
+SCRIPTS["ppo_atari_envpool.py"] = Script(
+    name="ppo_atari_envpool.py",
+    smoke_args=PPO_ATARI_ENVPOOL_ARGS,
+    tags=PPO_TAGS | {"charts/avg_episodic_return"},
+    determinism_args=PPO_ATARI_ENVPOOL_ARGS,
+    bad_input={
+        "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
+        "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "ppo_atari.py"),
+        "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+        "negative envs": (("--num-envs", "-1"), "--num-envs"),
+        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    },
+    saves_model=False,
+    captures_video=False,
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=("--num-envs", "8", "--num-steps", "32"),  # 5 games end within ~4 small iterations
+)
 # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
+# envpool Atari (Breakout-v5): random play ends a game every ~130 steps per env; one epoch keeps the CNN updates cheap
+PQN_ENVPOOL_RUN_ARGS = ("--num-envs", "4", "--num-steps", "32", "--update-epochs", "1")
+PQN_ENVPOOL_ARGS = (*PQN_ENVPOOL_RUN_ARGS, "--total-timesteps", "640")
+PQN_ENVPOOL_TAGS = frozenset(
+    {
+        "charts/avg_episodic_return",
+        "charts/episodic_return",
+        "charts/episodic_length",
+        "charts/learning_rate",
+        "charts/SPS",
+        "losses/td_loss",
+        "losses/q_values",
+    }
+)
+PQN_ENVPOOL_BAD_INPUT = {
+    "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+    "not an envpool env": (("--env-id", "BreakoutNoFrameskip-v4"), "not an envpool env"),
+    "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+    "lambda out of range": (("--q-lambda", "1.5"), "--q-lambda"),
+}
+SCRIPTS["pqn_atari_envpool.py"] = Script(
+    name="pqn_atari_envpool.py",
+    smoke_args=PQN_ENVPOOL_ARGS,
+    tags=PQN_ENVPOOL_TAGS,
+    determinism_args=PQN_ENVPOOL_ARGS,
+    bad_input={
+        **PQN_ENVPOOL_BAD_INPUT,
+        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
+        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    },
+    saves_model=False,
+    captures_video=False,
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=PQN_ENVPOOL_RUN_ARGS,
+)
+SCRIPTS["pqn_atari_envpool_lstm.py"] = Script(
+    name="pqn_atari_envpool_lstm.py",
+    smoke_args=PQN_ENVPOOL_ARGS,
+    tags=PQN_ENVPOOL_TAGS,
+    determinism_args=PQN_ENVPOOL_ARGS,
+    bad_input={
+        **PQN_ENVPOOL_BAD_INPUT,
+        "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
+    },
+    saves_model=False,
+    captures_video=False,
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=PQN_ENVPOOL_RUN_ARGS,
+)
 # rows: ppo_rnd_envpool
+# PPO + RND on envpool's Atari games; Breakout-v5, not MontezumaRevenge-v5: a random Montezuma game lasts ~300-1400
+# steps, a Breakout one ~115-300. The normaliser's random play (2 x 64 steps) runs the first games near their end.
+RND_RUN_ARGS = ("--num-envs", "4", "--num-steps", "64", "--num-iterations-obs-norm-init", "2", "--update-epochs", "2",
+                "--num-minibatches", "2")  # fmt: skip
+RND_ARGS = ("--env-id", "Breakout-v5", *RND_RUN_ARGS, "--total-timesteps", "256")
+SCRIPTS["ppo_rnd_envpool.py"] = Script(
+    name="ppo_rnd_envpool.py",
+    smoke_args=RND_ARGS,
+    tags=(PPO_TAGS - {"losses/clipfrac", "losses/explained_variance"})
+    | {"charts/avg_episodic_return", "charts/episode_curiosity_reward", "losses/fwd_loss"},
+    determinism_args=RND_ARGS,
+    bad_input={
+        "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
+        "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "named like MontezumaRevenge-v5"),
+        "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+        "negative envs": (("--num-envs", "-1"), "--num-envs"),
+        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+        "predictor trained on nothing": (("--update-proportion", "0"), "--update-proportion"),
+        "normaliser without random play": (("--num-iterations-obs-norm-init", "0"), "--num-iterations-obs-norm-init"),
+    },
+    saves_model=False,
+    captures_video=False,
+    env_id="Breakout-v5",
+    returns_are_lengths=False,
+    run_args=RND_RUN_ARGS,
+)
 # rows: ppo_procgen, ppg_procgen
+# Procgen through envpool (the `procgen` extra): no --save-model (none in the reference), --capture-video
+# accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
+PROCGEN_BAD_INPUT = {
+    "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+    "envpool id instead of a game": (("--env-id", "StarpilotHard-v0"), "--env-id starpilot --distribution-mode hard"),
+    "unknown distribution mode": (("--distribution-mode", "medium"), "--distribution-mode must be one of"),
+    "mode the game lacks": (("--env-id", "bigfish", "--distribution-mode", "memory"), "bigfish has no memory"),
+    "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+}
+PPO_PROCGEN_ARGS = (
+    "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "256", "--num-minibatches", "2", "--update-epochs", "1",
+)  # fmt: skip
+SCRIPTS["ppo_procgen.py"] = Script(
+    name="ppo_procgen.py",
+    smoke_args=PPO_PROCGEN_ARGS,
+    tags=PPO_TAGS,
+    determinism_args=PPO_PROCGEN_ARGS,
+    bad_input=PROCGEN_BAD_INPUT,
+    saves_model=False,
+    captures_video=False,
+    env_id="starpilot",
+    returns_are_lengths=False,
+    run_args=("--num-envs", "8"),
+)
+# one phase: 2 policy iterations, then 1 auxiliary epoch over the 8 stored rollouts (2 minibatches of 4)
+PPG_PROCGEN_ARGS = (
+    "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256", "--num-minibatches", "2",
+    "--n-iteration", "2", "--e-auxiliary", "1",
+)  # fmt: skip
+SCRIPTS["ppg_procgen.py"] = Script(
+    name="ppg_procgen.py",
+    smoke_args=PPG_PROCGEN_ARGS,
+    tags=PPO_TAGS | {"losses/aux/kl_loss", "losses/aux/aux_value_loss", "losses/aux/real_value_loss"},
+    determinism_args=PPG_PROCGEN_ARGS,
+    bad_input={  # the game and mode checks are ppo_procgen.py's (tests/test_procgen.py maps both files' names)
+        **{
+            case: PROCGEN_BAD_INPUT[case]
+            for case in ("unknown env id", "zero timesteps", "minibatches do not divide the batch")
+        },
+        "less than one phase": (("--total-timesteps", "100000"), "less than one phase"),
+        "value epochs other than 1": (("--v-value", "2"), "--v-value must be 1"),
+        "aux rollouts do not divide": (("--num-aux-rollouts", "3"), "--num-aux-rollouts 3 does not divide"),
+        "grad accumulation does not divide": (("--n-aux-grad-accum", "3"), "--n-aux-grad-accum 3 does not divide"),
+    },
+    saves_model=False,
+    captures_video=False,
+    env_id="starpilot",
+    returns_are_lengths=False,
+    run_args=("--num-envs", "8", "--n-iteration", "2"),  # a small auxiliary buffer (default: 6.4 GB)
+)
 
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
 
 @pytest.fixture(scope="module", params=sorted(SCRIPTS))
 def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
-    """One short run per script with --save-model and --capture-video, shared by the checks below."""
+    """One short run per script with --save-model, --capture-video and --track (W&B offline), shared by the checks below."""
     script = SCRIPTS[request.param]
     cwd = tmp_path_factory.mktemp(Path(script.name).stem)
-    run = run_script(
-        script.name, *script.smoke_args, *(["--save-model"] if script.saves_model else []), "--capture-video", cwd=cwd
-    )
+    save = ["--save-model"] if script.saves_model else []
+    track = ["--track", "--wandb-project-name", "tests"]
+    run = run_script(script.name, *script.smoke_args, *save, "--capture-video", *track, cwd=cwd)
     assert run.returncode == 0, run.stderr[-3000:]
     return script, run
 
@@ -580,8 +783,8 @@ def test_saved_model_is_evaluated_for_ten_episodes(smoke):
 
 def test_capture_video_writes_mp4s(smoke):
     script, run = smoke
-    if not script.captures_video:
-        assert not (run.cwd / "videos").exists()
+    if not script.captures_video:  # no training video; a saving script may still film its evaluation
+        assert not (run.cwd / "videos" / run.run_dir.name).exists()
         return
     for suffix in ("", "-eval") if script.saves_model else ("",):
         videos = run.videos(suffix)
@@ -645,12 +848,9 @@ def test_help_and_underscore_flags(name, tmp_path):
     assert run.returncode != 0 and "NoSuchEnv" in run.stderr
 
 
-@pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_track_makes_offline_wandb_run_with_scalars(name, tmp_path):
-    script = SCRIPTS[name]
-    run = run_script(name, *script.smoke_args, "--track", "--wandb-project-name", "tests", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    run_files = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+def test_track_makes_offline_wandb_run_with_scalars(smoke):
+    script, run = smoke
+    run_files = list((run.cwd / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(run_files) == 1
     keys = read_wandb_history_keys(run_files[0])
     assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"

@@ -121,6 +121,14 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         env.close()  # C51 saves the args that give the support along with the weights
         path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support} if support else params))
     # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
+    elif exp_name == "ppo_atari_envpool_xla_jax_scan":  # Flax bytes of [args, [network, actor, critic]] parameters
+        import flax
+        import jax
+        import numpy as np
+
+        params = model_class(action_dim=4).init(jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.uint8))["params"]
+        parts = [{"params": params[name]} for name in ("network", "actor", "critic")]  # Breakout: 4 actions
+        path.write_bytes(flax.serialization.to_bytes([{"env_id": "Breakout-v5"}, parts]))
     # rows: ppo_atari_envpool
     # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
     # rows: ppo_rnd_envpool
@@ -170,7 +178,8 @@ def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
         assert len(re.findall(r"^eval_episode=\d+, episodic_return=-[\d.]+$", out, re.M)) == 3
         return
     if exp_name in ATARI:
-        returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="BreakoutNoFrameskip-v4"))
+        env_id = "Breakout-v5" if "envpool" in exp_name else "BreakoutNoFrameskip-v4"  # envpool's own Atari ids
+        returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id=env_id))
         assert len(returns) == 2 and all(r >= 0 for r in returns)
         assert MEAN_LINE.search(capsys.readouterr().out).group(1) == "2"
         return

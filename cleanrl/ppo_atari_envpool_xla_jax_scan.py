@@ -1,0 +1,539 @@
+"""PPO for Atari in JAX with envpool's XLA interface, the rollout, GAE and update loops written with `jax.lax.scan`.
+
+Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-envpool-xla-jax/#ppo_atari_envpool_xla_jax_scanpy
+(docs/rl-algorithms/ppo-atari-envpool-xla-jax.md)
+"""
+
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import flax
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tyro
+from flax.training.train_state import TrainState
+from torch.utils.tensorboard import SummaryWriter
+
+try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, make_checked_envs says how to install it
+    import envpool
+except ImportError:
+    envpool = None
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """no training videos (envpool's compiled steps render no frames); with --save-model, a video of the evaluation"""
+    save_model: bool = False
+    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    upload_model: bool = False
+    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+
+    # Algorithm specific arguments
+    env_id: str = "Breakout-v5"
+    """the id of the environment (an envpool Atari id, e.g. Breakout-v5, Pong-v5)"""
+    total_timesteps: int = 10000000
+    """total timesteps of the experiments"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 8
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 4
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.1
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = False
+    """Toggles whether or not to use a clipped loss for the value function (off: the published runs did not clip)"""
+    ent_coef: float = 0.01
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # to be filled in runtime
+    batch_size: int = 0
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = 0
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = 0
+    """the number of iterations (computed in runtime)"""
+
+
+def fail(message: str):
+    """Bad input: one line on stderr and exit code 2, no traceback."""
+    message = " ".join(message.split())  # library messages can span lines
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+stop_signals = []  # Ctrl-C / SIGTERM received so far
+
+
+def request_stop(signum, frame):
+    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
+
+    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+    close, losing the logs; the check at the top of each step cannot.
+    """
+    if stop_signals:
+        raise KeyboardInterrupt
+    stop_signals.append(signum)
+
+
+def make_env(env_id, seed, num_envs, capture_video=False):
+    def thunk():
+        # envpool's own Atari pipeline: 30 no-op starts, 4 frames skipped (max over the last two),
+        # 84x84 grayscale, 4 stacked, a lost life ends an episode, rewards clipped to their sign.
+        # `info["reward"]` keeps the raw score; `info["terminated"]` is 1 only when the whole game ends.
+        return envpool.make(
+            env_id,
+            env_type="gymnasium",
+            num_envs=num_envs,
+            seed=seed,
+            episodic_life=True,
+            reward_clip=True,
+            **({"render_mode": "rgb_array"} if capture_video else {}),
+        )
+
+    return thunk
+
+
+def make_checked_envs(env_id, seed, num_envs):
+    """The training envs, or one clear error line for an env this script cannot learn."""
+    if envpool is None:
+        fail('this script steps its envs with envpool: pip install -e ".[envpool]" (Linux only)')
+    spec = envpool.registration.registry.specs.get(env_id)
+    if spec is None:
+        fail(f"{env_id} is not an envpool env id (envpool names Atari games Breakout-v5, Pong-v5, ...)")
+    if spec[0] != "envpool.atari":
+        try:  # made once to tell what is wrong with it
+            space = envpool.make(env_id, env_type="gymnasium", num_envs=1).action_space
+        except Exception as e:  # envpool raises bare AssertionErrors and RuntimeErrors
+            fail(f"cannot make env {env_id!r}: {e}")
+        if not isinstance(space, gym.spaces.Discrete):
+            fail(f"{env_id} has {space} actions; ppo_atari_envpool_xla_jax_scan.py needs Discrete ones")
+        fail(f"{env_id} is not an Atari game of envpool; ppo_atari_envpool_xla_jax_scan.py needs one")
+    try:
+        return make_env(env_id, seed, num_envs)()
+    except Exception as e:
+        fail(f"cannot make env {env_id!r}: {e}")
+
+
+# ALGO LOGIC: initialize agent here:
+class Network(nn.Module):
+    """The shared Nature-CNN torso on uint8 stacks of shape (batch, 4, 84, 84)."""
+
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.transpose(x, (0, 2, 3, 1)) / 255.0  # uint8 frames become floats in [0, 1] only here; channels last
+        for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            x = nn.Conv(
+                features,
+                kernel_size=(kernel, kernel),
+                strides=(stride, stride),
+                padding="VALID",
+                kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
+                bias_init=nn.initializers.constant(0.0),
+            )(x)
+            x = nn.relu(x)
+        x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
+        x = nn.Dense(512, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=nn.initializers.constant(0.0))(x)
+        return nn.relu(x)
+
+
+class Actor(nn.Module):
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(
+            self.action_dim, kernel_init=nn.initializers.orthogonal(0.01), bias_init=nn.initializers.constant(0.0)
+        )(x)
+
+
+class Critic(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1), bias_init=nn.initializers.constant(0.0))(x)
+
+
+class Agent(nn.Module):
+    """Torso, policy head and value head in one module: one apply gives the logits and the value."""
+
+    action_dim: int
+
+    def setup(self):
+        self.network = Network()
+        self.actor = Actor(self.action_dim)
+        self.critic = Critic()
+
+    def __call__(self, x):
+        hidden = self.network(x)
+        return self.actor(hidden), self.critic(hidden)[:, 0]
+
+
+@flax.struct.dataclass
+class EpisodeStatistics:
+    """Per-env scores kept on the device, in fixed shapes: the running game's, and the last finished game's.
+
+    Returns are raw scores (`info["reward"]`, not clipped) of whole games (all lives); lengths count agent
+    steps. Until an env finishes its first game its last score reads 0.
+    """
+
+    episode_returns: jax.Array
+    episode_lengths: jax.Array
+    returned_episode_returns: jax.Array
+    returned_episode_lengths: jax.Array
+
+    @classmethod
+    def zeros(cls, num_envs):
+        return cls(
+            jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32),
+            jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32),
+        )  # fmt: skip
+
+    def update(self, info, truncated):
+        # A step with elapsed_step 0 is envpool's reset into a new game (the step after an end): it
+        # belongs to no game. A game ends at a game over (info["terminated"]) or a time-limit cut.
+        restarted = info["elapsed_step"] == 0
+        returns = jnp.where(restarted, 0.0, self.episode_returns + info["reward"])
+        lengths = jnp.where(restarted, 0, self.episode_lengths + 1)
+        game_over = (info["terminated"] == 1) | truncated
+        return EpisodeStatistics(
+            returns,
+            lengths,
+            jnp.where(game_over, returns, self.returned_episode_returns),
+            jnp.where(game_over, lengths, self.returned_episode_lengths),
+        )
+
+
+class Transition(NamedTuple):
+    obs: jax.Array  # uint8 (num_envs, 4, 84, 84): the observation acted on
+    actions: jax.Array
+    logprobs: jax.Array
+    values: jax.Array
+    rewards: jax.Array  # clipped rewards, which PPO learns from
+    terminations: jax.Array  # the episode (a life) ended for real: no bootstrap
+    dones: jax.Array  # it ended for real or by a time-limit cut: the GAE recursion stops here
+    valid: jax.Array  # False: the step after an episode end, where envpool resets (the action is ignored)
+
+
+def compute_gae(rewards, values, next_value, terminations, dones, gamma, gae_lambda):
+    """Advantages of a (num_steps, num_envs) rollout, by a backward `jax.lax.scan` over the steps.
+
+    `values[t]` is V(obs acted on at t), `next_value` V(the obs after the last step). A termination
+    bootstraps nothing; a time-limit cut bootstraps from the value of its last observation (the next
+    step's value); any done stops the recursion, so no advantage flows across an episode boundary.
+    """
+    next_values = jnp.concatenate([values[1:], next_value[None]])
+    deltas = rewards + gamma * next_values * (1.0 - terminations) - values
+
+    def backward(lastgaelam, step):
+        delta, done = step
+        lastgaelam = delta + gamma * gae_lambda * (1.0 - done) * lastgaelam
+        return lastgaelam, lastgaelam
+
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(next_value), (deltas, dones), reverse=True)
+    return advantages
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args.batch_size = int(args.num_envs * args.num_steps)
+    if args.batch_size % args.num_minibatches != 0:
+        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.num_iterations == 0:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.upload_model and not args.save_model:
+        fail("--upload-model uploads the saved model: add --save-model")
+    if args.save_model:
+        try:  # checked now, not after training: the evaluator and uploader come with this project's package
+            from cleanrl_utils.evals.ppo_envpool_jax_eval import evaluate
+
+            if args.upload_model:
+                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+
+                require_token()
+        except ImportError:
+            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+        except UploadError as e:
+            fail(str(e))
+
+    # seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    key, agent_key = jax.random.split(key)
+
+    # env setup (before any file is written, so bad input leaves nothing behind)
+    envs = make_checked_envs(args.env_id, args.seed, args.num_envs)
+    handle, _, _, step_env = envs.xla()  # the env step as an XLA operation, callable inside jitted code
+
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+
+    next_obs, _ = envs.reset()
+    agent = Agent(action_dim=envs.action_space.n)
+
+    def linear_schedule(count):
+        # the learning rate drops once per iteration (num_minibatches * update_epochs optimizer steps)
+        frac = 1.0 - (count // (args.num_minibatches * args.update_epochs)) / args.num_iterations
+        return args.learning_rate * frac
+
+    agent_state = TrainState.create(
+        apply_fn=agent.apply,
+        params=agent.init(agent_key, next_obs),
+        tx=optax.chain(
+            optax.clip_by_global_norm(args.max_grad_norm),
+            optax.inject_hyperparams(optax.adam)(
+                learning_rate=linear_schedule if args.anneal_lr else args.learning_rate, eps=1e-5
+            ),
+        ),
+    )
+
+    def rollout(params, next_obs, next_done, handle, stats, key):
+        """`num_steps` steps of acting and env stepping as one `jax.lax.scan`: one compiled call per rollout."""
+
+        def step_once(carry, _):
+            obs, done, handle, stats, key = carry
+            key, action_key = jax.random.split(key)
+            logits, value = agent.apply(params, obs)
+            # Gumbel-max: the argmax of the logits plus Gumbel noise is a sample of the softmax policy
+            u = jax.random.uniform(action_key, shape=logits.shape)
+            action = jnp.argmax(logits - jnp.log(-jnp.log(u)), axis=1)
+            logprob = jax.nn.log_softmax(logits)[jnp.arange(action.shape[0]), action]
+            handle, (next_obs, reward, terminated, truncated, info) = step_env(handle, action)
+            # After an episode end (a lost life too), envpool's next step resets the env and ignores the
+            # action: a transition not to learn from. `done` says the previous step ended an episode.
+            next_done = terminated | truncated
+            transition = Transition(obs, action, logprob, value, reward, terminated, next_done, ~done)
+            return (next_obs, next_done, handle, stats.update(info, truncated), key), transition
+
+        (next_obs, next_done, handle, stats, key), transitions = jax.lax.scan(
+            step_once, (next_obs, next_done, handle, stats, key), length=args.num_steps
+        )
+        return next_obs, next_done, handle, stats, key, transitions
+
+    def masked_mean(x, mask):
+        return (x * mask).sum() / jnp.maximum(mask.sum(), 1.0)
+
+    def ppo_loss(params, obs, actions, logprobs, values, advantages, returns, mask):
+        """The clipped PPO loss over a minibatch's valid transitions (the reset steps count for nothing)."""
+        logits, newvalue = agent.apply(params, obs)
+        logp_all = jax.nn.log_softmax(logits)
+        newlogprob = logp_all[jnp.arange(actions.shape[0]), actions]
+        entropy = -(jnp.exp(logp_all) * logp_all).sum(-1)
+        logratio = newlogprob - logprobs
+        ratio = jnp.exp(logratio)
+        approx_kl = masked_mean((ratio - 1) - logratio, mask)  # http://joschu.net/blog/kl-approx.html
+
+        if args.norm_adv:
+            mean = masked_mean(advantages, mask)
+            std = jnp.sqrt((mask * (advantages - mean) ** 2).sum() / jnp.maximum(mask.sum() - 1.0, 1.0))
+            advantages = (advantages - mean) / (std + 1e-8)
+
+        clipped_ratio = jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+        pg_loss = masked_mean(jnp.maximum(-advantages * ratio, -advantages * clipped_ratio), mask)
+        if args.clip_vloss:
+            v_clipped = values + jnp.clip(newvalue - values, -args.clip_coef, args.clip_coef)
+            v_loss = 0.5 * masked_mean(jnp.maximum((newvalue - returns) ** 2, (v_clipped - returns) ** 2), mask)
+        else:
+            v_loss = 0.5 * masked_mean((newvalue - returns) ** 2, mask)
+        entropy_loss = masked_mean(entropy, mask)
+        loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+        return loss, (pg_loss, v_loss, entropy_loss, jax.lax.stop_gradient(approx_kl))
+
+    ppo_loss_grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
+    # XLA's CPU backend runs convolution gradients inside a loop (a rolled scan) ~10x slower than the same
+    # code unrolled: on CPUs the epochs x minibatches scans are unrolled, on accelerators they stay loops.
+    unroll_updates = jax.default_backend() == "cpu"
+
+    def update(agent_state, next_obs, rollout, key):
+        """GAE, then all epochs of minibatch updates as nested `jax.lax.scan`s: one compiled call."""
+        next_value = agent.apply(agent_state.params, next_obs)[1]
+        advantages = compute_gae(
+            rollout.rewards,
+            rollout.values,
+            next_value,
+            rollout.terminations.astype(jnp.float32),
+            rollout.dones.astype(jnp.float32),
+            args.gamma,
+            args.gae_lambda,
+        )
+        returns = advantages + rollout.values
+        batch = jax.tree.map(
+            lambda x: x.reshape((args.batch_size,) + x.shape[2:]),
+            (rollout.obs, rollout.actions, rollout.logprobs, rollout.values, advantages, returns, rollout.valid),
+        )
+
+        def minibatch_step(agent_state, minibatch):
+            *minibatch, valid = minibatch
+            (loss, aux), grads = ppo_loss_grad_fn(agent_state.params, *minibatch, valid.astype(jnp.float32))
+            return agent_state.apply_gradients(grads=grads), (loss, *aux)
+
+        def epoch_step(carry, key):
+            agent_state, losses, stopped = carry
+            b_inds = jax.random.permutation(key, args.batch_size)
+            shuffled = jax.tree.map(
+                lambda x: x[b_inds].reshape((args.num_minibatches, args.minibatch_size) + x.shape[1:]), batch
+            )
+            new_state, new_losses = jax.lax.scan(minibatch_step, agent_state, shuffled, unroll=unroll_updates)
+            new_losses = jax.tree.map(lambda x: x[-1], new_losses)  # those of the epoch's last minibatch
+            if args.target_kl is None:
+                return (new_state, new_losses, stopped), None
+            # --target-kl: once an epoch ends above it, the later epochs change nothing
+            new_state, new_losses = jax.tree.map(
+                lambda old, new: jnp.where(stopped, old, new), (agent_state, losses), (new_state, new_losses)
+            )
+            return (new_state, new_losses, stopped | (new_losses[4] > args.target_kl)), None
+
+        key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
+        losses = tuple(jnp.zeros(()) for _ in range(5))
+        (agent_state, losses, _), _ = jax.lax.scan(
+            epoch_step, (agent_state, losses, jnp.array(False)), jnp.stack(epoch_keys), unroll=unroll_updates
+        )
+        return agent_state, losses, key
+
+    # Compile the jitted functions now, ahead of time on the training shapes, so that SPS counts
+    # training only; the compile time is printed on its own.
+    compile_start = time.time()
+    stats = EpisodeStatistics.zeros(args.num_envs)
+    next_done = jnp.zeros(args.num_envs, dtype=bool)
+    rollout_shapes = jax.eval_shape(rollout, agent_state.params, next_obs, next_done, handle, stats, key)[-1]
+    rollout = jax.jit(rollout).lower(agent_state.params, next_obs, next_done, handle, stats, key).compile()
+    update = jax.jit(update).lower(agent_state, next_obs, rollout_shapes, key).compile()
+    print(f"compile time: {time.time() - compile_start:.2f} s (the rollout and the update)")
+
+    global_step = 0
+    start_time = time.time()
+    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        for _iteration in range(args.num_iterations):
+            if stop_signals:
+                raise KeyboardInterrupt
+            next_obs, next_done, handle, stats, key, transitions = rollout(
+                agent_state.params, next_obs, next_done, handle, stats, key
+            )
+            global_step += args.num_steps * args.num_envs
+
+            update_start = time.time()
+            agent_state, (loss, pg_loss, v_loss, entropy_loss, approx_kl), key = update(
+                agent_state, next_obs, transitions, key
+            )
+            jax.block_until_ready(agent_state)
+            update_time = time.time() - update_start
+
+            # the mean of each env's last finished game: fixed shapes, so it can stay on the device until here
+            avg_episodic_return = float(stats.returned_episode_returns.mean())
+            print(f"global_step={global_step}, avg_episodic_return={avg_episodic_return}")
+            writer.add_scalar("charts/avg_episodic_return", avg_episodic_return, global_step)
+            writer.add_scalar("charts/avg_episodic_length", float(stats.returned_episode_lengths.mean()), global_step)
+            learning_rate = agent_state.opt_state[1].hyperparams["learning_rate"]
+            writer.add_scalar("charts/learning_rate", float(learning_rate), global_step)
+            writer.add_scalar("losses/value_loss", float(v_loss), global_step)
+            writer.add_scalar("losses/policy_loss", float(pg_loss), global_step)
+            writer.add_scalar("losses/entropy", float(entropy_loss), global_step)
+            writer.add_scalar("losses/approx_kl", float(approx_kl), global_step)
+            writer.add_scalar("losses/loss", float(loss), global_step)
+            sps = int(global_step / (time.time() - start_time))
+            print("SPS:", sps)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            writer.add_scalar("charts/SPS_update", int(args.batch_size / update_time), global_step)
+
+        if args.save_model:
+            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+            params = agent_state.params["params"]
+            with open(model_path, "wb") as f:  # the reference's layout: [args, [torso, actor, critic] parameters]
+                f.write(
+                    flax.serialization.to_bytes(
+                        [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
+                    )
+                )
+            print(f"model saved to {model_path}")
+            episodic_returns = evaluate(
+                model_path,
+                make_env,
+                args.env_id,
+                eval_episodes=10,
+                run_name=f"{run_name}-eval",
+                Model=Agent,
+                capture_video=args.capture_video,
+                seed=args.seed,
+            )
+            for idx, episodic_return in enumerate(episodic_returns):
+                writer.add_scalar("eval/episodic_return", episodic_return, idx)
+            if args.upload_model:
+                writer.flush()  # the uploaded event file then holds the evaluation too
+                try:
+                    push_to_hub(args, episodic_returns, "PPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
+                except UploadError as e:
+                    fail(str(e))
+        if stop_signals:  # one came during the evaluation
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        # Runs on a crash or an interruption too: the event file is flushed.
+        envs.close()
+        writer.close()
+        if args.track:
+            wandb.finish()
