@@ -5,6 +5,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,17 @@ def read_wandb_history_keys(run_file: Path) -> set[str]:
         record.ParseFromString(data)
         if record.WhichOneof("record_type") == "history":
             keys.update(item.key or "/".join(item.nested_key) for item in record.history.item)
+    return keys
+
+
+def wait_for_wandb_history_keys(run_file: Path, expected: set[str], timeout: float = 30.0) -> set[str]:
+    """The history keys of `run_file` once they include `expected` (or whatever is there after `timeout` s).
+
+    In the process that ran it, `wandb.finish()` can return while W&B's service is still writing the
+    offline run file (seen: a 7-byte file right after `finish()`, the whole run 2 s later)."""
+    deadline = time.monotonic() + timeout
+    while not expected <= (keys := read_wandb_history_keys(run_file)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     return keys
 
 

@@ -25,7 +25,7 @@ from cleanrl_utils.tuner import (
     normalize,
     with_available_driver,
 )
-from tests.helpers import REPO, read_wandb_history_keys, script_env
+from tests.helpers import REPO, script_env, wait_for_wandb_history_keys
 from tests.postgres import PostgresUnavailable, running_postgres
 
 FAKE_SCRIPT = str(Path(__file__).parent / "fake_training_script.py")
@@ -339,4 +339,5 @@ def test_each_trial_can_be_a_wandb_run(tmp_path, monkeypatch):
     tuner = fake_tuner(lambda trial: {"x": 2.0}, wandb_kwargs={"project": "tuner-test", "dir": str(tmp_path)})
     tuner.tune(num_trials=1, num_seeds=1)
     (run_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
-    assert {"EnvA-v0_return", "aggregated_normalized_score"} <= read_wandb_history_keys(run_file)
+    expected = {"EnvA-v0_return", "aggregated_normalized_score"}
+    assert expected <= wait_for_wandb_history_keys(run_file, expected)
