@@ -512,6 +512,9 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
+# What the envpool Atari rows below share: envpool's own game ids, no training video (envpool's vector envs
+# render none), no --save-model (as in the reference; the scan file overrides it), scores that are not lengths
+ENVPOOL_ATARI = {"saves_model": False, "captures_video": False, "env_id": "Breakout-v5", "returns_are_lengths": False}
 # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
 # envpool's Breakout-v5 stepped inside compiled JAX code: the mean of each env's last finished game is logged
 # once per iteration (episode_stats="avg"). --capture-video renders nothing while training; the scan file's
@@ -544,11 +547,8 @@ SCRIPTS["ppo_atari_envpool_xla_jax.py"] = Script(
     tags=XLA_JAX_TAGS,
     determinism_args=XLA_JAX_ARGS,
     bad_input=XLA_JAX_BAD_INPUT,
-    saves_model=False,
-    captures_video=False,
+    **ENVPOOL_ATARI,
     episode_stats="avg",
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
     run_args=XLA_JAX_RUN_ARGS,
 )
 SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
@@ -560,10 +560,8 @@ SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
         **XLA_JAX_BAD_INPUT,
         **{case: COMMON_BAD_INPUT[case] for case in ("save-model without cleanrl_utils", "upload-model without save-model")},
     },
-    captures_video=False,
+    **(ENVPOOL_ATARI | {"saves_model": True}),
     episode_stats="avg",
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
     run_args=XLA_JAX_RUN_ARGS,
 )
 # rows: ppo_atari_envpool
@@ -582,10 +580,7 @@ SCRIPTS["ppo_atari_envpool.py"] = Script(
         "negative envs": (("--num-envs", "-1"), "--num-envs"),
         "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
     },
-    saves_model=False,
-    captures_video=False,
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
+    **ENVPOOL_ATARI,
     run_args=("--num-envs", "8", "--num-steps", "32"),  # 5 games end within ~4 small iterations
 )
 # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
@@ -619,10 +614,7 @@ SCRIPTS["pqn_atari_envpool.py"] = Script(
         "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
         "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
     },
-    saves_model=False,
-    captures_video=False,
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
+    **ENVPOOL_ATARI,
     run_args=PQN_ENVPOOL_RUN_ARGS,
 )
 SCRIPTS["pqn_atari_envpool_lstm.py"] = Script(
@@ -634,10 +626,7 @@ SCRIPTS["pqn_atari_envpool_lstm.py"] = Script(
         **PQN_ENVPOOL_BAD_INPUT,
         "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
     },
-    saves_model=False,
-    captures_video=False,
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
+    **ENVPOOL_ATARI,
     run_args=PQN_ENVPOOL_RUN_ARGS,
 )
 # rows: ppo_rnd_envpool
@@ -662,10 +651,7 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
         "predictor trained on nothing": (("--update-proportion", "0"), "--update-proportion"),
         "normaliser without random play": (("--num-iterations-obs-norm-init", "0"), "--num-iterations-obs-norm-init"),
     },
-    saves_model=False,
-    captures_video=False,
-    env_id="Breakout-v5",
-    returns_are_lengths=False,
+    **ENVPOOL_ATARI,
     run_args=RND_RUN_ARGS,
 )
 # rows: ppo_procgen, ppg_procgen
