@@ -154,10 +154,14 @@ class QNetwork(nn.Module):
             nn.Linear(84, self.n_actions * n_atoms),
         )
 
+    def log_pmfs(self, x):
+        """Log-probabilities, shape (..., actions, atoms): the loss needs them straight from the logits (see below)."""
+        logits = self.network(x).view(*x.shape[:-1], self.n_actions, self.n_atoms)
+        return logits.log_softmax(dim=-1)
+
     def pmfs(self, x):
         """Return distributions, shape (..., actions, atoms)."""
-        logits = self.network(x).view(*x.shape[:-1], self.n_actions, self.n_atoms)
-        return logits.softmax(dim=-1)
+        return self.log_pmfs(x).exp()
 
     def forward(self, x):
         """Q-values: the mean of each action's return distribution."""
@@ -304,13 +308,15 @@ if __name__ == "__main__":
                         next_atoms = data.rewards + args.gamma * target_network.atoms * (1 - data.dones)
                         target_pmfs = project(next_atoms, next_pmfs, target_network.atoms)
 
-                    old_pmfs = q_network.pmfs(data.observations)[batch_index, data.actions.flatten()]
-                    # cross-entropy between the projected target and the predicted distribution
-                    loss = (-(target_pmfs * old_pmfs.clamp(min=1e-5, max=1 - 1e-5).log()).sum(-1)).mean()
+                    old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions.flatten()]
+                    # cross-entropy between the projected target and the predicted distribution, on log-softmax
+                    # outputs: clamping probabilities before the log (as the reference does) zeroes the gradient
+                    # of a saturated distribution, which then can never move again (CartPole values reach v_max)
+                    loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
 
                     if global_step % 100 == 0:
                         writer.add_scalar("losses/loss", loss.item(), global_step)
-                        old_val = (old_pmfs.detach() * q_network.atoms).sum(-1)
+                        old_val = (old_log_pmfs.detach().exp() * q_network.atoms).sum(-1)
                         writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                         sps = int(global_step / (time.time() - start_time))
                         print("SPS:", sps)

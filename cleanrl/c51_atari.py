@@ -192,10 +192,14 @@ class QNetwork(nn.Module):
             nn.Linear(512, self.n_actions * n_atoms),
         )
 
-    def pmfs(self, x):
-        """Return distributions, shape (batch, actions, atoms); uint8 frames become floats in [0, 1] only here."""
+    def log_pmfs(self, x):
+        """Log-probabilities, shape (batch, actions, atoms); uint8 frames become floats in [0, 1] only here."""
         logits = self.network(x / 255.0).view(len(x), self.n_actions, self.n_atoms)
-        return logits.softmax(dim=-1)
+        return logits.log_softmax(dim=-1)
+
+    def pmfs(self, x):
+        """Return distributions, shape (batch, actions, atoms)."""
+        return self.log_pmfs(x).exp()
 
     def forward(self, x):
         """Q-values: the mean of each action's return distribution."""
@@ -417,13 +421,14 @@ if __name__ == "__main__":
                         next_atoms = data.rewards[:, None] + args.gamma * target_network.atoms * (1 - data.dones[:, None])
                         target_pmfs = project(next_atoms, next_pmfs, target_network.atoms)
 
-                    old_pmfs = q_network.pmfs(data.observations)[batch_index, data.actions.flatten()]
-                    # cross-entropy between the projected target and the predicted distribution
-                    loss = (-(target_pmfs * old_pmfs.clamp(min=1e-5, max=1 - 1e-5).log()).sum(-1)).mean()
+                    old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions.flatten()]
+                    # cross-entropy between the projected target and the predicted distribution, on log-softmax
+                    # outputs: clamping probabilities before the log zeroes the gradient of a saturated distribution
+                    loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
 
                     if global_step % 100 == 0:
                         writer.add_scalar("losses/loss", loss.item(), global_step)
-                        old_val = (old_pmfs.detach() * q_network.atoms).sum(-1)
+                        old_val = (old_log_pmfs.detach().exp() * q_network.atoms).sum(-1)
                         writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                         sps = int(global_step / (time.time() - start_time))
                         print("SPS:", sps)

@@ -190,8 +190,11 @@ class QNetwork(nn.Module):
         return (self.pmfs(x) * self.atoms).sum(-1)
 
     @nn.compact
-    def pmfs(self, x):
-        """Distributions of shape (batch, actions, atoms), from uint8 stacks of shape (batch, 4, 84, 84)."""
+    def pmfs(self, x, log: bool = False):
+        """Distributions of shape (batch, actions, atoms), from uint8 stacks of shape (batch, 4, 84, 84).
+
+        With `log`, their logarithms, computed from the logits (what the loss needs).
+        """
         x = jnp.transpose(x, (0, 2, 3, 1)) / 255.0  # uint8 frames become floats in [0, 1] only here; channels last
         x = nn.relu(nn.Conv(32, kernel_size=(8, 8), strides=(4, 4), padding="VALID")(x))
         x = nn.relu(nn.Conv(64, kernel_size=(4, 4), strides=(2, 2), padding="VALID")(x))
@@ -199,7 +202,8 @@ class QNetwork(nn.Module):
         x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
         x = nn.relu(nn.Dense(512)(x))
         logits = nn.Dense(self.action_dim * self.n_atoms)(x).reshape((x.shape[0], self.action_dim, self.n_atoms))
-        return nn.softmax(logits, axis=-1)
+        log_pmfs = nn.log_softmax(logits, axis=-1)
+        return log_pmfs if log else jnp.exp(log_pmfs)
 
 
 class QTrainState(TrainState):
@@ -394,8 +398,10 @@ if __name__ == "__main__":
         target_pmfs = project(next_atoms, next_pmfs[batch_index, next_actions], atoms)
 
         def cross_entropy(params):
-            old_pmfs = q_network.apply(params, observations, method="pmfs")[batch_index, actions]
-            return (-(target_pmfs * jnp.log(jnp.clip(old_pmfs, 1e-5, 1 - 1e-5))).sum(-1)).mean(), old_pmfs
+            # on log-softmax outputs: clipping probabilities before the log zeroes the gradient of a saturated
+            # distribution, which then never moves again
+            old_log_pmfs = q_network.apply(params, observations, log=True, method="pmfs")[batch_index, actions]
+            return (-(target_pmfs * old_log_pmfs).sum(-1)).mean(), jnp.exp(old_log_pmfs)
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * atoms).sum(-1).mean()

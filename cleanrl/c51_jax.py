@@ -153,12 +153,13 @@ class QNetwork(nn.Module):
     n_atoms: int = 101
 
     @nn.compact
-    def __call__(self, x):
-        """Return distributions, shape (..., actions, atoms)."""
+    def __call__(self, x, log: bool = False):
+        """Return distributions, shape (..., actions, atoms); their logarithms if `log` (what the loss needs)."""
         x = nn.relu(nn.Dense(120)(x))
         x = nn.relu(nn.Dense(84)(x))
         logits = nn.Dense(self.action_dim * self.n_atoms)(x)
-        return nn.softmax(logits.reshape(*x.shape[:-1], self.action_dim, self.n_atoms), axis=-1)
+        log_pmfs = nn.log_softmax(logits.reshape(*x.shape[:-1], self.action_dim, self.n_atoms), axis=-1)
+        return log_pmfs if log else jnp.exp(log_pmfs)
 
 
 class QTrainState(TrainState):
@@ -224,9 +225,13 @@ def update(q_state, atoms, obs, actions, next_obs, rewards, dones, gamma):
     target_pmfs = project(next_atoms, next_pmfs, atoms)
 
     def cross_entropy(params):
-        old_pmfs = jnp.take_along_axis(q_state.apply_fn(params, obs), actions[:, None, None], axis=1)[:, 0]
-        loss = (-(target_pmfs * jnp.log(jnp.clip(old_pmfs, 1e-5, 1 - 1e-5))).sum(-1)).mean()
-        return loss, (old_pmfs * atoms).sum(-1).mean()
+        # on log-softmax outputs: clipping probabilities before the log (as the reference does) zeroes the
+        # gradient of a saturated distribution, which then never moves again; on CartPole, where values
+        # reach v_max, that froze a run with every Q at 100 while it lost each game in ~12 steps
+        old_log_pmfs = q_state.apply_fn(params, obs, log=True)
+        old_log_pmfs = jnp.take_along_axis(old_log_pmfs, actions[:, None, None], axis=1)[:, 0]
+        loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
+        return loss, (jnp.exp(old_log_pmfs) * atoms).sum(-1).mean()
 
     (loss, q_values), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
     return q_state.apply_gradients(grads=grads), loss, q_values

@@ -232,13 +232,17 @@ class NoisyDuelingDistributionalNetwork(nn.Module):
         self.value_head = nn.Sequential(NoisyLinear(3136, 512), nn.ReLU(), NoisyLinear(512, n_atoms))
         self.advantage_head = nn.Sequential(NoisyLinear(3136, 512), nn.ReLU(), NoisyLinear(512, self.n_actions * n_atoms))
 
-    def pmfs(self, x):
-        """Return distributions, shape (batch, actions, atoms); uint8 frames become floats in [0, 1] only here."""
+    def log_pmfs(self, x):
+        """Log-probabilities, shape (batch, actions, atoms); uint8 frames become floats in [0, 1] only here."""
         h = self.network(x / 255.0)
         value = self.value_head(h).view(len(x), 1, self.n_atoms)
         advantage = self.advantage_head(h).view(len(x), self.n_actions, self.n_atoms)
         # dueling: the advantages are centred over actions, atom by atom, before the softmax over atoms
-        return (value + advantage - advantage.mean(dim=1, keepdim=True)).softmax(dim=-1)
+        return (value + advantage - advantage.mean(dim=1, keepdim=True)).log_softmax(dim=-1)
+
+    def pmfs(self, x):
+        """Return distributions, shape (batch, actions, atoms)."""
+        return self.log_pmfs(x).exp()
 
     def forward(self, x):
         """Q-values: the mean of each action's return distribution."""
@@ -524,15 +528,16 @@ if __name__ == "__main__":
                         next_atoms = data.returns + data.discounts * target_network.atoms * (1 - data.dones)
                         target_pmfs = project(next_atoms, next_pmfs, target_network.atoms)
 
-                    old_pmfs = q_network.pmfs(data.observations)[batch_index, data.actions]
-                    # per-transition cross-entropy: weighted for the loss, and the new priorities
-                    losses = -(target_pmfs * old_pmfs.clamp(min=1e-5, max=1 - 1e-5).log()).sum(-1)
+                    old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions]
+                    # per-transition cross-entropy: weighted for the loss, and the new priorities; on log-softmax
+                    # outputs: clamping probabilities before the log zeroes the gradient of a saturated distribution
+                    losses = -(target_pmfs * old_log_pmfs).sum(-1)
                     loss = (data.weights * losses).mean()
                     rb.update_priorities(slots, losses.detach().cpu().numpy())
 
                     if global_step % 100 == 0:
                         writer.add_scalar("losses/td_loss", loss.item(), global_step)
-                        old_val = (old_pmfs.detach() * q_network.atoms).sum(-1)
+                        old_val = (old_log_pmfs.detach().exp() * q_network.atoms).sum(-1)
                         writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                         writer.add_scalar("charts/beta", beta, global_step)
                         sps = int(global_step / (time.time() - start_time))

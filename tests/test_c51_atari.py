@@ -63,6 +63,7 @@ def test_network_outputs_distributions_and_their_means():
     assert pmfs.shape == (2, 4, 11) and torch.allclose(pmfs.sum(-1), torch.ones(2, 4))
     logits = q.network(frames.float() / 255.0).view(2, 4, 11)  # frames are divided by 255 inside
     assert torch.allclose(pmfs, logits.softmax(-1))
+    assert torch.allclose(q.log_pmfs(frames), logits.log_softmax(-1))  # the loss's input, never clamped
     assert torch.allclose(q(frames), (pmfs * torch.linspace(-5, 5, 11)).sum(-1))
 
 

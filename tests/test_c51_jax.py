@@ -1,6 +1,7 @@
 """c51_jax.py's projection and update, and its evaluator's checks (time limits: tests/test_dqn_jax.py)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
@@ -46,6 +47,29 @@ def test_update_after_a_termination_targets_the_reward_alone():
     # not terminated: the target's mass spreads beyond the reward's atom, so the loss differs
     _, bootstrapped, _ = c51_jax.update(state, atoms, obs, actions, next_obs, rewards, np.zeros(2, np.float32), 0.5)
     assert abs(float(bootstrapped) - float(loss)) > 1e-3
+
+
+def test_update_still_learns_when_the_predicted_distribution_is_saturated():
+    """All mass predicted on the top atom, the target on another: the step must still move the prediction.
+
+    Clipping probabilities to [1e-5, 1 - 1e-5] before the log gives such a batch a zero gradient, and a
+    network that got there (CartPole's values reach v_max) stayed frozen: the loss works on log-softmax.
+    """
+    network = c51_jax.QNetwork(action_dim=2, n_atoms=3)
+    atoms = np.array([0.0, 1.0, 2.0], np.float32)
+    obs, next_obs = np.random.default_rng(0).normal(size=(2, 4, 4)).astype(np.float32)
+    params = network.init(jax.random.PRNGKey(0), obs)
+    bias = params["params"]["Dense_2"]["bias"]
+    params["params"]["Dense_2"]["bias"] = bias + jnp.tile(jnp.array([0.0, 0.0, 40.0]), 2)  # every action: atom 2
+    assert float(np.asarray(network.apply(params, obs))[..., 2].min()) > 1 - 1e-6
+    state = c51_jax.QTrainState.create(apply_fn=network.apply, params=params, target_params=params, tx=optax.sgd(0.1))
+    actions, rewards, dones = np.zeros(4, np.int32), np.zeros(4, np.float32), np.ones(4, np.float32)  # target: atom 0
+
+    new_state, loss, _ = c51_jax.update(state, atoms, obs, actions, next_obs, rewards, dones, 0.99)
+    assert float(loss) > 30  # -log p(atom 0), about 40: the true loss, not a clipped one
+    before = np.asarray(network.apply(params, obs, log=True))[:, 0, 0]
+    after = np.asarray(network.apply(new_state.params, obs, log=True))[:, 0, 0]
+    assert np.all(after > before + 1)
 
 
 def test_evaluate_rejects_bare_parameters(tmp_path):

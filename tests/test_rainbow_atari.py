@@ -153,6 +153,7 @@ def test_network_is_dueling_and_distributional():
     h = q.network(frames / 255.0)
     value, advantage = q.value_head(h).view(2, 1, 11), q.advantage_head(h).view(2, 4, 11)
     assert torch.allclose(pmfs, (value + advantage - advantage.mean(1, keepdim=True)).softmax(-1), atol=1e-6)
+    assert torch.allclose(q.log_pmfs(frames).exp(), pmfs)
     assert torch.allclose(q(frames), (pmfs * torch.linspace(-5, 5, 11)).sum(-1))
     before = q(frames)
     q.reset_noise()  # reaches every noisy layer
