@@ -19,6 +19,10 @@ published scores. The checks:
   `ppo_atari_multigpu.py` as 2 processes (one per core, 4 envs each) against `ppo_atari.py` with the
   same global batch (8 envs) in one process with 1 and with 2 torch threads.
 
+`sac_atari.py` takes longer than a working session here, so its run writes a checkpoint every 10k
+steps; a queue stopped during it leaves its `.running` file and the checkpoints: delete the file and
+start the queue again, and the run goes on from its newest checkpoint (`--resume`).
+
 Returns are whole games' scores (all lives), on both sides. Every learning run uses one torch thread,
 so two queues share a 2-core machine; their logged speeds are not used (the runs share the CPUs).
 """
@@ -53,6 +57,7 @@ class Check:
     sb3_algo: str | None = None  # compared with this model of benchmark/sb3_baselines.py
     of_sb3: float = 0.0  # ... and must reach this share of its mean
     variant: str = ""  # names a run whose args change a default beyond the budget, beside the default one
+    checkpoint_every: int = 0  # steps; a run longer than a working session goes on from its checkpoint
 
     @property
     def label(self) -> str:
@@ -82,7 +87,8 @@ CHECKS = [
         variant="target1k",
     ),
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
-    Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000")),
+    # ~15 steps/s on one core here: 200k steps take longer than a session, so the run checkpoints
+    Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
 ]
 
 
@@ -117,13 +123,25 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def run_ours(script: str, args: list[str], result: Path, threads: int = 1) -> None:
+def run_ours(script: str, args: list[str], result: Path, threads: int = 1, checkpoint_every: int = 0) -> None:
+    """Run a script in the result's own folder; with `checkpoint_every`, resume a run stopped there before."""
     workdir = result.with_suffix("")
     workdir.mkdir(parents=True, exist_ok=True)
     env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    if checkpoint_every:
+        stopped = resumable_run(workdir)
+        args = ["--resume", str(stopped)] if stopped else [*args, "--checkpoint-frequency", str(checkpoint_every)]
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
     subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     summarize_run(newest_run_dir(workdir), result, impl="ours", algo=script)
+
+
+def resumable_run(workdir: Path) -> Path | None:
+    """The run folder under `workdir` that holds a checkpoint (a run stopped before its end), if any."""
+    from cleanrl_utils import checkpoint as ckpt
+
+    runs = [run for run in sorted((workdir / "runs").glob("*")) if ckpt.checkpoints(run / ckpt.CHECKPOINT_DIR)]
+    return runs[-1].relative_to(workdir) if runs else None
 
 
 def run_multigpu(args: list[str], result: Path, processes: int = 2) -> None:
@@ -156,7 +174,7 @@ def run_queue(out: Path, only: list[str] | None) -> None:
                 print(f"{impl}: {check.label if impl == 'ours' else check.sb3_algo} {check.env_id} seed {seed}", flush=True)
                 if impl == "ours":
                     budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps)]
-                    run_ours(check.script, [*budget, *check.args, "--seed", str(seed)], result)
+                    run_ours(check.script, [*budget, *check.args, "--seed", str(seed)], result, 1, check.checkpoint_every)
                 else:
                     run_sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, result)
 

@@ -49,3 +49,23 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 def last_mean(result: Path, last: int) -> float:
     """The mean return of a result file's last `last` episodes."""
     return statistics.fmean(json.loads(result.read_text())["episodic_returns"][-last:])
+
+
+def steady_rate(log_times: list[tuple[int, float]], first_update: int) -> tuple[float, float]:
+    """(steps per second after the interval holding the first update, that interval's extra seconds).
+
+    `log_times` are (step, wall time) of the periodic SPS logs. The extra seconds are the interval's
+    duration minus the median duration of the later intervals, scaled to its number of steps.
+    """
+    after = [i for i, (step, _) in enumerate(log_times) if step > first_update]
+    if len(after) < 3:
+        raise ValueError(f"too few logs after step {first_update} to measure a steady rate")
+    start = after[0]  # the log that closes the interval in which the first update ran
+    (step0, t0), (step1, t1) = log_times[start], log_times[-1]
+    rate = (step1 - step0) / (t1 - t0)
+    prev_step, prev_t = log_times[start - 1] if start > 0 else (0, t0)
+    seconds_per_step = statistics.median(
+        (b_t - a_t) / (b_s - a_s) for (a_s, a_t), (b_s, b_t) in zip(log_times[start:], log_times[start + 1 :])
+    )
+    extra = (t0 - prev_t) - (step0 - prev_step) * seconds_per_step
+    return rate, max(extra, 0.0)

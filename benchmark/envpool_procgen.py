@@ -17,6 +17,8 @@ Speed: `ppo_atari_envpool.py` (Breakout-v5) against `ppo_atari.py` (BreakoutNoFr
 8 envs x 128 steps and one torch thread, alternating, one process at a time. The rate is the steady one
 between the end of the first iteration and the last (the TensorBoard events carry the wall-clock time
 of each `charts/SPS` log); envpool steps its games in threads of its own. The bar: 1.5x.
+Beside them, each file's env pipeline alone (its own env-making function, 8 envs, random actions):
+how much of ppo_atari.py's time its games take bounds what any faster env can gain (Amdahl).
 """
 
 import argparse
@@ -26,14 +28,14 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, last_mean, newest_run_dir, one_thread_env, summarize_run  # noqa: E402
-from benchmark.jax_vs_torch import steady_rate  # noqa: E402
+from benchmark.benchlib import claim, last_mean, newest_run_dir, one_thread_env, steady_rate, summarize_run  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
 LAST_EPISODES = 20
@@ -150,8 +152,44 @@ def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
             print(f"speed: {script} round {round_}: {rate:.0f} steps/s", flush=True)
 
 
-def speeds(out: Path, script: str) -> list[float]:
-    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{script}__*.json"))]
+ENV_ONLY_STEPS = 256  # per env: 2048 agent steps, random actions
+
+
+def env_only_rate(script: str, steps: int = ENV_ONLY_STEPS) -> float:
+    """Agent steps per second of `script`'s own env pipeline (8 envs, random actions, no network)."""
+    import numpy as np
+
+    if script == "ppo_atari":
+        from cleanrl.ppo_atari import make_vector_env
+
+        envs = make_vector_env(SPEED_RUNS[script], 8, False, "env-only")
+        envs.reset(seed=1)
+    else:
+        from cleanrl.ppo_atari_envpool import make_env
+
+        envs = make_env(SPEED_RUNS[script], 8, seed=1)
+        envs.reset()
+    actions = np.random.default_rng(0).integers(0, envs.single_action_space.n, (steps, 8))
+    start = time.perf_counter()
+    for action in actions:
+        envs.step(action)
+    rate = steps * 8 / (time.perf_counter() - start)
+    envs.close()
+    return rate
+
+
+def run_env_only(out: Path, rounds: int) -> None:
+    for round_ in range(1, rounds + 1):
+        for script in SPEED_RUNS:
+            result = out / f"envonly__{script}__{round_}.json"
+            if not result.exists():
+                rate = env_only_rate(script)
+                result.write_text(json.dumps({"script": script, "sps": rate}))
+                print(f"env only: {script} round {round_}: {rate:.0f} steps/s", flush=True)
+
+
+def speeds(out: Path, script: str, kind: str = "speed") -> list[float]:
+    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{script}__*.json"))]
 
 
 def report(out: Path) -> str:
@@ -195,7 +233,27 @@ def report(out: Path) -> str:
             "",
             f"ppo_atari_envpool / ppo_atari: {ratio:.2f}× (bar {SPEED_BAR:g}×: {'yes' if ratio >= SPEED_BAR else '**no**'})",
         ]
+    env_medians = {script: statistics.median(rates) for script in SPEED_RUNS if (rates := speeds(out, script, "envonly"))}
+    if len(env_medians) == 2:
+        lines += ["", "| env pipeline alone (8 envs, random actions) | steps/s, median | rounds |", "|---|---|---|"]
+        for script, rate in env_medians.items():
+            rounds = ", ".join(f"{r:.0f}" for r in speeds(out, script, "envonly"))
+            lines.append(f"| {script} ({SPEED_RUNS[script]}) | {rate:.0f} | {rounds} |")
+        if "ppo_atari" in medians:
+            lines += ["", amdahl_line(medians["ppo_atari"], env_medians["ppo_atari"], env_medians["ppo_atari_envpool"])]
     return "\n".join(lines)
+
+
+def amdahl_line(ppo_atari_sps: float, gym_env_sps: float, envpool_env_sps: float) -> str:
+    """What ppo_atari.py would reach with envpool's env cost, and with games that cost nothing."""
+    env_share = ppo_atari_sps / gym_env_sps  # the fraction of each ppo_atari.py step spent in its games
+    with_envpool = 1 / (1 / ppo_atari_sps - 1 / gym_env_sps + 1 / envpool_env_sps)
+    free_games = 1 / (1 / ppo_atari_sps - 1 / gym_env_sps)
+    return (
+        f"The games take {env_share:.0%} of ppo_atari.py's time; with envpool's env cost it would run at "
+        f"{with_envpool:.0f} steps/s ({with_envpool / ppo_atari_sps:.2f}×), and with games that cost nothing at "
+        f"{free_games:.0f} ({free_games / ppo_atari_sps:.2f}×)."
+    )
 
 
 def main() -> None:
@@ -212,6 +270,7 @@ def main() -> None:
         run_queue(args.out, args.only)
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
+        run_env_only(args.out, args.rounds)
     else:
         print(report(args.out))
 

@@ -60,6 +60,10 @@ class Args:
     """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # Algorithm specific arguments
     env_id: str = "BeamRiderNoFrameskip-v4"
@@ -302,6 +306,19 @@ class FrameReplayBuffer:
             slots[~ok] = np.random.randint(0, self.size, size=int((~ok).sum()))
         return self.fetch(slots)
 
+    def __getstate__(self):  # a checkpoint of a memory not yet full leaves out its empty part
+        state = dict(vars(self))
+        for name in self.ARRAYS:
+            state[name] = state[name][: self.size]
+        return state
+
+    def __setstate__(self, state):
+        for name in self.ARRAYS:
+            part = state[name]
+            state[name] = np.zeros((state["capacity"], *part.shape[1:]), dtype=part.dtype)
+            state[name][: len(part)] = part
+        vars(self).update(state)
+
     def fetch(self, slots):
         """The transitions that start at these (valid) slots."""
         # Rebuild the window of stack + 1 frames backwards: before the first frame of an episode, repeat it.
@@ -320,6 +337,19 @@ class FrameReplayBuffer:
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.checkpoint_frequency < 0:
+        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
+    checkpoint = None
+    if args.checkpoint_frequency or args.resume:
+        try:  # a resumed run goes on with the arguments it was started with
+            from cleanrl_utils import checkpoint as ckpt
+
+            checkpoint = ckpt.load(args.resume) if args.resume else None
+            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
+        except ImportError:
+            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
+        except ckpt.CheckpointError as e:
+            fail(str(e))
     for name in ("total_timesteps", "batch_size", "update_frequency", "target_network_frequency"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
@@ -327,7 +357,7 @@ if __name__ == "__main__":
         fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 frames at least")
     if args.learning_starts < 0 or not 0 < args.tau <= 1 or args.alpha < 0 or args.target_entropy_scale < 0:
         fail("need --learning-starts >= 0, 0 < --tau <= 1, --alpha >= 0 and --target-entropy-scale >= 0")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     if args.upload_model and not args.save_model:
         fail("--upload-model uploads the saved model: add --save-model")
     if args.save_model:
@@ -365,8 +395,11 @@ if __name__ == "__main__":
             config=vars(args),
             name=run_name,
             save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
+            resume="allow" if checkpoint else None,
         )
-    writer = SummaryWriter(f"runs/{run_name}")
+    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
     writer.add_text(
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
@@ -398,12 +431,34 @@ if __name__ == "__main__":
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
     start_time = time.time()
 
-    obs, _ = env.reset(seed=args.seed)
+    first_step = 0
+    if checkpoint:  # pick up exactly where the checkpoint was written
+        actor.load_state_dict(checkpoint["actor"])
+        qf1.load_state_dict(checkpoint["qf1"])
+        qf2.load_state_dict(checkpoint["qf2"])
+        qf1_target.load_state_dict(checkpoint["qf1_target"])
+        qf2_target.load_state_dict(checkpoint["qf2_target"])
+        q_optimizer.load_state_dict(checkpoint["q_optimizer"])
+        actor_optimizer.load_state_dict(checkpoint["actor_optimizer"])
+        if args.autotune:
+            with torch.no_grad():
+                log_alpha.copy_(checkpoint["log_alpha"])
+            a_optimizer.load_state_dict(checkpoint["a_optimizer"])
+            alpha = log_alpha.detach().exp()[0]
+        rb = checkpoint["replay_buffer"]
+        rb.device = device
+        ckpt.restore_env(env, checkpoint["env"])
+        env.unwrapped.ale.restoreState(checkpoint["ale_state"])  # the emulator, which the env snapshot cannot pickle
+        ckpt.set_rng_state(checkpoint["rng"])
+        obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
+        start_time -= checkpoint["elapsed_time"]
+    else:
+        obs, _ = env.reset(seed=args.seed)
     # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        for global_step in range(args.total_timesteps):
+        for global_step in range(first_step, args.total_timesteps):
             if stop_signals:
                 raise KeyboardInterrupt
             # ALGO LOGIC: put action logic here
@@ -486,6 +541,20 @@ if __name__ == "__main__":
                     with torch.no_grad():
                         for target_param, param in zip(target_params, q_params):
                             target_param.lerp_(param, args.tau)
+
+            if args.checkpoint_frequency and (global_step + 1) % args.checkpoint_frequency == 0:
+                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+                ckpt.save(f"runs/{run_name}", global_step + 1, {
+                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                    "global_step": global_step, "elapsed_time": time.time() - start_time, "rng": ckpt.rng_state(),
+                    "actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict(),
+                    "qf1_target": qf1_target.state_dict(), "qf2_target": qf2_target.state_dict(),
+                    "q_optimizer": q_optimizer.state_dict(), "actor_optimizer": actor_optimizer.state_dict(),
+                    "log_alpha": log_alpha.detach() if args.autotune else None,
+                    "a_optimizer": a_optimizer.state_dict() if args.autotune else None,
+                    "replay_buffer": rb, "env": ckpt.env_state(env), "obs": obs,
+                    "ale_state": env.unwrapped.ale.cloneState(include_rng=True),
+                })  # fmt: skip
 
         if args.save_model:
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"

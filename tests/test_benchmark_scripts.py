@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.helpers import REPO, script_env
 
@@ -70,6 +71,28 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
     write_result(tmp_path / "ours__ppo_atari__BreakoutNoFrameskip-v4__300000__1.json", [7.0] * 20)
     write_result(tmp_path / "sb3__ppo_atari__BreakoutNoFrameskip-v4__300000__1.json", [10.0] * 20)
     assert "| 7.0× | **no** |" in bench.report(tmp_path)  # 7 >= 3 x random, but below 0.8 x 10
+
+
+def test_atari_run_with_checkpoints_goes_on_from_where_a_stopped_queue_left_it(tmp_path, monkeypatch):
+    from benchmark import atari_vs_sb3 as bench
+
+    commands = []
+    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kwargs: commands.append(command[2:]))
+    monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
+    monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
+    result = tmp_path / "ours__sac_atari__BeamRiderNoFrameskip-v4__200000__1.json"
+    workdir = result.with_suffix("")
+    bench.run_ours("sac_atari", ["--seed", "1"], result, checkpoint_every=10_000)
+    assert commands[-1] == ["--seed", "1", "--checkpoint-frequency", "10000"]  # a first run: checkpoints on
+
+    (workdir / "runs" / "killed_before_its_first_checkpoint").mkdir(parents=True)
+    stopped = workdir / "runs" / "stopped" / "checkpoints"
+    stopped.mkdir(parents=True)
+    (stopped / "checkpoint_30000.pt").write_bytes(b"")
+    bench.run_ours("sac_atari", ["--seed", "1"], result, checkpoint_every=10_000)
+    assert commands[-1] == ["--resume", str(Path("runs") / "stopped")]  # its own arguments come from the checkpoint
+    bench.run_ours("rainbow_atari", ["--seed", "1"], result)  # no checkpoints asked for: always a fresh run
+    assert commands[-1] == ["--seed", "1"]
 
 
 def test_random_policy_scores_whole_games_not_lives():
@@ -141,7 +164,7 @@ def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
 
 
 def test_jax_speed_leaves_the_compiling_interval_out():
-    from benchmark import jax_vs_torch as bench
+    from benchmark import benchlib as bench
 
     # logs every 100 steps at 0.1 s each (1000 steps/s), but the interval holding the first update
     # (step 1000, logged at step 1100) took 3.1 s: 3 s of compilation

@@ -58,3 +58,28 @@ def test_random_policy_scores_whole_games_not_lives():
     games = bench.random_policy_games("Breakout-v5", 2)
     assert len(games) == 2
     assert all(score >= 0 and score == int(score) and length > 100 for score, length in games)
+
+
+def test_report_bounds_the_speedup_by_the_share_of_time_in_the_games(tmp_path):
+    from benchmark import envpool_procgen as bench
+
+    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=240.0)
+    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
+    # ppo_atari.py: 5 ms a step, 1 ms of it in its games (1000 steps/s alone); envpool's games: 0.5 ms
+    write_result(tmp_path / "envonly__ppo_atari__1.json", [], sps=1000.0)
+    write_result(tmp_path / "envonly__ppo_atari_envpool__1.json", [], sps=2000.0)
+    table = bench.report(tmp_path)
+    assert "| ppo_atari (BreakoutNoFrameskip-v4) | 1000 | 1000 |" in table
+    assert "| ppo_atari_envpool (Breakout-v5) | 2000 | 2000 |" in table
+    assert table.endswith(
+        "The games take 20% of ppo_atari.py's time; with envpool's env cost it would run at 222 steps/s (1.11×), "
+        "and with games that cost nothing at 250 (1.25×)."
+    )
+
+
+@pytest.mark.parametrize("script", ["ppo_atari", "ppo_atari_envpool"])
+def test_env_only_rate_steps_each_files_own_pipeline(script):
+    pytest.importorskip("envpool")
+    from benchmark import envpool_procgen as bench
+
+    assert bench.env_only_rate(script, steps=8) > 0

@@ -69,6 +69,15 @@ KILL_CASES = {
         "300",
         1200,
     ),
+    # BeamRider: learning from step 100 on, a checkpoint (actor, twin critics, targets, three optimisers,
+    # log alpha, the 300-frame memory, so it wraps) every 200 steps; no game ends this early, the losses
+    # are what must match
+    "sac_atari.py": KillCase(
+        "sac_atari.py",
+        ("--total-timesteps", "700", "--learning-starts", "100", "--buffer-size", "300", "--target-network-frequency", "100"),
+        "200",
+        700,
+    ),
 }
 
 
@@ -132,7 +141,7 @@ def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_p
     printed = re.findall(r"^global_step=(\d+), episodic_return=(-?[\d.]+)$", resumed.stdout, flags=re.M)
     first_logged = step + 1 if case.frequency_unit == "iterations" else step
     assert [(int(s), float(r)) for s, r in printed] == [
-        (s, r) for s, r in expected["charts/episodic_return"] if s >= first_logged
+        (s, r) for s, r in expected.get("charts/episodic_return", []) if s >= first_logged
     ]
 
 

@@ -303,7 +303,7 @@ SCRIPTS["sac_atari.py"] = Script(
     tags=SAC_TAGS,
     determinism_args=(*SAC_ATARI_ARGS, "--total-timesteps", "400"),
     bad_input={
-        **ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **ATARI_BAD_INPUT,
         **REPLAY_BAD_INPUT,
         "zero update frequency": (("--update-frequency", "0"), "--update-frequency"),
     },
