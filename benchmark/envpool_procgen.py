@@ -233,12 +233,13 @@ def report(out: Path) -> str:
             "",
             f"ppo_atari_envpool / ppo_atari: {ratio:.2f}× (bar {SPEED_BAR:g}×: {'yes' if ratio >= SPEED_BAR else '**no**'})",
         ]
-    env_medians = {script: statistics.median(rates) for script in SPEED_RUNS if (rates := speeds(out, script, "envonly"))}
+    env_rates = {script: rates for script in SPEED_RUNS if (rates := speeds(out, script, "envonly"))}
+    env_medians = {script: statistics.median(rates) for script, rates in env_rates.items()}
     if len(env_medians) == 2:
         lines += ["", "| env pipeline alone (8 envs, random actions) | steps/s, median | rounds |", "|---|---|---|"]
-        for script, rate in env_medians.items():
-            rounds = ", ".join(f"{r:.0f}" for r in speeds(out, script, "envonly"))
-            lines.append(f"| {script} ({SPEED_RUNS[script]}) | {rate:.0f} | {rounds} |")
+        for script, rates in env_rates.items():
+            rounds = ", ".join(f"{r:.0f}" for r in rates)
+            lines.append(f"| {script} ({SPEED_RUNS[script]}) | {env_medians[script]:.0f} | {rounds} |")
         if "ppo_atari" in medians:
             lines += ["", amdahl_line(medians["ppo_atari"], env_medians["ppo_atari"], env_medians["ppo_atari_envpool"])]
     return "\n".join(lines)
