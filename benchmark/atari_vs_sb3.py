@@ -39,7 +39,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, last_mean, mean_std, newest_run_dir, one_thread_env, summarize_run  # noqa: E402
+from benchmark.benchlib import (  # noqa: E402
+    claim,
+    last_mean,
+    mean_std,
+    newest_run_dir,
+    one_thread_env,
+    resumable_args,
+    summarize_run,
+)
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30
@@ -129,19 +137,10 @@ def run_ours(script: str, args: list[str], result: Path, threads: int = 1, check
     workdir.mkdir(parents=True, exist_ok=True)
     env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     if checkpoint_every:
-        stopped = resumable_run(workdir)
-        args = ["--resume", str(stopped)] if stopped else [*args, "--checkpoint-frequency", str(checkpoint_every)]
+        args = resumable_args(workdir, args, checkpoint_every)
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
     subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     summarize_run(newest_run_dir(workdir), result, impl="ours", algo=script)
-
-
-def resumable_run(workdir: Path) -> Path | None:
-    """The run folder under `workdir` that holds a checkpoint (a run stopped before its end), if any."""
-    from cleanrl_utils import checkpoint as ckpt
-
-    runs = [run for run in sorted((workdir / "runs").glob("*")) if ckpt.checkpoints(run / ckpt.CHECKPOINT_DIR)]
-    return runs[-1].relative_to(workdir) if runs else None
 
 
 def run_multigpu(args: list[str], result: Path, processes: int = 2) -> None:

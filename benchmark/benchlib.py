@@ -42,6 +42,19 @@ def newest_run_dir(workdir: Path) -> Path:
     return max(candidates, key=lambda p: p.stat().st_mtime_ns)
 
 
+def resumable_args(workdir: Path, args: list[str], checkpoint_every: int) -> list[str]:
+    """A check's arguments for a run that writes checkpoints, or `--resume` for one stopped under `workdir`.
+
+    A resumed run takes its other arguments from its checkpoint.
+    """
+    from cleanrl_utils import checkpoint as ckpt
+
+    stopped = [run for run in sorted((workdir / "runs").glob("*")) if ckpt.checkpoints(run / ckpt.CHECKPOINT_DIR)]
+    if stopped:
+        return ["--resume", str(stopped[-1].relative_to(workdir))]
+    return [*args, "--checkpoint-frequency", str(checkpoint_every)]
+
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
 

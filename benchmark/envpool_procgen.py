@@ -9,6 +9,9 @@ The checks (1 seed each, 1M steps, far below the published 10M/25M: the point is
 that does not learn, not to reproduce the published scores): `ppo_atari_envpool.py` and
 `pqn_atari_envpool.py` on envpool's Breakout-v5, `ppo_procgen.py` on Procgen's starpilot (easy
 levels). Each passes when the mean of its last 20 games is at least 3 x the random policy's.
+ppo_procgen's 1M steps take ~6 h on one core, more than a working session: its run writes a
+checkpoint every 2 iterations, and `run` resumes a run it finds stopped (first delete the stopped
+queue's `.running` file). envpool cannot save its games, so the resumed run plays new ones.
 
 The random policy plays through the same envpool env and is scored by the same `EpisodeStatistics`
 class as the script it is compared with, so both sides count whole games (all lives) and raw scores.
@@ -35,7 +38,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, last_mean, newest_run_dir, one_thread_env, steady_rate, summarize_run  # noqa: E402
+from benchmark.benchlib import (  # noqa: E402
+    claim,
+    last_mean,
+    newest_run_dir,
+    one_thread_env,
+    resumable_args,
+    steady_rate,
+    summarize_run,
+)
 from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
 LAST_EPISODES = 20
@@ -51,6 +62,7 @@ class Check:
     total_timesteps: int = 1_000_000
     seeds: tuple[int, ...] = (1,)
     args: tuple[str, ...] = ()
+    checkpoint_every: int = 0  # iterations; a run longer than a working session goes on from its checkpoint
 
     def result_name(self, seed: int) -> str:
         return f"ours__{self.script}__{self.env_id}__{self.total_timesteps}__{seed}.json"
@@ -59,7 +71,8 @@ class Check:
 CHECKS = [
     Check("ppo_atari_envpool", "Breakout-v5"),
     Check("pqn_atari_envpool", "Breakout-v5"),
-    Check("ppo_procgen", "starpilot"),
+    # ~45 steps/s on one core: 1M steps take about 6 h, so the run is resumable (a checkpoint per 2 iterations, ~12 min)
+    Check("ppo_procgen", "starpilot", checkpoint_every=2),
 ]
 
 
@@ -106,9 +119,14 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def train(script: str, args: list[str], workdir: Path) -> Path:
-    """Run a script with one torch/XLA thread in `workdir`; its run folder."""
+def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0) -> Path:
+    """Run a script with one torch/XLA thread in `workdir`; its run folder.
+
+    With `checkpoint_every`, the run writes checkpoints, and a run stopped there before is resumed.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
+    if checkpoint_every:
+        args = resumable_args(workdir, args, checkpoint_every)
     env = one_thread_env() | {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
     subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -127,7 +145,7 @@ def run_queue(out: Path, only: list[str] | None) -> None:
                 continue
             print(f"run: {check.script} {check.env_id} seed {seed}", flush=True)
             budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps), "--seed", str(seed)]
-            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""))
+            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""), check.checkpoint_every)
             summarize_run(run_dir, result, impl="ours", algo=check.script, env_id=check.env_id)
 
 

@@ -41,6 +41,10 @@ class Args:
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """accepted for compatibility and ignored: envpool's Procgen games render no video here"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # Algorithm specific arguments
     env_id: str = "starpilot"
@@ -263,6 +267,19 @@ def compute_gae(rewards, values, next_value, terminations, ends, gamma, gae_lamb
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.checkpoint_frequency < 0:
+        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
+    checkpoint = None
+    if args.checkpoint_frequency or args.resume:
+        try:  # a resumed run goes on with the arguments it was started with
+            from cleanrl_utils import checkpoint as ckpt
+
+            checkpoint = ckpt.load(args.resume) if args.resume else None
+            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
+        except ImportError:
+            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
+        except ckpt.CheckpointError as e:
+            fail(str(e))
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
@@ -273,7 +290,7 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size
     if args.num_iterations == 0:
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
 
     # seeding
     random.seed(args.seed)
@@ -282,8 +299,11 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_env(args.env_id, args.distribution_mode, args.num_envs, args.seed)
+    # env setup (before any file is written, so bad input leaves nothing behind). envpool cannot save
+    # its games, so a resumed run starts new ones, with level seeds of its own: a run resumed at
+    # iteration k seeds its envs from seed + k x num_envs rather than replaying the run's first levels.
+    env_seed = args.seed + (checkpoint["iteration"] * args.num_envs if checkpoint else 0)
+    envs = make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed)
 
     if args.track:
         import wandb
@@ -295,8 +315,11 @@ if __name__ == "__main__":
             config=vars(args),
             name=run_name,
             save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
+            resume="allow" if checkpoint else None,
         )
-    writer = SummaryWriter(f"runs/{run_name}")
+    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
     writer.add_text(
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
@@ -317,15 +340,22 @@ if __name__ == "__main__":
     ends = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # it ended, by termination or time limit
     valid = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # False: the autoreset step, not learned from
 
-    global_step = 0
+    global_step, first_iteration = 0, 1
     start_time = time.time()
+    if checkpoint:  # the learner's state; the games and their episode counters start afresh
+        agent.load_state_dict(checkpoint["agent"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scale_rewards.mean, scale_rewards.var, scale_rewards.count = checkpoint["reward_scale"]
+        ckpt.set_rng_state(checkpoint["rng"])
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        start_time -= checkpoint["elapsed_time"]
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -431,6 +461,15 @@ if __name__ == "__main__":
             sps = int(global_step / (time.time() - start_time))
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+            if args.checkpoint_frequency and iteration % args.checkpoint_frequency == 0:
+                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+                ckpt.save(f"runs/{run_name}", global_step, {
+                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                    "iteration": iteration, "global_step": global_step, "elapsed_time": time.time() - start_time,
+                    "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "rng": ckpt.rng_state(),
+                    "reward_scale": (scale_rewards.mean, scale_rewards.var, scale_rewards.count),
+                })  # fmt: skip
     except KeyboardInterrupt:
         print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
         raise SystemExit(130) from None

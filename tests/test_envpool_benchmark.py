@@ -83,3 +83,27 @@ def test_env_only_rate_steps_each_files_own_pipeline(script):
     from benchmark import envpool_procgen as bench
 
     assert bench.env_only_rate(script, steps=8) > 0
+
+
+def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, monkeypatch):
+    """ppo_procgen's 1M steps outlast a working session: its run goes on from its checkpoint."""
+    from benchmark import envpool_procgen as bench
+
+    commands = []
+    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kwargs: commands.append(command[2:]))
+    monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
+    monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
+    bench.run_queue(tmp_path, ["ppo_procgen"])
+    assert commands == [
+        ["--env-id", "starpilot", "--total-timesteps", "1000000", "--seed", "1", "--checkpoint-frequency", "2"]
+    ]
+
+    # the queue was stopped after a checkpoint: remove its claim, as the module's docs say, and run again
+    result = tmp_path / "ours__ppo_procgen__starpilot__1000000__1.json"
+    result.with_suffix(".running").unlink()
+    (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints").mkdir(parents=True)
+    (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints" / "checkpoint_32768.pt").touch()
+    bench.run_queue(tmp_path, ["ppo_procgen"])
+    assert commands[-1] == ["--resume", "runs/starpilot__ppo_procgen__1__1"]
+    bench.run_queue(tmp_path, ["pqn_atari_envpool"])
+    assert "--checkpoint-frequency" not in commands[-1] and "--resume" not in commands[-1]  # not asked for: fresh

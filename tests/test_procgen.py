@@ -160,3 +160,46 @@ def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
         assert all(math.isfinite(v) and v >= 0 for _, v in scalars[tag])
     # the distillation keeps the policy close to the one the phase started from
     assert all(v < 0.05 for _, v in scalars["losses/aux/kl_loss"])
+
+
+def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path):
+    """envpool cannot save its games: a resumed ppo_procgen.py run restores the learner and plays new ones.
+
+    4 iterations of 4 envs x 64 steps, a checkpoint every 2; the run is resumed twice from its first
+    checkpoint (step 512), each time from a copy of the run folder.
+    """
+    import shutil
+
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.tensorboard_reader import read_scalars
+
+    args = ("--num-envs", "4", "--num-steps", "64", "--total-timesteps", "1024", "--num-minibatches", "2")
+    first = run_script("ppo_procgen.py", *args, "--update-epochs", "1", "--checkpoint-frequency", "2", cwd=tmp_path / "first")
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = [p.name for p in ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)]
+    assert saved == ["checkpoint_512.pt", "checkpoint_1024.pt"]
+
+    logs = []
+    for copy in ("a", "b"):
+        shutil.copytree(tmp_path / "first", tmp_path / copy)
+        run_dir = tmp_path / copy / "runs" / first.run_dir.name
+        resumed = run_script(
+            "ppo_procgen.py", "--resume", str(run_dir / "checkpoints" / "checkpoint_512.pt"), cwd=tmp_path / copy
+        )
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
+        # the optimiser went on from its state: 4 iterations x 1 epoch x 2 minibatches of Adam steps in all
+        state = torch.load(run_dir / "checkpoints" / "checkpoint_1024.pt", weights_only=False)
+        assert {float(param["step"]) for param in state["optimizer"]["state"].values()} == {8.0}
+    assert logs[0] == logs[1], "resuming the same checkpoint twice gives the same run"
+
+    before = {tag: [(s, v) for s, v in series if s <= 512] for tag, series in read_scalars(first.run_dir).items()}
+    resumed_logs = logs[0]
+    assert {tag: [(s, v) for s, v in series if s <= 512] for tag, series in resumed_logs.items()} == {
+        tag: series for tag, series in before.items() if tag != "charts/SPS"
+    }, "what was logged up to the checkpoint stays"
+    assert max(s for s, _ in resumed_logs["losses/value_loss"]) == 1024, "it trained to the end"
+    # Every episode that ends after the resume began with it: new games, not the checkpoint's half-played ones.
+    ends_after = [(s, length) for s, length in resumed_logs["charts/episodic_length"] if s > 512]
+    assert ends_after, "starpilot games end within 128 steps of a near-random policy"
+    assert all(length <= (s - 512) / 4 for s, length in ends_after), ends_after
