@@ -2,6 +2,7 @@
 
     python benchmark/envpool_procgen.py random                 # the random policy's whole-game score in each game
     python benchmark/envpool_procgen.py run                    # a queue of the learning runs (start one per core)
+    python benchmark/envpool_procgen.py run --threads 2        # one queue alone on the machine: 2 torch threads
     python benchmark/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
     python benchmark/envpool_procgen.py report                 # the Markdown tables for the docs
 
@@ -119,8 +120,8 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0) -> Path:
-    """Run a script with one torch/XLA thread in `workdir`; its run folder.
+def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0, threads: int = 1) -> Path:
+    """Run a script with `threads` torch threads (one XLA thread) in `workdir`; its run folder.
 
     With `checkpoint_every`, the run writes checkpoints, and a run stopped there before is resumed.
     """
@@ -128,13 +129,14 @@ def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0
     if checkpoint_every:
         args = resumable_args(workdir, args, checkpoint_every)
     env = one_thread_env() | {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
     subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     return newest_run_dir(workdir)
 
 
-def run_queue(out: Path, only: list[str] | None) -> None:
-    """Every learning run not done or taken by another queue yet."""
+def run_queue(out: Path, only: list[str] | None, threads: int = 1) -> None:
+    """Every learning run not done or taken by another queue yet (`threads`: torch threads per run)."""
     out.mkdir(parents=True, exist_ok=True)
     for check in CHECKS:
         if only and not {check.script, check.env_id} & set(only):
@@ -145,7 +147,7 @@ def run_queue(out: Path, only: list[str] | None) -> None:
                 continue
             print(f"run: {check.script} {check.env_id} seed {seed}", flush=True)
             budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps), "--seed", str(seed)]
-            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""), check.checkpoint_every)
+            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""), check.checkpoint_every, threads)
             summarize_run(run_dir, result, impl="ours", algo=check.script, env_id=check.env_id)
 
 
@@ -281,12 +283,13 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per env")
     parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "envpool_procgen")
+    parser.add_argument("--threads", type=int, default=1, help="run: torch threads per run (2 for one queue alone)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
     args = parser.parse_args()
     if args.command == "random":
         measure_random(args.out, args.games)
     elif args.command == "run":
-        run_queue(args.out, args.only)
+        run_queue(args.out, args.only, args.threads)
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
         run_env_only(args.out, args.rounds)

@@ -90,7 +90,13 @@ def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, 
     from benchmark import envpool_procgen as bench
 
     commands = []
-    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kwargs: commands.append(command[2:]))
+    threads = []
+
+    def run(command, env, **kwargs):
+        commands.append(command[2:])
+        threads.append(env["OMP_NUM_THREADS"])
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
     monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
     monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
     bench.run_queue(tmp_path, ["ppo_procgen"])
@@ -103,7 +109,8 @@ def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, 
     result.with_suffix(".running").unlink()
     (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints").mkdir(parents=True)
     (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints" / "checkpoint_32768.pt").touch()
-    bench.run_queue(tmp_path, ["ppo_procgen"])
+    bench.run_queue(tmp_path, ["ppo_procgen"], threads=2)  # alone on the machine now
     assert commands[-1] == ["--resume", "runs/starpilot__ppo_procgen__1__1"]
+    assert threads == ["1", "2"]
     bench.run_queue(tmp_path, ["pqn_atari_envpool"])
     assert "--checkpoint-frequency" not in commands[-1] and "--resume" not in commands[-1]  # not asked for: fresh
