@@ -810,24 +810,34 @@ def test_same_seed_same_returns_other_seed_differs(name, tmp_path):
 BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(SCRIPTS[name].bad_input)]
 
 
-@pytest.fixture
-def blocked_imports(tmp_path) -> Path:
-    """A folder that, first on PYTHONPATH, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
+@pytest.fixture(scope="module")
+def preloaded():
+    """Forks of a Python with torch imported, for the runs that stop before training (bad input, --help)."""
+    from tests.preloaded import PreloadedPython
+
+    server = PreloadedPython()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def blocked_imports(tmp_path_factory) -> Path:
+    """A folder that, first on the path, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
+    blocked = tmp_path_factory.mktemp("blocked")
     for package in ("Box2D", "mujoco", "cleanrl_utils", "ale_py"):
-        stub = tmp_path / "blocked" / package
-        stub.mkdir(parents=True)
-        (stub / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
-    return tmp_path / "blocked"
+        (blocked / package).mkdir()
+        (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
+    return blocked
 
 
 @pytest.mark.parametrize(("name", "case"), BAD_INPUT_CASES)
-def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports):
+def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports, preloaded):
     from tests.helpers import script_env
 
     args, expected = SCRIPTS[name].bad_input[case]
     env = script_env()
     env["PYTHONPATH"] = f"{blocked_imports}:{env['PYTHONPATH']}"
-    run = run_script(name, *args, cwd=tmp_path, env=env, timeout=120)
+    run = preloaded.run(name, *args, cwd=tmp_path, env=env, blocked=blocked_imports)
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, f"expected one line on stderr, got:\n{run.stderr}"
@@ -837,11 +847,13 @@ def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports):
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_help_and_underscore_flags(name, tmp_path):
-    helped = run_script(name, "--help", cwd=tmp_path, timeout=120)
+def test_help_and_underscore_flags(name, tmp_path, preloaded):
+    from tests.helpers import script_env
+
+    helped = preloaded.run(name, "--help", cwd=tmp_path, env=script_env())
     assert helped.returncode == 0 and "--env-id" in helped.stdout and "--total-timesteps" in helped.stdout
     # the reference's own scripts pass underscore spellings, and both must keep working
-    run = run_script(name, "--env_id", "NoSuchEnv-v0", cwd=tmp_path, timeout=120)
+    run = preloaded.run(name, "--env_id", "NoSuchEnv-v0", cwd=tmp_path, env=script_env())
     assert run.returncode != 0 and "NoSuchEnv" in run.stderr
 
 
