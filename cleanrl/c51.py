@@ -23,61 +23,61 @@ from torch.utils.tensorboard import SummaryWriter
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "CartPole-v1"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 500000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 2.5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 1
-    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    """environments stepped in parallel (this script runs exactly one, without a vector-env wrapper)"""
     n_atoms: int = 101
-    """the number of atoms"""
+    """atoms of the return distribution's support"""
     v_min: float = -100
-    """the return lower bound"""
+    """smallest return the distribution's support covers (v_min)"""
     v_max: float = 100
-    """the return upper bound"""
+    """largest return the distribution's support covers (v_max)"""
     buffer_size: int = 10000
-    """the replay memory buffer size"""
+    """replay memory capacity in transitions"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     target_network_frequency: int = 500
-    """the timesteps it takes to update the target network"""
+    """environment steps between target-network updates"""
     batch_size: int = 128
-    """the batch size of sample from the reply memory"""
+    """transitions per replay sample"""
     start_e: float = 1
-    """the starting epsilon for exploration"""
+    """ε of ε-greedy exploration at the start"""
     end_e: float = 0.05
-    """the ending epsilon for exploration"""
+    """ε of ε-greedy exploration once annealed"""
     exploration_fraction: float = 0.5
-    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    """share of the budget over which ε falls linearly from start-e to end-e"""
     learning_starts: int = 10000
-    """timestep to start learning"""
+    """environment steps collected before the first update"""
     train_frequency: int = 10
-    """the frequency of training"""
+    """environment steps between gradient updates"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -138,7 +138,7 @@ def make_checked_env(env_id, capture_video, run_name):
     return env
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class QNetwork(nn.Module):
     """Outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
 
@@ -219,7 +219,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -296,7 +296,7 @@ if __name__ == "__main__":
             else:
                 obs = next_obs
 
-            # ALGO LOGIC: training.
+            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     data = rb.sample(args.batch_size)

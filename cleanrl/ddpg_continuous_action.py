@@ -25,51 +25,51 @@ from torch.utils.tensorboard import SummaryWriter
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "Hopper-v4"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 1000000
-    """total timesteps of the experiments (environment steps, summed over the envs)"""
+    """training budget in environment steps, summed over the environments"""
     learning_rate: float = 3e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 1
-    """the number of parallel game environments (one gradient step per step of all of them)"""
+    """environments stepped in parallel (one gradient step per step of all of them)"""
     buffer_size: int = 1000000
-    """the replay memory buffer size"""
+    """replay memory capacity in transitions"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     tau: float = 0.005
-    """target smoothing coefficient"""
+    """soft-update rate τ of the target networks"""
     batch_size: int = 256
-    """the batch size of sample from the reply memory"""
+    """transitions per replay sample"""
     exploration_noise: float = 0.1
-    """the scale of exploration noise"""
+    """std of the Gaussian exploration noise, relative to the action half-range"""
     learning_starts: int = 25000
-    """timestep to start learning"""
+    """environment steps collected before the first update"""
     policy_frequency: int = 2
-    """the frequency of training policy (delayed)"""
+    """critic updates per actor (and target) update"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -137,7 +137,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     return envs
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 # (layer names as in the reference, so its saved models load into these classes)
 class QNetwork(nn.Module):
     def __init__(self, envs):
@@ -205,7 +205,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -298,7 +298,7 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations, infos)
             obs = next_obs
 
-            # ALGO LOGIC: training.
+            # learn
             if global_step > args.learning_starts:
                 num_updates += 1
                 data = rb.sample(args.batch_size)

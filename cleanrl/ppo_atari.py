@@ -36,25 +36,25 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
     checkpoint_frequency: int = 0
@@ -64,47 +64,47 @@ class Args:
 
     # Algorithm specific arguments
     env_id: str = "BreakoutNoFrameskip-v4"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 10000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 2.5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 8
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 128
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_lr: bool = True
-    """Toggle learning rate annealing for policy and value networks"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     gae_lambda: float = 0.95
-    """the lambda for the general advantage estimation"""
+    """λ of generalised advantage estimation"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 4
-    """the K epochs to update the policy"""
+    """passes over each rollout per update"""
     norm_adv: bool = True
-    """Toggles advantages normalization"""
+    """normalise the advantages within each minibatch"""
     clip_coef: float = 0.1
-    """the surrogate clipping coefficient"""
+    """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = True
-    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    """clip the value loss around the rollout's values, as PPO's reference implementation does"""
     ent_coef: float = 0.01
-    """coefficient of the entropy"""
+    """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
-    """coefficient of the value function"""
+    """weight of the value loss in the total loss"""
     max_grad_norm: float = 0.5
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -281,7 +281,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -390,7 +390,7 @@ if __name__ == "__main__":
                 advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
             returns_np = advantages + values_np
 
-            # flatten the batch
+            # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
             b_logprobs = logprobs.reshape(-1)
             b_actions = actions.reshape(-1)
@@ -398,7 +398,7 @@ if __name__ == "__main__":
             b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
             b_values = values.reshape(-1)
 
-            # Optimizing the policy and value network
+            # the update: epochs of shuffled minibatches
             clipfracs = []
             for _epoch in range(args.update_epochs):
                 b_inds = torch.randperm(args.batch_size, device=device)
@@ -410,7 +410,7 @@ if __name__ == "__main__":
                     ratio = logratio.exp()
 
                     with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        # two estimators of the KL to the rollout policy (http://joschu.net/blog/kl-approx.html)
                         old_approx_kl = (-logratio).mean()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
@@ -419,12 +419,12 @@ if __name__ == "__main__":
                     if args.norm_adv:
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
-                    # Policy loss
+                    # clipped surrogate objective
                     pg_loss1 = -mb_advantages * ratio
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-                    # Value loss
+                    # value loss
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                         v_clipped = b_values[mb_inds] + torch.clamp(

@@ -32,67 +32,67 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """no training videos (envpool's compiled steps render no frames); with --save-model, a video of the evaluation"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "Breakout-v5"
-    """the id of the environment (an envpool Atari id, e.g. Breakout-v5, Pong-v5)"""
+    """environment id (an envpool Atari id, e.g. Breakout-v5, Pong-v5)"""
     total_timesteps: int = 10000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 2.5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 8
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 128
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_lr: bool = True
-    """Toggle learning rate annealing for policy and value networks"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     gae_lambda: float = 0.95
-    """the lambda for the general advantage estimation"""
+    """λ of generalised advantage estimation"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 4
-    """the K epochs to update the policy"""
+    """passes over each rollout per update"""
     norm_adv: bool = True
-    """Toggles advantages normalization"""
+    """normalise the advantages within each minibatch"""
     clip_coef: float = 0.1
-    """the surrogate clipping coefficient"""
+    """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = False
     """Toggles whether or not to use a clipped loss for the value function (off: the published runs did not clip)"""
     ent_coef: float = 0.01
-    """coefficient of the entropy"""
+    """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
-    """coefficient of the value function"""
+    """weight of the value loss in the total loss"""
     max_grad_norm: float = 0.5
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 def fail(message: str):
@@ -155,7 +155,7 @@ def make_checked_envs(env_id, seed, num_envs):
         fail(f"cannot make env {env_id!r}: {e}")
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class Network(nn.Module):
     """The shared Nature-CNN torso on uint8 stacks of shape (batch, 4, 84, 84)."""
 
@@ -301,7 +301,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     key = jax.random.PRNGKey(args.seed)

@@ -26,19 +26,19 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """accepted for compatibility and ignored: envpool's Procgen games render no video here"""
     checkpoint_frequency: int = 0
@@ -52,45 +52,45 @@ class Args:
     distribution_mode: str = "easy"
     """the Procgen distribution mode of the levels (easy, hard; some games also extreme, memory, exploration)"""
     total_timesteps: int = 25000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 64
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 256
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_lr: bool = False
-    """Toggle learning rate annealing for policy and value networks"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.999
-    """the discount factor gamma (also that of the reward normalisation)"""
+    """discount factor γ (also that of the reward normalisation)"""
     gae_lambda: float = 0.95
-    """the lambda for the general advantage estimation"""
+    """λ of generalised advantage estimation"""
     num_minibatches: int = 8
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 3
-    """the K epochs to update the policy"""
+    """passes over each rollout per update"""
     norm_adv: bool = True
-    """Toggles advantages normalization"""
+    """normalise the advantages within each minibatch"""
     clip_coef: float = 0.2
-    """the surrogate clipping coefficient"""
+    """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = True
-    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    """clip the value loss around the rollout's values, as PPO's reference implementation does"""
     ent_coef: float = 0.01
-    """coefficient of the entropy"""
+    """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
-    """coefficient of the value function"""
+    """weight of the value loss in the total loss"""
     max_grad_norm: float = 0.5
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 def fail(message: str):
@@ -292,7 +292,7 @@ if __name__ == "__main__":
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
     run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -388,7 +388,7 @@ if __name__ == "__main__":
             advantages = compute_gae(rewards, values_np, next_value, terminations, ends, args.gamma, args.gae_lambda)
             returns_np = advantages + values_np
 
-            # flatten the batch, keeping only the real transitions (not the autoreset steps)
+            # one flat batch of the rollout, keeping only the real transitions (not the autoreset steps)
             b_valid = torch.as_tensor(np.flatnonzero(valid.reshape(-1)), device=device)
             b_obs = obs.reshape((-1,) + envs.observation_space.shape)
             b_logprobs = logprobs.reshape(-1)
@@ -397,7 +397,7 @@ if __name__ == "__main__":
             b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
             b_values = values.reshape(-1)
 
-            # Optimizing the policy and value network: num_minibatches minibatches of the real transitions
+            # the update: epochs of shuffled minibatches: num_minibatches minibatches of the real transitions
             clipfracs = []
             for _epoch in range(args.update_epochs):
                 b_inds = b_valid[torch.randperm(len(b_valid), device=device)]
@@ -407,7 +407,7 @@ if __name__ == "__main__":
                     ratio = logratio.exp()
 
                     with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        # two estimators of the KL to the rollout policy (http://joschu.net/blog/kl-approx.html)
                         old_approx_kl = (-logratio).mean()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
@@ -416,12 +416,12 @@ if __name__ == "__main__":
                     if args.norm_adv:
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
-                    # Policy loss
+                    # clipped surrogate objective
                     pg_loss1 = -mb_advantages * ratio
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-                    # Value loss
+                    # value loss
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                         v_clipped = b_values[mb_inds] + torch.clamp(

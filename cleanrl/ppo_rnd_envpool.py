@@ -22,57 +22,57 @@ from torch.utils.tensorboard import SummaryWriter
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """accepted like in the other scripts, but does nothing here: envpool renders no frames to record"""
 
     # Algorithm specific arguments
     env_id: str = "MontezumaRevenge-v5"
-    """the id of the environment (an Atari game of envpool)"""
+    """environment id (an Atari game of envpool)"""
     total_timesteps: int = 2000000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 1e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 128
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 128
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_lr: bool = True
-    """Toggle learning rate annealing for policy and value networks"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.999
-    """the discount factor gamma of the extrinsic rewards"""
+    """discount factor γ of the extrinsic rewards"""
     gae_lambda: float = 0.95
-    """the lambda for the general advantage estimation"""
+    """λ of generalised advantage estimation"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 4
-    """the K epochs to update the policy"""
+    """passes over each rollout per update"""
     norm_adv: bool = True
-    """Toggles advantages normalization"""
+    """normalise the advantages within each minibatch"""
     clip_coef: float = 0.1
-    """the surrogate clipping coefficient"""
+    """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = True
     """Toggles whether or not to use a clipped loss for the (extrinsic) value function, as per the paper."""
     ent_coef: float = 0.001
-    """coefficient of the entropy"""
+    """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
-    """coefficient of the value function"""
+    """weight of the value loss in the total loss"""
     max_grad_norm: float = 0.5
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
     # RND arguments
     update_proportion: float = 0.25
@@ -82,17 +82,17 @@ class Args:
     ext_coef: float = 2.0
     """coefficient of the extrinsic advantages"""
     int_gamma: float = 0.99
-    """the discount factor gamma of the intrinsic rewards"""
+    """discount factor γ of the intrinsic rewards"""
     num_iterations_obs_norm_init: int = 50
     """the number of rollouts (num-steps each) of random play that initialise the observation normaliser"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 def fail(message: str):
@@ -354,7 +354,7 @@ if __name__ == "__main__":
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -476,7 +476,7 @@ if __name__ == "__main__":
             frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
             frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
 
-            # flatten the batch
+            # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + obs_shape)
             b_next_frames = next_frames.reshape((-1,) + frame_shape)
             b_logprobs = logprobs.reshape(-1)
@@ -505,7 +505,7 @@ if __name__ == "__main__":
                     ratio = logratio.exp()
 
                     with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        # two estimators of the KL to the rollout policy (http://joschu.net/blog/kl-approx.html)
                         old_approx_kl = masked_mean(-logratio, mb_valid)
                         approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
 
@@ -515,12 +515,12 @@ if __name__ == "__main__":
                         adv_std = masked_mean((mb_advantages - adv_mean) ** 2, mb_valid).sqrt()
                         mb_advantages = (mb_advantages - adv_mean) / (adv_std + 1e-8)
 
-                    # Policy loss, on the steps whose action the env carried out
+                    # clipped surrogate objective, on the steps whose action the env carried out
                     pg_loss1 = -mb_advantages * ratio
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_valid)
 
-                    # Value losses: the extrinsic one (clipped) where an episode goes on, the intrinsic one everywhere
+                    # value losses: the extrinsic one (clipped) where an episode goes on, the intrinsic one everywhere
                     mb_ext_returns = b_ext_returns[mb_inds]
                     if args.clip_vloss:
                         ext_v_loss_unclipped = (new_ext_values - mb_ext_returns) ** 2

@@ -24,65 +24,65 @@ from torch.utils.tensorboard import SummaryWriter
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "CartPole-v1"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 500000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 2.5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 4
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 128
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 4
-    """the K epochs to update the Q-network"""
+    """passes over each rollout per update"""
     anneal_lr: bool = True
-    """Toggle learning rate annealing"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     start_e: float = 1
-    """the starting epsilon for exploration"""
+    """ε of ε-greedy exploration at the start"""
     end_e: float = 0.05
-    """the ending epsilon for exploration"""
+    """ε of ε-greedy exploration once annealed"""
     exploration_fraction: float = 0.5
-    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    """share of the budget over which ε falls linearly from start-e to end-e"""
     max_grad_norm: float = 10.0
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     q_lambda: float = 0.65
-    """the lambda for the Q-Learning algorithm"""
+    """λ of the Q(λ) returns"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -152,7 +152,7 @@ def layer_init(layer, std=2**0.5, bias_const=0.0):
     return layer
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -224,7 +224,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -315,7 +315,7 @@ if __name__ == "__main__":
             # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             returns = q_lambda_returns(rewards, dones, values, next_value, args.gamma, args.q_lambda)
 
-            # flatten the batch
+            # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
             b_actions = actions.reshape(-1)
             b_returns = torch.as_tensor(returns.reshape(-1), device=device)

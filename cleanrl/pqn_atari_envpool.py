@@ -28,59 +28,59 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """accepted for a common command line, but does nothing: envpool renders no frames to record"""
 
     # Algorithm specific arguments
     env_id: str = "Breakout-v5"
-    """the id of the environment (an envpool Atari id, e.g. Breakout-v5)"""
+    """environment id (an envpool Atari id, e.g. Breakout-v5)"""
     total_timesteps: int = 10000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 2.5e-4
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 8
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 128
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_lr: bool = True
-    """Toggle learning rate annealing"""
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 4
-    """the K epochs to update the Q-network"""
+    """passes over each rollout per update"""
     max_grad_norm: float = 10.0
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     start_e: float = 1
-    """the starting epsilon for exploration"""
+    """ε of ε-greedy exploration at the start"""
     end_e: float = 0.01
-    """the ending epsilon for exploration"""
+    """ε of ε-greedy exploration once annealed"""
     exploration_fraction: float = 0.10
-    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    """share of the budget over which ε falls linearly from start-e to end-e"""
     q_lambda: float = 0.65
-    """the lambda for the Q-Learning algorithm"""
+    """λ of the Q(λ) returns"""
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 def fail(message: str):
@@ -153,7 +153,7 @@ def layer_init(layer, std=2**0.5, bias_const=0.0):
     return layer
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -219,7 +219,7 @@ if __name__ == "__main__":
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -310,7 +310,7 @@ if __name__ == "__main__":
                 rewards, terminations, truncations, values.cpu().numpy(), next_value, args.gamma, args.q_lambda
             )
 
-            # flatten the batch
+            # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
             b_actions = actions.reshape(-1)
             b_returns = torch.as_tensor(returns.reshape(-1), device=device)

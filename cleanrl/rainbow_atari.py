@@ -40,47 +40,47 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
 
     # Algorithm specific arguments
     env_id: str = "BreakoutNoFrameskip-v4"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 10000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     learning_rate: float = 0.0000625
-    """the learning rate of the optimizer"""
+    """optimiser step size"""
     num_envs: int = 1
-    """the number of parallel game environments (this script runs one, without a vector-env wrapper)"""
+    """environments stepped in parallel (this script runs exactly one, without a vector-env wrapper)"""
     buffer_size: int = 1000000
-    """the replay memory buffer size"""
+    """replay memory capacity in transitions"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     tau: float = 1.0
-    """the target network update rate (1.0 copies the weights)"""
+    """soft-update rate τ of the target network (1.0 copies the weights)"""
     target_network_frequency: int = 8000
-    """the timesteps it takes to update the target network"""
+    """environment steps between target-network updates"""
     batch_size: int = 32
-    """the batch size of sample from the reply memory"""
+    """transitions per replay sample"""
     start_e: float = 1
     """not used: the noisy layers explore (kept for command-line compatibility)"""
     end_e: float = 0.01
@@ -88,9 +88,9 @@ class Args:
     exploration_fraction: float = 0.10
     """not used: the noisy layers explore (kept for command-line compatibility)"""
     learning_starts: int = 80000
-    """timestep to start learning"""
+    """environment steps collected before the first update"""
     train_frequency: int = 4
-    """the frequency of training (and of new noise for the online network)"""
+    """environment steps between gradient updates (and of new noise for the online network)"""
     n_step: int = 3
     """the number of steps of the n-step returns"""
     prioritized_replay_alpha: float = 0.5
@@ -100,11 +100,11 @@ class Args:
     prioritized_replay_eps: float = 1e-6
     """the constant added to every priority"""
     n_atoms: int = 51
-    """the number of atoms"""
+    """atoms of the return distribution's support"""
     v_min: float = -10
-    """the return lower bound"""
+    """smallest return the distribution's support covers (v_min)"""
     v_max: float = 10
-    """the return upper bound"""
+    """largest return the distribution's support covers (v_max)"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -182,7 +182,7 @@ def make_checked_env(env_id, capture_video, run_name):
         fail(f"cannot make env {env_id!r}: {e}")
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class NoisyLinear(nn.Module):
     """Linear layer with weights mu + sigma * epsilon, epsilon factorised Gaussian noise (Fortunato et al., 2018).
 
@@ -443,7 +443,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -512,7 +512,7 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # ALGO LOGIC: training.
+            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     # the importance-sampling correction grows to full (beta = 1) by the end of training

@@ -39,25 +39,25 @@ except ImportError:
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
     checkpoint_frequency: int = 0
@@ -67,33 +67,33 @@ class Args:
 
     # Algorithm specific arguments
     env_id: str = "BeamRiderNoFrameskip-v4"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 5000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     buffer_size: int = 1000000
-    """the replay memory buffer size"""
+    """replay memory capacity in transitions"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     tau: float = 1.0
-    """target smoothing coefficient (1.0 copies the weights)"""
+    """soft-update rate τ of the target networks (1.0 copies the weights)"""
     batch_size: int = 64
-    """the batch size of sample from the reply memory"""
+    """transitions per replay sample"""
     learning_starts: int = 20000
-    """timestep to start learning (uniformly random actions until then)"""
+    """environment steps collected before the first update (uniformly random actions until then)"""
     policy_lr: float = 3e-4
-    """the learning rate of the policy network optimizer"""
+    """actor's optimiser step size"""
     q_lr: float = 3e-4
-    """the learning rate of the Q network optimizer (and of the entropy temperature's)"""
+    """critics' optimiser step size (the entropy temperature's too)"""
     update_frequency: int = 4
     """the number of environment steps between two updates of the networks"""
     target_network_frequency: int = 8000
-    """the frequency of updates for the target networks"""
+    """environment steps between target-network updates"""
     alpha: float = 0.2
-    """entropy regularization coefficient (used as is without --autotune)"""
+    """entropy temperature α (used as is without --autotune)"""
     autotune: bool = True
-    """automatic tuning of the entropy coefficient"""
+    """learn the entropy temperature α towards a target entropy"""
     target_entropy_scale: float = 0.89
-    """coefficient for scaling the autotune entropy target: scale * log(number of actions)"""
+    """target entropy of the autotuned temperature, as a share of the uniform policy's: scale × ln(number of actions)"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -173,7 +173,7 @@ def make_checked_env(env_id, capture_video, run_name):
         fail(f"cannot make env {env_id!r}: {e}")
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 def layer_init(layer):
     nn.init.kaiming_normal_(layer.weight)
     nn.init.constant_(layer.bias, 0.0)
@@ -373,7 +373,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -414,7 +414,7 @@ if __name__ == "__main__":
     qf2_target.load_state_dict(qf2.state_dict())
     q_params = list(qf1.parameters()) + list(qf2.parameters())
     target_params = list(qf1_target.parameters()) + list(qf2_target.parameters())
-    # TRY NOT TO MODIFY: eps=1e-4 increases numerical stability
+    # Adam with eps 1e-4 for all three optimisers (critics, actor, temperature), the published setting
     q_optimizer = optim.Adam(q_params, lr=args.q_lr, eps=1e-4)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, eps=1e-4)
 
@@ -461,7 +461,7 @@ if __name__ == "__main__":
         for global_step in range(first_step, args.total_timesteps):
             if stop_signals:
                 raise KeyboardInterrupt
-            # ALGO LOGIC: put action logic here
+            # act: uniformly random until learning starts, then from the policy
             if global_step < args.learning_starts:
                 action = env.action_space.sample()
             else:
@@ -481,7 +481,7 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # ALGO LOGIC: training.
+            # learn
             if global_step > args.learning_starts:
                 if global_step % args.update_frequency == 0:
                     data = rb.sample(args.batch_size)

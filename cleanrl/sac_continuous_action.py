@@ -26,25 +26,25 @@ from torch.utils.tensorboard import SummaryWriter
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model into the `runs/{run_name}` folder, then evaluate it"""
+    """save the model into the `runs/{run_name}` folder, then evaluate it"""
     upload_model: bool = False
-    """whether to upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
     checkpoint_frequency: int = 0
@@ -54,33 +54,33 @@ class Args:
 
     # Algorithm specific arguments
     env_id: str = "Hopper-v4"
-    """the environment id of the task"""
+    """environment id of the task"""
     total_timesteps: int = 1000000
-    """total timesteps of the experiments (environment steps, summed over the envs)"""
+    """training budget in environment steps, summed over the environments"""
     num_envs: int = 1
-    """the number of parallel game environments (each loop iteration steps all of them, then makes one update)"""
+    """environments stepped in parallel (each loop iteration steps all of them, then makes one update)"""
     buffer_size: int = int(1e6)
-    """the replay memory buffer size"""
+    """replay memory capacity in transitions"""
     gamma: float = 0.99
-    """the discount factor gamma"""
+    """discount factor γ"""
     tau: float = 0.005
-    """target smoothing coefficient"""
+    """soft-update rate τ of the target networks"""
     batch_size: int = 256
-    """the batch size of sample from the reply memory"""
+    """transitions per replay sample"""
     learning_starts: int = 5000
-    """timestep to start learning (random actions until then)"""
+    """environment steps collected before the first update (random actions until then)"""
     policy_lr: float = 3e-4
-    """the learning rate of the policy network optimizer"""
+    """actor's optimiser step size"""
     q_lr: float = 1e-3
-    """the learning rate of the Q network optimizer (and of the entropy temperature's)"""
+    """critics' optimiser step size (the entropy temperature's too)"""
     policy_frequency: int = 2
-    """the frequency of training policy (delayed): every N updates the actor (and alpha) get N steps"""
+    """critic updates per actor update: every N updates the actor (and alpha) get N steps"""
     target_network_frequency: int = 1
-    """the frequency of updates for the target networks"""
+    """environment steps between target-network updates"""
     alpha: float = 0.2
-    """entropy regularization coefficient (when not autotuned)"""
+    """entropy temperature α (when not autotuned)"""
     autotune: bool = True
-    """automatic tuning of the entropy coefficient"""
+    """learn the entropy temperature α towards a target entropy"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
@@ -151,7 +151,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     return envs
 
 
-# ALGO LOGIC: initialize agent here:
+# the networks
 class SoftQNetwork(nn.Module):
     def __init__(self, env):
         super().__init__()
@@ -250,7 +250,7 @@ if __name__ == "__main__":
         except UploadError as e:
             fail(str(e))
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -344,7 +344,7 @@ if __name__ == "__main__":
             if stop_signals:
                 raise KeyboardInterrupt
             global_step = iteration * args.num_envs  # environment steps taken before this one
-            # ALGO LOGIC: put action logic here
+            # act: uniformly random until learning starts, then from the policy
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
             else:
@@ -373,7 +373,7 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations, [])
             obs = next_obs
 
-            # ALGO LOGIC: training.
+            # learn
             if global_step > args.learning_starts:
                 data = rb.sample(args.batch_size)
                 with torch.no_grad():

@@ -31,7 +31,7 @@ class Args:
     seed: int = 0
     """seed of the env's reset"""
     cuda: bool = True
-    """use CUDA when it is available"""
+    """use a CUDA GPU when one is available"""
 
 
 def fail(message: str):

@@ -35,69 +35,69 @@ MEMORY_GYM_IDS = ("MortarMayhem", "MysteryPath", "SearingSpotlights", "Endless-"
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """experiment name, part of the run name (defaults to the file's name)"""
     seed: int = 1
-    """seed of the experiment"""
+    """random seed for Python, NumPy, the framework and the environments"""
     torch_deterministic: bool = True
-    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    """make cuDNN pick deterministic kernels (`torch.backends.cudnn.deterministic`)"""
     cuda: bool = True
-    """if toggled, cuda will be enabled by default"""
+    """use a CUDA GPU when one is available"""
     track: bool = False
-    """if toggled, this experiment will be tracked with Weights and Biases"""
+    """log the run to Weights & Biases as well as TensorBoard"""
     wandb_project_name: str = "cleanRL"
-    """the wandb's project name"""
+    """Weights & Biases project the run is logged to"""
     wandb_entity: str | None = None
-    """the entity (team) of wandb's project"""
+    """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
-    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
-    """whether to save the model (weights and the arguments that rebuild it) into `runs/{run_name}`, then evaluate it"""
+    """save the model (weights and the arguments that rebuild it) into `runs/{run_name}`, then evaluate it"""
 
     # Algorithm specific arguments
     env_id: str = "MortarMayhem-Grid-v0"
-    """the id of the environment"""
+    """Gymnasium id of the environment to train on"""
     total_timesteps: int = 200000000
-    """total timesteps of the experiments"""
+    """training budget in environment steps"""
     init_lr: float = 2.75e-4
-    """the initial learning rate of the optimizer"""
+    """optimiser step size at the start"""
     final_lr: float = 1.0e-5
     """the learning rate once annealing is over"""
     num_envs: int = 32
-    """the number of parallel game environments"""
+    """environments stepped in parallel"""
     num_steps: int = 512
-    """the number of steps to run in each environment per policy rollout"""
+    """steps each environment takes per rollout"""
     anneal_steps: int = 32 * 512 * 10000
     """the number of environment steps over which the learning rate and entropy coefficient decay linearly"""
     gamma: float = 0.995
-    """the discount factor gamma"""
+    """discount factor γ"""
     gae_lambda: float = 0.95
-    """the lambda for the general advantage estimation"""
+    """λ of generalised advantage estimation"""
     num_minibatches: int = 8
-    """the number of mini-batches"""
+    """minibatches each epoch splits the rollout into"""
     update_epochs: int = 3
-    """the K epochs to update the policy"""
+    """passes over each rollout per update"""
     norm_adv: bool = False
-    """Toggles advantages normalization"""
+    """normalise the advantages within each minibatch"""
     clip_coef: float = 0.1
-    """the surrogate clipping coefficient"""
+    """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = True
-    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    """clip the value loss around the rollout's values, as PPO's reference implementation does"""
     init_ent_coef: float = 0.0001
     """the initial coefficient of the entropy bonus"""
     final_ent_coef: float = 0.000001
     """the coefficient of the entropy bonus once annealing is over"""
     vf_coef: float = 0.5
-    """coefficient of the value function"""
+    """weight of the value loss in the total loss"""
     max_grad_norm: float = 0.25
-    """the maximum norm for the gradient clipping"""
+    """global gradient norm above which gradients are scaled down"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
     # Transformer-XL specific arguments
     trxl_num_layers: int = 3
     """the number of transformer layers"""
     trxl_num_heads: int = 4
-    """the number of heads used in multi-head attention"""
+    """attention heads per transformer layer"""
     trxl_dim: int = 384
     """the dimension of the transformer (embedding and hidden states)"""
     trxl_memory_length: int = 119
@@ -109,11 +109,11 @@ class Args:
 
     # to be filled in runtime
     batch_size: int = 0
-    """the batch size (computed in runtime)"""
+    """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
-    """the mini-batch size (computed in runtime)"""
+    """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
-    """the number of iterations (computed in runtime)"""
+    """rollout-and-update iterations (set from the budget at start-up)"""
 
 
 class ProofofMemoryEnv(gym.Env):
@@ -430,7 +430,7 @@ if __name__ == "__main__":
         except ImportError:
             fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
 
-    # seeding
+    # seeds
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -549,13 +549,13 @@ if __name__ == "__main__":
                     advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
                 returns = advantages + values
 
-            # flatten the batch
+            # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + obs_space.shape)
             b_logprobs, b_actions = logprobs.reshape(-1), actions.reshape(-1, len(agent.action_dims))
             b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
             b_episode_ids, b_episode_steps = episode_ids.reshape(-1), episode_steps.reshape(-1)
 
-            # Optimizing the policy and value network: each sample attends to the hidden states cached in the rollout
+            # the update: epochs of shuffled minibatches: each sample attends to the hidden states cached in the rollout
             stats = {key: [] for key in ("policy_loss", "value_loss", "entropy", "reconstruction_loss", "loss")}
             clipfracs = []
             for _epoch in range(args.update_epochs):
@@ -571,7 +571,7 @@ if __name__ == "__main__":
                     ratio = logratio.exp()
 
                     with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        # two estimators of the KL to the rollout policy (http://joschu.net/blog/kl-approx.html)
                         old_approx_kl = (-logratio).mean()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
@@ -580,12 +580,12 @@ if __name__ == "__main__":
                     if args.norm_adv:
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
-                    # Policy loss
+                    # clipped surrogate objective
                     pg_loss1 = -mb_advantages * ratio
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-                    # Value loss (no 0.5 factor: vf_coef alone weighs it)
+                    # value loss (no 0.5 factor: vf_coef alone weighs it)
                     v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                     if args.clip_vloss:
                         v_clipped = b_values[mb_inds] + torch.clamp(
