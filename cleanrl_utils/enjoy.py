@@ -33,7 +33,7 @@ class Args:
     exp_name: str
     """the algorithm file whose model to play (its name without .py: ppo, dqn, c51, pqn...)"""
     env_id: str = "CartPole-v1"
-    """the id of the environment"""
+    """Gymnasium id of the environment the model was trained on"""
     seed: int = 1
     """the training seed in the Hub repo name; it also seeds the evaluation"""
     hf_entity: str = "cleanrl"
