@@ -47,3 +47,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
     if ungrouped:
         raise pytest.UsageError(f"xdist did not group {ungrouped[0]}: this pytest/pytest-xdist pair cannot --dist loadgroup")
+
+
+@pytest.fixture(scope="session")
+def preloaded():
+    """Forks of a Python with torch imported (tests/preloaded.py), for runs that stop before training; one per worker."""
+    from tests.preloaded import PreloadedPython
+
+    server = PreloadedPython()
+    yield server
+    server.close()

@@ -3,14 +3,6 @@
 import pytest
 
 from tests.helpers import run_script, script_env
-from tests.preloaded import PreloadedPython
-
-
-@pytest.fixture(scope="module")
-def preloaded():
-    server = PreloadedPython()
-    yield server
-    server.close()
 
 
 @pytest.fixture(scope="module")

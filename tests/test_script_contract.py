@@ -811,16 +811,6 @@ BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(S
 
 
 @pytest.fixture(scope="module")
-def preloaded():
-    """Forks of a Python with torch imported, for the runs that stop before training (bad input, --help)."""
-    from tests.preloaded import PreloadedPython
-
-    server = PreloadedPython()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
 def blocked_imports(tmp_path_factory) -> Path:
     """A folder that, first on the path, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
     blocked = tmp_path_factory.mktemp("blocked")
