@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,13 @@ def preloaded():
     server = PreloadedPython()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def blocked_imports(tmp_path_factory) -> Path:
+    """A folder that, first on the path, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
+    blocked = tmp_path_factory.mktemp("blocked")
+    for package in ("Box2D", "mujoco", "cleanrl_utils", "ale_py"):
+        (blocked / package).mkdir()
+        (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
+    return blocked

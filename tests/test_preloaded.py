@@ -4,16 +4,6 @@ import pytest
 
 from tests.helpers import run_script, script_env
 
-
-@pytest.fixture(scope="module")
-def blocked(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("blocked")
-    for package in ("ale_py", "cleanrl_utils"):
-        (folder / package).mkdir()
-        (folder / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
-    return folder
-
-
 CASES = {
     "help": ("ppo.py", ("--help",), False),
     "argument parser error (several lines)": ("dqn.py", ("--no-such-flag", "1"), False),
@@ -25,13 +15,13 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_fork_ends_like_a_fresh_interpreter(case, preloaded, blocked, tmp_path):
+def test_fork_ends_like_a_fresh_interpreter(case, preloaded, blocked_imports, tmp_path):
     script, args, block = CASES[case]
     env = script_env()
     if block:
-        env["PYTHONPATH"] = f"{blocked}:{env['PYTHONPATH']}"
+        env["PYTHONPATH"] = f"{blocked_imports}:{env['PYTHONPATH']}"
     fresh = run_script(script, *args, cwd=tmp_path / "fresh", env=env, timeout=120)
-    forked = preloaded.run(script, *args, cwd=tmp_path / "forked", env=env, blocked=blocked if block else None)
+    forked = preloaded.run(script, *args, cwd=tmp_path / "forked", env=env, blocked=blocked_imports if block else None)
     assert forked.returncode == fresh.returncode
     if case == "finished run":  # the run's name has its start time in it, and its speed varies
         assert fresh.returncode == 0 and len(forked.run_dirs) == 1 and forked.scalars().keys() == fresh.scalars().keys()

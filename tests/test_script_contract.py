@@ -810,16 +810,6 @@ def test_same_seed_same_returns_other_seed_differs(name, tmp_path):
 BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(SCRIPTS[name].bad_input)]
 
 
-@pytest.fixture(scope="module")
-def blocked_imports(tmp_path_factory) -> Path:
-    """A folder that, first on the path, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
-    blocked = tmp_path_factory.mktemp("blocked")
-    for package in ("Box2D", "mujoco", "cleanrl_utils", "ale_py"):
-        (blocked / package).mkdir()
-        (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
-    return blocked
-
-
 @pytest.mark.parametrize(("name", "case"), BAD_INPUT_CASES)
 def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports, preloaded):
     from tests.helpers import script_env
