@@ -18,6 +18,19 @@ def one_thread_env() -> dict[str, str]:
     return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUJOCO_GL": "egl"}
 
 
+# glibc hands every allocation above 32 MiB straight back to the kernel, so a CNN whose minibatch
+# activations are hundreds of MiB (ppo_procgen: 2048 frames) page-faults them in again on each pass:
+# on 2 cores half its update time was system time. Raising the thresholds keeps that memory in the
+# heap; measured: the ppo_procgen update ran 2x faster, the same arithmetic.
+KEEP_LARGE_ALLOCATIONS = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184"
+
+
+def keep_large_allocations(env: dict[str, str]) -> dict[str, str]:
+    """`env` with glibc told to reuse large freed blocks instead of returning them to the kernel."""
+    tunables = ":".join(filter(None, [env.get("GLIBC_TUNABLES", ""), KEEP_LARGE_ALLOCATIONS]))
+    return env | {"GLIBC_TUNABLES": tunables}
+
+
 def claim(result: Path) -> bool:
     """Take the run that writes `result` for this queue (False: it is done or another queue has it)."""
     if result.exists():
