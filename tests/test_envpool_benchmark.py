@@ -1,6 +1,8 @@
 """benchmark/envpool_procgen.py: its report applies the bars to hand-made results (no benchmark is run here)."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -95,6 +97,7 @@ def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, 
     def run(command, env, **kwargs):
         commands.append(command[2:])
         threads.append(env["OMP_NUM_THREADS"])
+        assert "glibc.malloc.mmap_threshold=4294967296" in env["GLIBC_TUNABLES"]
 
     monkeypatch.setattr(bench.subprocess, "run", run)
     monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
@@ -114,3 +117,30 @@ def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, 
     assert threads == ["1", "2"]
     bench.run_queue(tmp_path, ["pqn_atari_envpool"])
     assert "--checkpoint-frequency" not in commands[-1] and "--resume" not in commands[-1]  # not asked for: fresh
+
+
+FREE_100_MB = """
+import os, numpy as np
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+block = np.ones(100 * 2**20 // 8)
+before = rss()
+del block
+print((before - rss()) / 2**20)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
+def test_keep_large_allocations_keeps_freed_blocks_in_the_heap():
+    from benchmark.benchlib import keep_large_allocations
+
+    def returned_mb(env):
+        return float(
+            subprocess.run([sys.executable, "-c", FREE_100_MB], env=env, capture_output=True, text=True, check=True).stdout
+        )
+
+    plain = {"PATH": "/usr/bin:/bin"}
+    assert returned_mb(plain) > 90  # glibc gives a freed 100 MB block straight back to the kernel
+    assert returned_mb(keep_large_allocations(plain)) < 10  # kept for the next minibatch
+    earlier = keep_large_allocations({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})["GLIBC_TUNABLES"]
+    assert earlier.startswith("glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=")  # a user's own tunables stay

@@ -108,6 +108,23 @@ def test_reward_scaler_divides_by_the_std_of_discounted_returns(module):
     np.testing.assert_array_equal(scaled, [10.0, 10.0])
 
 
+def test_channels_last_agent_computes_what_a_channel_first_copy_does(module):
+    """The speed layout changes no number that matters, and its saved weights load into a plain agent."""
+    torch.manual_seed(0)
+    fast = module.Agent(SimpleNamespace(action_space=SimpleNamespace(n=15))).to(memory_format=torch.channels_last)
+    plain = module.Agent(SimpleNamespace(action_space=SimpleNamespace(n=15)))
+    plain.load_state_dict(fast.state_dict())
+    assert fast.network[0][0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert plain.network[0][0].weight.is_contiguous()
+    frames = torch.randint(0, 256, (6, 3, 64, 64), dtype=torch.uint8)
+    actions = torch.arange(6)
+    hidden = plain.network(frames / 255.0)  # the reference computation, channel-first throughout
+    logp = plain.actor(hidden).log_softmax(-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    logprob, _, value = fast.evaluate_actions(frames, actions)
+    torch.testing.assert_close(logprob, logp, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(value, plain.critic(hidden).squeeze(-1), rtol=1e-5, atol=1e-5)
+
+
 def ppg_agent():
     from cleanrl.ppg_procgen import Agent
 
