@@ -254,6 +254,7 @@ if __name__ == "__main__":
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{name}|{value}|" for name, value in vars(args).items()),
     )
+    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     space = envs.single_action_space
     actor = Actor(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))

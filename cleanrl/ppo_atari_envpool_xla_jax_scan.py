@@ -327,6 +327,7 @@ if __name__ == "__main__":
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
+    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     next_obs, _ = envs.reset()
     agent = Agent(action_dim=envs.action_space.n)

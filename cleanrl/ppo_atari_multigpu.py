@@ -351,6 +351,7 @@ if __name__ == "__main__":
             "hyperparameters",
             "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
         )
+        writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     # rollout storage of this rank: frames stay uint8 (4x smaller than floats) until the network divides them by 255
     obs_shape = envs.single_observation_space.shape

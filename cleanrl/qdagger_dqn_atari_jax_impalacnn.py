@@ -491,6 +491,7 @@ if __name__ == "__main__":
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
+    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     q_network = QNetwork(action_dim=env.action_space.n)
     q_params = q_network.init(q_key, env.observation_space.sample()[None])

@@ -46,6 +46,7 @@ class Run:
     group: str  # the --split-by-dir label; "" when all runs are pooled
     scalars: dict[str, Series]
     runtime_minutes: float | None
+    tags: tuple[str, ...] = ()  # WANDB_TAGS of the run (the runner's --auto-tag sets them), as the script logged them
 
     @property
     def column(self) -> str:
@@ -54,6 +55,16 @@ class Run:
 
 def column_label(exp_name: str, group: str) -> str:
     return f"{exp_name} ({group})" if group else exp_name
+
+
+def by_column(run: Run) -> str:
+    """Where a run goes in the tables and plots of this report (rlops passes its own: the run's tag)."""
+    return run.column
+
+
+def parse_tags(text: str) -> tuple[str, ...]:
+    """The tags of a comma-separated `WANDB_TAGS` value, blanks dropped."""
+    return tuple(tag.strip() for tag in text.split(",") if tag.strip())
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,8 @@ def load_run(run_dir: Path, name: str, group: str) -> Run | None:
     runtime = None
     if events.first_wall_time is not None and events.last_wall_time is not None:
         runtime = (events.last_wall_time - events.first_wall_time) / 60
-    return Run(run_dir, info["env_id"], info["exp_name"], info.get("seed", "?"), group, events.scalars, runtime)
+    tags = parse_tags(events.texts.get("tags", ""))
+    return Run(run_dir, info["env_id"], info["exp_name"], info.get("seed", "?"), group, events.scalars, runtime, tags)
 
 
 def group_labels(runs_dirs: list[Path], split_by_dir: bool) -> list[str]:
@@ -194,13 +206,14 @@ def table_section(
     columns: list[str],
     value: Callable[[Run], float | None],
     digits: int,
+    column_of: Callable[[Run], str] = by_column,
 ) -> str:
     """A Markdown section: heading, caption, and an env id × column table of `value` as mean ± std across seeds."""
     cells: dict[tuple[str, str], list[float]] = {(row, column): [] for row in rows for column in columns}
     for run in runs:
         run_value = value(run)
-        if run_value is not None:
-            cells[run.env_id, run.column].append(run_value)
+        if run_value is not None and (run.env_id, column_of(run)) in cells:
+            cells[run.env_id, column_of(run)].append(run_value)
     counts = {len(values) for values in cells.values() if values}
     # The seed count goes into every cell only when cells differ; otherwise the caption says it once.
     show_counts = len(counts) > 1
@@ -224,7 +237,9 @@ def table_section(
     return "\n".join(lines)
 
 
-def report_tables(runs: list[Run], rows: list[str], columns: list[str], metric: str, last: int) -> str:
+def report_tables(
+    runs: list[Run], rows: list[str], columns: list[str], metric: str, last: int, column_of: Callable[[Run], str] = by_column
+) -> str:
     def metric_mean(run: Run) -> float | None:
         series = run.scalars.get(metric)
         return last_mean(series, last) if series else None
@@ -238,6 +253,7 @@ def report_tables(runs: list[Run], rows: list[str], columns: list[str], metric: 
             columns,
             metric_mean,
             digits=2,
+            column_of=column_of,
         ),
         table_section(
             "Runtime (minutes)",
@@ -247,6 +263,7 @@ def report_tables(runs: list[Run], rows: list[str], columns: list[str], metric: 
             columns,
             lambda run: run.runtime_minutes,
             digits=2,
+            column_of=column_of,
         ),
         table_section(
             "Median SPS",
@@ -256,6 +273,7 @@ def report_tables(runs: list[Run], rows: list[str], columns: list[str], metric: 
             columns,
             median_sps,
             digits=0,
+            column_of=column_of,
         ),
     ]
     return "\n\n".join(sections)
@@ -344,7 +362,15 @@ def seed_curve(series_list: list[Series], smooth: int, band: str) -> Curve:
     return Curve(grid, mean, mean - std, mean + std)
 
 
-def plot_learning_curves(runs: list[Run], metric: str, rows: list[str], columns: list[str], smooth: int, band: str) -> Figure:
+def plot_learning_curves(
+    runs: list[Run],
+    metric: str,
+    rows: list[str],
+    columns: list[str],
+    smooth: int,
+    band: str,
+    column_of: Callable[[Run], str] = by_column,
+) -> Figure:
     """One panel per env id (up to 3 per row), one line per column with its band across seeds."""
     ncols = min(3, len(rows))
     nrows = math.ceil(len(rows) / ncols)
@@ -353,7 +379,7 @@ def plot_learning_curves(runs: list[Run], metric: str, rows: list[str], columns:
     for ax, env_id in zip(axes, rows):
         for index, column in enumerate(columns):
             series_list = [
-                r.scalars[metric] for r in runs if r.env_id == env_id and r.column == column and r.scalars.get(metric)
+                r.scalars[metric] for r in runs if r.env_id == env_id and column_of(r) == column and r.scalars.get(metric)
             ]
             if not series_list:
                 continue
@@ -371,9 +397,10 @@ def plot_learning_curves(runs: list[Run], metric: str, rows: list[str], columns:
     return figure
 
 
-def save_figure(figure: Figure, plot_dir: Path, formats: list[str]) -> list[Path]:
-    plot_dir.mkdir(parents=True, exist_ok=True)
-    paths = [plot_dir / f"{FIGURE_NAME}.{fmt}" for fmt in dict.fromkeys(formats)]
+def save_figure(figure: Figure, stem: Path, formats: list[str]) -> list[Path]:
+    """`figure` as `stem.png`, `stem.svg`...: one file per format, folders made as needed."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in dict.fromkeys(formats)]
     for path in paths:
         figure.savefig(path)
     return paths
@@ -453,7 +480,7 @@ def build_report(args: argparse.Namespace) -> str:
         markdown += "\n\n" + published_section(runs, rows, columns, args.metric, args.last, published)
     if args.plot_dir:
         figure = plot_learning_curves(runs, args.metric, rows, columns, args.smooth, args.band)
-        paths = save_figure(figure, args.plot_dir, args.formats)
+        paths = save_figure(figure, args.plot_dir / FIGURE_NAME, args.formats)
         markdown += "\n\n" + curves_section(paths[0], args.output, args.metric, args.smooth, args.band)
     return markdown
 

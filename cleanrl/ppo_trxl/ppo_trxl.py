@@ -459,6 +459,7 @@ if __name__ == "__main__":
         "hyperparameters",
         "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
+    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     agent = Agent(args, envs.single_observation_space, envs.single_action_space, max_episode_steps).to(device)
     optimizer = optim.AdamW(agent.parameters(), lr=args.init_lr)
