@@ -118,14 +118,9 @@ def has_tag(run: Run, tag: str) -> bool:
     return tag in run.tags or (tag == UNTAGGED and not run.tags)
 
 
-def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]], env_ids: list[str] | None) -> list[Run]:
+def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]]) -> list[Run]:
     """One copy of each matching run per tag, its `group` set to that tag (a run can carry several tags)."""
-    chosen = [
-        replace(run, group=tag)
-        for tag in tags
-        for run in runs
-        if has_tag(run, tag) and run.exp_name in exp_names[tag] and (env_ids is None or run.env_id in env_ids)
-    ]
+    chosen = [replace(run, group=tag) for tag in tags for run in runs if has_tag(run, tag) and run.exp_name in exp_names[tag]]
     for tag in tags:
         if not any(run.group == tag for run in chosen):
             seen = sorted({t for run in runs for t in run.tags} | ({UNTAGGED} if any(not r.tags for r in runs) else set()))
@@ -310,7 +305,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="TAG",
         help=f"groups of runs to compare, by the tags they carry ({UNTAGGED!r}: runs without tags)",
     )
-    parser.add_argument("--baseline", metavar="TAG", help="the tag the others are compared with (default: the last of --tags)")
+    parser.add_argument(
+        "--baseline",
+        metavar="TAG",
+        help="the tag the others are compared with (default: the last of --tags); with one tag, only its tables and curves",
+    )
     parser.add_argument("--env-ids", nargs="+", metavar="ENV_ID", help="envs to compare (default: every env of the baseline)")
     parser.add_argument("--metric", default="charts/episodic_return", help="scalar tag compared (default: %(default)s)")
     parser.add_argument(
@@ -358,8 +357,6 @@ def check_args(args: argparse.Namespace) -> None:
     args.baseline = args.baseline or args.tags[-1]
     if args.baseline not in args.tags:
         raise RlopsError(f"--baseline {args.baseline!r} is not one of --tags")
-    if len(args.tags) < 2:
-        raise RlopsError("--tags needs the baseline and at least one tag to compare with it")
     if args.metric_last_n_average_window < 1 or args.bootstrap_samples < 1 or args.smooth < 1:
         raise RlopsError("--metric-last-n-average-window, --bootstrap-samples and --smooth must be at least 1")
     if not 0 < args.confidence < 1:
@@ -387,8 +384,9 @@ def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
     check_args(args)
     targets = parse_target_scores(args.target_scores)
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
-    runs = select(load_runs(args, exp_names), args.tags, exp_names, args.env_ids)
+    runs = select(load_runs(args, exp_names), args.tags, exp_names)
     env_ids = args.env_ids or sorted({run.env_id for run in runs if run.group == args.baseline})
+    runs = [run for run in runs if run.env_id in env_ids]
     check_coverage(runs, args.tags, env_ids)
     runs = check_metric(runs, args.metric)
     check_coverage(runs, args.tags, env_ids)  # again: dropping runs without the metric may empty a cell
@@ -407,6 +405,8 @@ def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
     )
     figure = plot_learning_curves(runs, args.metric, env_ids, args.tags, args.smooth, "std", column_of)
     output: Path = args.output_filename
+    if output.suffix in (".md", ".png", ".svg"):  # the reference's habit: --output-filename compare.png
+        output = output.with_suffix("")
     images = save_figure(figure, output, ["png", "svg"])
     markdown += "\n\n" + curves_section(images[0], output.with_name(output.name + ".md"), args.metric, args.smooth, "std")
     output.with_name(output.name + ".md").write_text(markdown + "\n")

@@ -27,7 +27,7 @@ def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 # module-scoped fixtures that are costly to build (a training run, a Slurm cluster): the tests sharing one stay together
-SHARED_FIXTURES = ("smoke", "trained", "slurm", "runs_dir")
+SHARED_FIXTURES = ("smoke", "trained", "slurm", "runs_dir", "tagged_runs")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
