@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Run, read_wandb_history_keys, run_script, start_script
+from tests.helpers import Run, read_wandb_history_keys, run_script, script_env, start_script
 
 
 @dataclass(frozen=True)
@@ -707,6 +707,7 @@ SCRIPTS["ppg_procgen.py"] = Script(
     run_args=("--num-envs", "8", "--n-iteration", "2"),  # a small auxiliary buffer (default: 6.4 GB)
 )
 
+SMOKE_TAGS = "smoke,v2.0.0-3-gabc1234"
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
 
 
@@ -717,7 +718,8 @@ def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
     cwd = tmp_path_factory.mktemp(Path(script.name).stem)
     save = ["--save-model"] if script.saves_model else []
     track = ["--track", "--wandb-project-name", "tests"]
-    run = run_script(script.name, *script.smoke_args, *save, "--capture-video", *track, cwd=cwd)
+    env = script_env(WANDB_TAGS=SMOKE_TAGS)  # as the benchmark runner's --auto-tag sets them
+    run = run_script(script.name, *script.smoke_args, *save, "--capture-video", *track, cwd=cwd, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     return script, run
 
@@ -728,6 +730,7 @@ def test_run_name_and_hyperparameters(smoke):
     table = run.texts()["hyperparameters"]
     assert table.startswith("|param|value|")
     assert "|seed|1|" in table and f"|env_id|{script.env_id}|" in table
+    assert run.texts()["tags"] == SMOKE_TAGS  # what cleanrl_utils.rlops groups local runs by
 
 
 def test_documented_tags_are_logged(smoke):
@@ -812,8 +815,6 @@ BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(S
 
 @pytest.mark.parametrize(("name", "case"), BAD_INPUT_CASES)
 def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports, preloaded):
-    from tests.helpers import script_env
-
     args, expected = SCRIPTS[name].bad_input[case]
     env = script_env()
     env["PYTHONPATH"] = f"{blocked_imports}:{env['PYTHONPATH']}"
@@ -828,8 +829,6 @@ def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports, prel
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_help_and_underscore_flags(name, tmp_path, preloaded):
-    from tests.helpers import script_env
-
     helped = preloaded.run(name, "--help", cwd=tmp_path, env=script_env())
     assert helped.returncode == 0 and "--env-id" in helped.stdout and "--total-timesteps" in helped.stdout
     # the reference's own scripts pass underscore spellings, and both must keep working
