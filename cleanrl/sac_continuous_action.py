@@ -319,7 +319,7 @@ if __name__ == "__main__":
     )
     start_time = time.time()
 
-    first_iteration, actor_loss = 0, None
+    first_iteration, actor_loss, alpha_loss = 0, None, None
     if checkpoint:  # pick up exactly where the checkpoint was written
         for name, module in (("actor", actor), ("qf1", qf1), ("qf2", qf2), ("qf1_target", qf1_target),
                              ("qf2_target", qf2_target), ("q_optimizer", q_optimizer), ("actor_optimizer", actor_optimizer)):  # fmt: skip
@@ -329,6 +329,9 @@ if __name__ == "__main__":
                 log_alpha.copy_(checkpoint["log_alpha"])
             a_optimizer.load_state_dict(checkpoint["a_optimizer"])
         alpha = checkpoint["alpha"].to(device)
+        # the last losses are logged until the actor's next update, which may come after the next log step
+        # (checkpoints of older versions lack them: that run then skips one log row, as it used to)
+        actor_loss, alpha_loss = checkpoint.get("actor_loss"), checkpoint.get("alpha_loss")
         rb = checkpoint["replay_buffer"]
         rb.device = device
         ckpt.restore_env(envs, checkpoint["env"])
@@ -451,6 +454,8 @@ if __name__ == "__main__":
                     "q_optimizer": q_optimizer.state_dict(), "actor_optimizer": actor_optimizer.state_dict(),
                     "log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha,
                     "a_optimizer": a_optimizer.state_dict() if args.autotune else None,
+                    "actor_loss": None if actor_loss is None else actor_loss.detach(),
+                    "alpha_loss": None if alpha_loss is None else alpha_loss.detach(),
                     "replay_buffer": rb, "env": ckpt.env_state(envs), "obs": obs,
                 })  # fmt: skip
 

@@ -16,8 +16,12 @@ this module does what is the same for all of them:
   wrappers. That covers the simulator state, each env's and action space's random generator, time
   limits and episode statistics. What cannot be pickled (the recorder's callbacks, a pygame
   window) stays as the fresh env made it, and the frames of a video being recorded are not saved:
-  after a resume, that clip holds only the frames from the resume on.
-- `restored_args` gives a resumed run the arguments it was started with.
+  after a resume, that clip holds only the frames from the resume on. A MuJoCo env's model and
+  simulation data are copied into the fresh env's own objects rather than put in their place, so
+  what else holds them (its renderer) shows the resumed simulation.
+- `save` also records the file name of the script that wrote the checkpoint, and `restored_args`
+  refuses a checkpoint of another script (ppo.py and ppo_atari.py have the same arguments); it
+  gives a resumed run the arguments it was started with.
 
 Checkpoints are pickles: load only those you made yourself.
 """
@@ -51,16 +55,31 @@ RUN_CONTROL = frozenset(
         "cuda",
     }
 )
-# Wrapper attributes left out of an env snapshot: a video recorder's frames (large, and re-recorded).
-SKIPPED_ATTRIBUTES = frozenset({"recorded_frames", "render_history"})
+# Wrapper attributes left out of an env snapshot: a video recorder's frames (large, and re-recorded),
+# and a MuJoCo renderer, which must stay the fresh env's (it may hold an open viewer; see `_copied_into_mujoco`).
+SKIPPED_ATTRIBUTES = frozenset({"recorded_frames", "render_history", "mujoco_renderer"})
+# Where `save` records the script that wrote a checkpoint.
+SCRIPT_KEY = "script"
 
 
 class CheckpointError(Exception):
     """A checkpoint that cannot be found or used; the message is one line for the user."""
 
 
+def running_script() -> str | None:
+    """The file name of the script this process runs (`__main__`), or None (an interactive session)."""
+    file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return os.path.basename(file) if file else None
+
+
 def save(run_dir: str | Path, global_step: int, state: dict[str, Any], keep: int = 2) -> Path:
-    """Write `state` as the checkpoint of `global_step` in `run_dir`, atomically; drop all but the newest `keep`."""
+    """Write `state` as the checkpoint of `global_step` in `run_dir`, atomically; drop all but the newest `keep`.
+
+    The checkpoint also records the running script's file name, for `restored_args` to check.
+    """
+    script = running_script()
+    if script is not None:
+        state = {**state, SCRIPT_KEY: script}  # a copy: the caller's dict stays as it was
     folder = Path(run_dir) / CHECKPOINT_DIR
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"checkpoint_{global_step}.pt"
@@ -134,6 +153,10 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
     given keeps the run's value (a run that was tracked stays tracked); any other flag given with
     another value than the run's is overridden, and reported on stderr.
     """
+    written_by, script = checkpoint.get(SCRIPT_KEY), running_script()
+    # checked first: two scripts can share every argument name (ppo.py, ppo_atari.py) and fail far later
+    if written_by is not None and script is not None and written_by != script:
+        raise CheckpointError(f"--resume: this checkpoint was written by {written_by}, not {script}")
     saved = checkpoint["args"]
     defaults = {f.name: f.default for f in fields(args)}
     if set(saved) != set(defaults):
@@ -220,7 +243,27 @@ def _restore(env: Any, snapshot: list[tuple[str, dict[str, Any], list | None]]) 
             f" {[type(layer).__name__ for layer in layers]}"
         )
     for layer, (_, attributes, sub_envs) in zip(layers, snapshot, strict=True):
-        vars(layer).update(attributes)
+        for name, value in attributes.items():
+            if not _copied_into_mujoco(vars(layer).get(name), value):
+                vars(layer)[name] = value
         if sub_envs is not None:
             for sub_env, sub_snapshot in zip(layer.envs, sub_envs, strict=True):
                 _restore(sub_env, sub_snapshot)
+
+
+def _copied_into_mujoco(fresh: Any, saved: Any) -> bool:
+    """Keep a MuJoCo env's own model and data objects, the saved simulation state copied into them.
+
+    The env's renderer (never saved) draws the objects the env was made with: had the saved copies
+    replaced them, every frame after a resume would show the fresh env's reset state. The fresh
+    model is kept as it is: the env was made from the same model file. Told by type name, so that
+    mujoco (an optional extra) is imported only for envs that hold its objects.
+    """
+    kind = type(saved)
+    if type(fresh) is not kind or kind.__module__.split(".")[0] != "mujoco" or kind.__name__ not in ("MjModel", "MjData"):
+        return False
+    if kind.__name__ == "MjData":
+        import mujoco
+
+        mujoco.mj_copyData(fresh, fresh.model, saved)
+    return True

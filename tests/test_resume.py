@@ -31,6 +31,8 @@ class KillCase:
         return "iterations" if self.script.startswith(("ppo", "rpo")) else "steps"
 
 
+EVERY_3RD = ("--policy-frequency", "3")  # sac_continuous_action.py's actor updates (see its case below)
+
 KILL_CASES = {
     # 40 iterations of 4 x 128 steps, a checkpoint every 4
     "ppo.py": KillCase("ppo.py", ("--total-timesteps", "20480", "--num-steps", "128"), "4", 20480),
@@ -40,10 +42,12 @@ KILL_CASES = {
     "ppo_continuous_action.py": KillCase(
         "ppo_continuous_action.py", ("--env-id", "Pendulum-v1", "--total-timesteps", "10240", "--num-steps", "256"), "8", 10240
     ),
-    # Hopper: learning from step 200 on, a checkpoint (networks, targets, three optimisers, log alpha, buffer) every 400
+    # Hopper: learning from step 200 on, a checkpoint (networks, targets, three optimisers, log alpha, buffer) every 400;
+    # the actor updates every 3rd step, so most checkpoints and log steps (every 100) fall between two actor
+    # updates, where the last actor and alpha losses are logged (with 2, every log step is an update step)
     "sac_continuous_action.py": KillCase(
         "sac_continuous_action.py",
-        ("--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "32", "--buffer-size", "2000"),
+        ("--total-timesteps", "2000", "--learning-starts", "200", "--batch-size", "32", "--buffer-size", "2000", *EVERY_3RD),
         "400",
         2000,
     ),

@@ -1,6 +1,7 @@
 """sac_continuous_action.py: the squashed Gaussian's log-density, the action bounds, the temperature, the evaluator.
 
-(The documented tags, determinism and bad input are in test_script_contract.py; resuming in test_resume.py.)
+(The documented tags, determinism and bad input are in test_script_contract.py; resuming a killed run in
+test_resume.py; here, the losses logged right after a resume.)
 """
 
 from types import SimpleNamespace
@@ -144,6 +145,34 @@ def test_several_envs_count_environment_steps(tmp_path):
     assert episode_steps and all(step % 3 == 0 for step in episode_steps) and max(episode_steps) < 400
     # losses once per 100 environment steps, after learning starts, up to the budget
     assert [step for step, _ in scalars["losses/qf_loss"]] == [102, 201, 300]
+
+
+def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
+    """A run resumed at a step where the actor is not updated logs the losses the uninterrupted run logs.
+
+    The actor (and alpha) update every 3rd step, at steps divisible by 3; the checkpoint written after step 199
+    is resumed at step 200, a log step: its row holds the actor and alpha losses of step 198, which only the
+    checkpoint can give back.
+    """
+    from cleanrl_utils import checkpoint as ckpt
+
+    args = ("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "100", "--batch-size", "32",
+            "--buffer-size", "1000", "--policy-frequency", "3", "--checkpoint-frequency", "200")  # fmt: skip
+    first = run_script("sac_continuous_action.py", *args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    expected = {tag: rows for tag, rows in first.scalars().items() if tag.startswith("losses/")}
+    assert [step for step, _ in expected["losses/actor_loss"]] == [200, 300, 400]  # no row at 100: learning starts after it
+    assert set(expected) >= {"losses/actor_loss", "losses/alpha_loss"}
+    oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
+    assert oldest.name == "checkpoint_200.pt"
+
+    resumed = run_script("sac_continuous_action.py", "--resume", str(oldest), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    # the run folder now shows the resumed run from step 200 on (the old events after the checkpoint purged)
+    got = {tag: rows for tag, rows in first.scalars().items() if tag.startswith("losses/")}
+    assert got.keys() == expected.keys()
+    for tag in expected:
+        assert got[tag] == expected[tag], f"{tag}: steps and values differ after resuming at step 200"
 
 
 def test_discrete_actions_point_to_dqn(tmp_path):

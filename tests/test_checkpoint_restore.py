@@ -1,0 +1,153 @@
+"""cleanrl_utils.checkpoint: a resumed MuJoCo env renders its resumed simulation; a checkpoint only resumes its own script."""
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo loads: render without a display
+
+import numpy as np
+import pytest
+import torch
+
+from cleanrl_utils import checkpoint as ckpt
+from tests.helpers import run_script
+
+# --- MuJoCo: restoring an env must not leave its renderer on the fresh env's simulation
+
+
+def mujoco_env(render: bool):
+    pytest.importorskip("mujoco", reason="mujoco is not installed (pip install -e '.[mujoco]')")
+    import gymnasium as gym
+
+    env = gym.make("HalfCheetah-v4", render_mode="rgb_array")
+    if render:  # a renderer with an open viewer cannot be pickled: it stays the fresh env's one
+        env.reset(seed=99)
+        env.render()
+    return env
+
+
+def played(seed: int, steps: int, render: bool):
+    env = mujoco_env(render)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    for _ in range(steps):
+        env.step(env.action_space.sample())
+    return env
+
+
+@pytest.mark.parametrize("rendered", [True, False], ids=["renderer-with-viewer", "renderer-not-yet-used"])
+def test_restored_mujoco_env_renders_the_restored_state(rendered):
+    env = played(seed=1, steps=25, render=rendered)
+    snapshot = ckpt.env_state(env)
+    fresh = mujoco_env(render=rendered)
+    fresh.reset(seed=2)
+    ckpt.restore_env(fresh, snapshot)
+
+    frame = env.render()
+    assert np.array_equal(fresh.render(), frame)
+    reset_frame = mujoco_env(render=False)
+    reset_frame.reset(seed=1)
+    assert not np.array_equal(reset_frame.render(), frame), "25 steps should move the cheetah on screen"
+
+    unwrapped = fresh.unwrapped
+    assert unwrapped.mujoco_renderer.data is unwrapped.data and unwrapped.mujoco_renderer.model is unwrapped.model
+    for _ in range(3):  # the renderer follows the simulation on, not a copy frozen at the snapshot
+        action = env.action_space.sample()
+        a, b = env.step(action), fresh.step(action)
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+        assert np.array_equal(fresh.render(), env.render())
+
+
+def test_resumed_mujoco_video_records_the_resumed_run(tmp_path, monkeypatch):
+    """As sac_continuous_action.py resumes: a fresh vector env, not reset, restored; the recorder renders every step."""
+    pytest.importorskip("mujoco", reason="mujoco is not installed (pip install -e '.[mujoco]')")
+    from cleanrl import sac_continuous_action as sac
+
+    monkeypatch.chdir(tmp_path)  # videos/ lands here
+    envs = sac.make_vector_env("HalfCheetah-v4", 1, True, "run")
+    envs.reset(seed=1)  # the recorder starts a clip and renders: the renderer now has a viewer, so cannot be pickled
+    envs.action_space.seed(1)
+    for _ in range(10):
+        envs.step(envs.action_space.sample())
+    snapshot = ckpt.env_state(envs)
+    fresh = sac.make_vector_env("HalfCheetah-v4", 1, True, "resumed")
+    ckpt.restore_env(fresh, snapshot)
+    recorded, resumed = envs.envs[0].env.env, fresh.envs[0].env.env
+    assert type(recorded).__name__ == "RecordVideo" and resumed.recording
+
+    action = envs.action_space.sample()
+    envs.step(action), fresh.step(action)  # the resumed renderer opens its viewer here
+    # a new viewer aims its camera at the scene as it is then; the frames are compared through the same camera
+    camera = fresh.envs[0].unwrapped.mujoco_renderer.viewer.cam
+    envs.envs[0].unwrapped.mujoco_renderer.viewer.cam.lookat[:] = camera.lookat
+    for _ in range(3):
+        action = envs.action_space.sample()
+        envs.step(action), fresh.step(action)
+        assert np.array_equal(resumed.recorded_frames[-1], recorded.recorded_frames[-1])
+    assert not np.array_equal(resumed.recorded_frames[-1], resumed.recorded_frames[-3]), "the clip goes on, not frozen"
+    envs.close(), fresh.close()
+
+
+# --- a checkpoint records the script that wrote it
+
+
+@dataclass
+class Args:  # ppo.py and ppo_atari.py alike: the same argument names
+    exp_name: str = "x"
+    seed: int = 1
+    resume: str | None = None
+
+
+def running_as(monkeypatch: pytest.MonkeyPatch, script: str | None) -> None:
+    main = sys.modules["__main__"]
+    if script is None:  # an interactive session: no file
+        monkeypatch.delattr(main, "__file__", raising=False)
+    else:
+        monkeypatch.setattr(main, "__file__", f"/somewhere/cleanrl/{script}", raising=False)
+
+
+def test_checkpoint_of_another_script_is_refused(tmp_path, monkeypatch):
+    running_as(monkeypatch, "ppo_atari.py")
+    state = {"args": vars(Args(seed=7)), "global_step": 10}
+    ckpt.save(tmp_path, 10, state)
+    assert "script" not in state  # the caller's dict is left as it was
+    checkpoint = ckpt.load(tmp_path)
+    assert checkpoint["script"] == "ppo_atari.py"
+
+    running_as(monkeypatch, "ppo.py")
+    with pytest.raises(ckpt.CheckpointError) as refused:
+        ckpt.restored_args(Args(resume=str(tmp_path)), checkpoint)
+    assert str(refused.value) == "--resume: this checkpoint was written by ppo_atari.py, not ppo.py"
+
+    running_as(monkeypatch, "ppo_atari.py")
+    assert ckpt.restored_args(Args(resume=str(tmp_path)), checkpoint).seed == 7
+
+
+def test_checkpoint_without_its_script_still_resumes(tmp_path, monkeypatch):
+    # written before checkpoints recorded their script
+    torch.save({"args": vars(Args(seed=7)), "global_step": 10}, tmp_path / "checkpoint_10.pt")
+    running_as(monkeypatch, "ppo.py")
+    assert ckpt.restored_args(Args(), ckpt.load(tmp_path)).seed == 7
+
+    # nor does a run with no script file (an interactive session) record or check one
+    running_as(monkeypatch, None)
+    ckpt.save(tmp_path / "interactive", 10, {"args": vars(Args(seed=8)), "global_step": 10})
+    checkpoint = ckpt.load(tmp_path / "interactive")
+    assert "script" not in checkpoint
+    assert ckpt.restored_args(Args(), {**checkpoint, "script": "ppo_atari.py"}).seed == 8
+
+
+def test_script_refuses_another_scripts_checkpoint_in_one_line(tmp_path):
+    from cleanrl import ppo
+
+    # ppo.py's own arguments, as a checkpoint of ppo_atari.py would hold the same names
+    path: Path = tmp_path / "other.pt"
+    torch.save({"args": vars(ppo.Args()), "script": "ppo_atari.py", "global_step": 128}, path)
+    (tmp_path / "runs").mkdir()
+    run = run_script("ppo.py", "--resume", str(path), cwd=tmp_path, timeout=120)
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = run.stderr.strip().splitlines()
+    assert lines == ["ppo.py: error: --resume: this checkpoint was written by ppo_atari.py, not ppo.py"], run.stderr
+    assert list((tmp_path / "runs").iterdir()) == []
