@@ -276,6 +276,8 @@ if __name__ == "__main__":
             f"local-num-envs x num-steps = {args.local_batch_size} (each rank splits its own batch)"
         )
     args.local_minibatch_size = int(args.local_batch_size // args.num_minibatches)
+    if args.norm_adv and args.local_minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
+        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.local_minibatch_size}")
     args.num_envs = args.local_num_envs * args.world_size
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)

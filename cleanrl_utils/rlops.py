@@ -48,6 +48,7 @@ class Verdict:
     improvement: rlstats.Estimate | None  # None for the baseline itself
     p_value: float | None
     label: str
+    per_env: list[float] | None = None  # the probability of improvement on each env, in --env-ids order
 
 
 # ---------------------------------------------------------------- where runs come from
@@ -237,7 +238,10 @@ def compare(
             continue
         improvement = rlstats.improvement_estimate(per_env, normalized[baseline], reps, confidence, rng)
         p_value = rlstats.permutation_p_value(per_env, normalized[baseline], reps, rng)
-        verdicts.append(Verdict(tag, estimate, improvement, p_value, verdict_label(improvement, p_value, 1 - confidence)))
+        per_env = [float(rlstats.probability_of_improvement(a, b)) for a, b in zip(per_env, normalized[baseline])]
+        verdicts.append(
+            Verdict(tag, estimate, improvement, p_value, verdict_label(improvement, p_value, 1 - confidence), per_env)
+        )
     return verdicts
 
 
@@ -260,7 +264,14 @@ def normalization_note(env_ids: list[str], lows: list[float], highs: list[float]
 
 
 def aggregate_section(
-    verdicts: list[Verdict], baseline: str, confidence: float, reps: int, note: str, metric: str, window: int
+    verdicts: list[Verdict],
+    baseline: str,
+    env_ids: list[str],
+    confidence: float,
+    reps: int,
+    note: str,
+    metric: str,
+    window: int,
 ) -> str:
     level = f"{confidence:.0%}"
     lines = [
@@ -281,6 +292,16 @@ def aggregate_section(
         poi = interval(v.improvement) if v.improvement else "—"
         p = f"{v.p_value:.3g}" if v.p_value is not None else "—"
         lines.append(f"| {v.tag} | {interval(v.iqm)} | {poi} | {p} | {v.label} |")
+    compared = [v for v in verdicts if v.per_env is not None]
+    if compared and len(env_ids) > 1:  # where the aggregate comes from
+        lines += [
+            "",
+            f"The PoI over `{baseline}` on each env (the aggregate is their mean):",
+            "",
+            "| tag | " + " | ".join(env_ids) + " |",
+            "|---" * (len(env_ids) + 1) + "|",
+        ]
+        lines += [f"| {v.tag} | " + " | ".join(f"{poi:.2f}" for poi in v.per_env) + " |" for v in compared]
     return "\n".join(lines)
 
 
@@ -400,7 +421,9 @@ def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
     markdown = "\n\n".join(
         [
             report_tables(runs, env_ids, args.tags, args.metric, window, column_of),
-            aggregate_section(verdicts, args.baseline, args.confidence, args.bootstrap_samples, note, args.metric, window),
+            aggregate_section(
+                verdicts, args.baseline, env_ids, args.confidence, args.bootstrap_samples, note, args.metric, window
+            ),
         ]
     )
     figure = plot_learning_curves(runs, args.metric, env_ids, args.tags, args.smooth, "std", column_of)

@@ -94,6 +94,10 @@ BAD_INPUT = {
     "four players": (("--env-id", "quadrapong_v4"), "needs a two-player game"),
     "odd number of envs": (("--num-envs", "3"), "must be even"),
     "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    "one-transition minibatches with norm-adv": (
+        ("--num-envs", "2", "--num-steps", "2", "--num-minibatches", "4"),
+        "--norm-adv needs minibatches of at least 2",
+    ),
     "missing optional dependency": ((), '.[pettingzoo]"'),
 }
 

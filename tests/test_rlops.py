@@ -96,6 +96,20 @@ def test_default_normalization_maps_worst_to_0_and_baseline_mean_to_1():
     assert rlstats.normalize([np.array([3.0])], lows, highs)[0][0] == pytest.approx(1.0)
 
 
+def test_opposite_effects_on_two_envs_cancel_in_the_aggregate_and_show_per_env():
+    scores = {
+        "base": [np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 2.0, 3.0, 4.0])],
+        "new": [np.array([5.0, 6.0, 7.0, 8.0]), np.array([0.0, 0.0, 0.0, 0.0])],  # better on E1, worse on E2
+    }
+    lows, highs = rlops.normalization(scores, "base", ["E1", "E2"], {})
+    base, new = rlops.compare(scores, "base", lows, highs, reps=1000, confidence=0.95, seed=0)
+    assert (new.tag, base.label) == ("new", "baseline")
+    assert new.per_env == [1.0, 0.0] and new.improvement.value == pytest.approx(0.5)
+    assert new.label == "no detectable difference"
+    markdown = rlops.aggregate_section([new, base], "base", ["E1", "E2"], 0.95, 1000, "", "m", 10)
+    assert "| new | 1.00 | 0.00 |" in markdown
+
+
 def test_tags_are_split_on_commas():
     assert parse_tags(" v1.0 ,my-change,,") == ("v1.0", "my-change")
     assert parse_tags("") == ()

@@ -46,6 +46,13 @@ CHECKPOINT_BAD_INPUT = {
     "negative checkpoint frequency": (("--checkpoint-frequency", "-1"), "--checkpoint-frequency"),
     "checkpoints without cleanrl_utils": (("--checkpoint-frequency", "10"), "pip install -e ."),
 }
+# --norm-adv over minibatches of one transition: the std of one advantage is NaN, and so would be every loss
+NORM_ADV_BAD_INPUT = {
+    "one-transition minibatches with norm-adv": (
+        ("--num-envs", "1", "--num-steps", "4", "--num-minibatches", "4"),
+        "--norm-adv needs minibatches of at least 2",
+    ),
+}
 
 PPO_TAGS = frozenset(
     {
@@ -72,6 +79,7 @@ SCRIPTS = {
         bad_input={
             **COMMON_BAD_INPUT,
             **CHECKPOINT_BAD_INPUT,
+            **NORM_ADV_BAD_INPUT,
             "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
             "negative envs": (("--num-envs", "-1"), "--num-envs"),
         },
@@ -140,7 +148,7 @@ SCRIPTS["ppo_continuous_action.py"] = Script(
     smoke_args=HOPPER_SMOKE_ARGS,
     tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
-    bad_input={**CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    bad_input={**CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **NORM_ADV_BAD_INPUT},
     env_id="Hopper-v4",
     returns_are_lengths=False,
 )
@@ -149,7 +157,7 @@ SCRIPTS["rpo_continuous_action.py"] = Script(
     smoke_args=HOPPER_SMOKE_ARGS,
     tags=PPO_TAGS,
     determinism_args=PENDULUM_DETERMINISM_ARGS,
-    bad_input={**CONTINUOUS_BAD_INPUT, "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha")},
+    bad_input={**CONTINUOUS_BAD_INPUT, **NORM_ADV_BAD_INPUT, "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha")},
     env_id="Hopper-v4",
     returns_are_lengths=False,
 )
@@ -237,7 +245,11 @@ SCRIPTS["ppo_atari.py"] = Script(
     smoke_args=PPO_ATARI_ARGS,
     tags=PPO_TAGS,
     determinism_args=PPO_ATARI_ARGS,
-    bad_input={**ATARI_BAD_INPUT, "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide")},
+    bad_input={
+        **ATARI_BAD_INPUT,
+        **NORM_ADV_BAD_INPUT,
+        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    },
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
@@ -387,6 +399,10 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
     bad_input={
         **PPO_ATARI_NO_CHECKPOINT_BAD_INPUT,
         "minibatches do not divide the local batch": (("--num-minibatches", "3"), "does not divide local-num-envs"),
+        "one-transition minibatches with norm-adv": (
+            ("--local-num-envs", "1", "--num-steps", "4", "--num-minibatches", "4"),
+            "--norm-adv needs minibatches of at least 2",
+        ),
         "unknown backend": (("--backend", "nosuch"), "--backend must be one of gloo, nccl, mpi"),
         "device ids that do not fit": (("--device-ids", "0", "1"), "--device-ids"),
     },
@@ -418,6 +434,10 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
         "save-model without cleanrl_utils": (("--env-id", "ProofofMemory-v0", "--save-model"), "pip install -e ."),
         "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
         "heads do not divide the width": (("--trxl-num-heads", "5"), "does not divide --trxl-dim"),
+        "one-transition minibatches with norm-adv": (
+            ("--norm-adv", *NORM_ADV_BAD_INPUT["one-transition minibatches with norm-adv"][0]),
+            "--norm-adv needs minibatches of at least 2",
+        ),
         "reconstruction of vector observations": (("--env-id", "ProofofMemory-v0", "--reconstruction-coef", "0.1"), "image"),
     },
     env_id="ProofofMemory-v0",
@@ -573,6 +593,7 @@ SCRIPTS["ppo_atari_envpool.py"] = Script(
     tags=PPO_TAGS | {"charts/avg_episodic_return"},
     determinism_args=PPO_ATARI_ENVPOOL_ARGS,
     bad_input={
+        **NORM_ADV_BAD_INPUT,
         "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
         "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
         "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "ppo_atari.py"),
@@ -642,6 +663,7 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
     | {"charts/avg_episodic_return", "charts/episode_curiosity_reward", "losses/fwd_loss"},
     determinism_args=RND_ARGS,
     bad_input={
+        **NORM_ADV_BAD_INPUT,
         "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
         "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
         "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "named like MontezumaRevenge-v5"),
@@ -673,7 +695,7 @@ SCRIPTS["ppo_procgen.py"] = Script(
     smoke_args=PPO_PROCGEN_ARGS,
     tags=PPO_TAGS,
     determinism_args=PPO_PROCGEN_ARGS,
-    bad_input={**PROCGEN_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    bad_input={**PROCGEN_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **NORM_ADV_BAD_INPUT},
     saves_model=False,
     captures_video=False,
     env_id="starpilot",
