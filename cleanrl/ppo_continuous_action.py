@@ -248,6 +248,8 @@ if __name__ == "__main__":
     if args.batch_size % args.num_minibatches != 0:
         fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
+        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
     if args.num_iterations == 0:
         fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
