@@ -160,7 +160,8 @@ def tagged_runs(tmp_path_factory) -> Path:
     return cwd
 
 
-def run_rlops(tagged_runs: Path, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+def run_rlops(runs_dir: Path, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """`python -m cleanrl_utils.rlops` on the ppo runs under `runs_dir`, as a user runs it."""
     out = tmp_path / "compare"
     proc = subprocess.run(
         [
@@ -168,7 +169,7 @@ def run_rlops(tagged_runs: Path, tmp_path: Path, *args: str) -> tuple[int, str, 
             "-m",
             "cleanrl_utils.rlops",
             "--runs-dir",
-            str(tagged_runs / "runs"),
+            str(runs_dir),
             "--output-filename",
             str(out),
             "--exp-name",
@@ -193,7 +194,7 @@ def test_runs_record_their_tags_and_untagged_runs_stay_readable(tagged_runs):
 
 
 def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, tmp_path):
-    code, out, err = run_rlops(tagged_runs, tmp_path, "--tags", "broken", "base", "--fail-on-regression")
+    code, out, err = run_rlops(tagged_runs / "runs", tmp_path, "--tags", "broken", "base", "--fail-on-regression")
     assert code == 1, err
     assert "rlops: broken vs base: regression" in out
     # the reference's per-env tables, one column per tag, and the files
@@ -202,11 +203,11 @@ def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, 
     for suffix in (".md", ".png", ".svg"):
         assert (tmp_path / f"compare{suffix}").stat().st_size > 0
     # without the gate the same comparison exits 0
-    assert run_rlops(tagged_runs, tmp_path, "--tags", "broken", "base")[0] == 0
+    assert run_rlops(tagged_runs / "runs", tmp_path, "--tags", "broken", "base")[0] == 0
 
 
 def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_runs, tmp_path):
-    code, out, err = run_rlops(tagged_runs, tmp_path, "--tags", "untagged", "base", "--fail-on-regression")
+    code, out, err = run_rlops(tagged_runs / "runs", tmp_path, "--tags", "untagged", "base", "--fail-on-regression")
     assert code == 0, err
     assert "rlops: untagged vs base: no detectable difference" in out
 
@@ -216,21 +217,9 @@ def test_one_seed_per_tag_says_the_interval_is_undefined(tagged_runs, tmp_path):
     for run in collect_runs([tagged_runs / "runs"], split_by_dir=False):
         if run.seed == "1":
             shutil.copytree(run.path, one / run.path.name)
-    code, out, err = rlops_main(["--runs-dir", str(one), "--exp-name", "ppo", "--tags", "broken", "base"], tmp_path)
+    code, out, err = run_rlops(one, tmp_path, "--tags", "broken", "base")
     assert code == 0, err
     assert "undefined" in out
-
-
-def rlops_main(argv: list[str], tmp_path: Path) -> tuple[int, str, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.rlops", "--output-filename", str(tmp_path / "c"), *argv],
-        cwd=tmp_path,
-        env=script_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 BAD_INPUT = {
