@@ -46,12 +46,10 @@ ZOO: dict[str, ZooEntry] = {
     "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),
     "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
     "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.dqn_atari_eval", {"epsilon": 0.01}),
-    # rows: c51_atari, rainbow_atari
     "c51_atari": ZooEntry("cleanrl.c51_atari", "QNetwork", "cleanrl_utils.evals.c51_atari_eval", {"epsilon": 0.01}),
     "rainbow_atari": ZooEntry(
         "cleanrl.rainbow_atari", "NoisyDuelingDistributionalNetwork", "cleanrl_utils.evals.rainbow_atari_eval"
     ),
-    # rows: sac_atari, qdagger_dqn_atari_impalacnn
     "sac_atari": ZooEntry("cleanrl.sac_atari", "Actor", "cleanrl_utils.evals.sac_atari_eval"),
     "qdagger_dqn_atari_impalacnn": ZooEntry(
         "cleanrl.qdagger_dqn_atari_impalacnn",
@@ -59,20 +57,15 @@ ZOO: dict[str, ZooEntry] = {
         "cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval",
         {"epsilon": 0.01},
     ),
-    # rows: ppo_atari_lstm, ppo_atari_multigpu
     "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.ppo_atari_lstm_eval"),
     "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
-    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env; no entry for ppo_pettingzoo_ma_atari (no --save-model)
     "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
-    # rows: dqn_jax, c51_jax
     "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.dqn_jax_eval", {"epsilon": 0.05}),
     "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.c51_jax_eval", {"epsilon": 0.05}),
-    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
     # Flax models: the evaluators build the Actor from the env's action bounds and restore its saved parameters
     "ddpg_continuous_action_jax": ZooEntry("cleanrl.ddpg_continuous_action_jax", "Actor", "cleanrl_utils.evals.ddpg_jax_eval"),
     "td3_continuous_action_jax": ZooEntry("cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.td3_jax_eval"),
-    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
     "dqn_atari_jax": ZooEntry(
         "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.dqn_atari_jax_eval", {"epsilon": 0.01}
     ),
@@ -85,15 +78,10 @@ ZOO: dict[str, ZooEntry] = {
         "cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval",
         {"epsilon": 0.01},
     ),
-    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
     # the scan file saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
     "ppo_atari_envpool_xla_jax_scan": ZooEntry(
         "cleanrl.ppo_atari_envpool_xla_jax_scan", "Agent", "cleanrl_utils.evals.ppo_envpool_jax_eval"
     ),
-    # rows: ppo_atari_envpool
-    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
-    # rows: ppo_rnd_envpool
-    # rows: ppo_procgen, ppg_procgen
 }
 
 

@@ -34,12 +34,9 @@ class Case:
 ATARI = {"episodic_life": True, "reward_clip": True}
 CASES = [
     Case("ppo_atari_envpool", "Breakout-v5", ATARI),
-    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
     Case("pqn_atari_envpool", "Breakout-v5", ATARI),
     Case("pqn_atari_envpool_lstm", "Breakout-v5", {**ATARI, "stack_num": 1}),
-    # rows: ppo_rnd_envpool
     Case("ppo_rnd_envpool", "MontezumaRevenge-v5", {**ATARI, "repeat_action_probability": 0.25}),
-    # rows: ppo_procgen, ppg_procgen
     # Procgen (envpool 1.2.5) does not cut an episode at max_episode_steps: it labels as truncated the game
     # ends that come at or after it (each game's own time limit, e.g. 1000 steps for starpilot, is a real
     # cut, labelled truncated with the registered default that the scripts keep). So with 40 the test sees

@@ -46,7 +46,6 @@ UPLOADS = {
         "DQN",
         "some-org",
     ),
-    # rows: c51_atari, rainbow_atari
     "c51_atari.py": Upload(
         "BreakoutNoFrameskip-v4", ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"), "C51"
     ),
@@ -56,7 +55,6 @@ UPLOADS = {
         "Rainbow",
         "some-org",
     ),
-    # rows: sac_atari, qdagger_dqn_atari_impalacnn
     "sac_atari.py": Upload(
         "BreakoutNoFrameskip-v4",
         (
@@ -92,7 +90,6 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
-    # rows: ppo_atari_lstm, ppo_atari_multigpu
     "ppo_atari_lstm.py": Upload(
         "BreakoutNoFrameskip-v4",
         ("--num-envs", "2", "--num-minibatches", "2", "--num-steps", "64", "--total-timesteps", "128"),
@@ -101,14 +98,10 @@ UPLOADS = {
     "ppo_atari_multigpu.py": Upload(
         "BreakoutNoFrameskip-v4", ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO", "some-org"
     ),
-    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
-    # rows: dqn_jax, c51_jax
     "dqn_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "DQN"),
     "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
-    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
     "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
-    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",
         ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
@@ -139,17 +132,12 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
-    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
     "ppo_atari_envpool_xla_jax_scan.py": Upload(
         "Breakout-v5",
         ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--total-timesteps", "64"),
         "PPO",
         "some-org",
     ),
-    # rows: ppo_atari_envpool
-    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
-    # rows: ppo_rnd_envpool
-    # rows: ppo_procgen, ppg_procgen
 }
 
 

@@ -1,4 +1,4 @@
-"""What every algorithm script promises (../CONTRACT.md): outputs, determinism, bad input.
+"""What every algorithm script promises (docs/community/script-contract.md): outputs, determinism, bad input.
 
 Each script is run as a user runs it, in a scratch folder, and what it wrote is read back.
 Add a row to SCRIPTS for every new algorithm file.
@@ -269,7 +269,6 @@ SCRIPTS["dqn_atari.py"] = Script(
     returns_are_lengths=False,
 )
 
-# rows: c51_atari, rainbow_atari
 DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoint cases do not apply
     **{case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT},
     "zero batch size": (("--batch-size", "0"), "--batch-size"),
@@ -302,7 +301,6 @@ SCRIPTS["rainbow_atari.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# rows: sac_atari, qdagger_dqn_atari_impalacnn
 ATARI_NO_CHECKPOINT_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
 REPLAY_BAD_INPUT = {
     "zero batch size": (("--batch-size", "0"), "--batch-size"),
@@ -374,7 +372,6 @@ SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# rows: ppo_atari_lstm, ppo_atari_multigpu
 PPO_ATARI_NO_CHECKPOINT_BAD_INPUT = {k: v for k, v in ATARI_BAD_INPUT.items() if k not in CHECKPOINT_BAD_INPUT}
 PPO_ATARI_LSTM_ARGS = ("--num-envs", "2", "--num-minibatches", "2", "--num-steps", "64", "--total-timesteps", "512")
 SCRIPTS["ppo_atari_lstm.py"] = Script(
@@ -409,7 +406,6 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# rows: ppo_trxl, ppo_pettingzoo_ma_atari
 # ppo_trxl lives in its own folder: its name is a path below cleanrl/, its exp_name the file stem "ppo_trxl".
 # ppo_pettingzoo_ma_atari.py logs per-player tags and has no --save-model: tests/test_ppo_pettingzoo_ma_atari.py
 TRXL_TINY_ARGS = (
@@ -443,7 +439,6 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     env_id="ProofofMemory-v0",
     returns_are_lengths=False,
 )
-# rows: dqn_jax, c51_jax
 SCRIPTS["dqn_jax.py"] = Script(
     name="dqn_jax.py",
     smoke_args=SCRIPTS["dqn.py"].smoke_args,
@@ -458,7 +453,6 @@ SCRIPTS["c51_jax.py"] = Script(
     determinism_args=SCRIPTS["c51.py"].determinism_args,
     bad_input=SCRIPTS["c51.py"].bad_input,
 )
-# rows: ddpg_continuous_action_jax, td3_continuous_action_jax
 # the JAX twins of the DDPG and TD3 rows above: the same budgets, tags and bad input (no checkpoints in either)
 SCRIPTS["ddpg_continuous_action_jax.py"] = Script(
     name="ddpg_continuous_action_jax.py",
@@ -478,7 +472,6 @@ SCRIPTS["td3_continuous_action_jax.py"] = Script(
     env_id="Hopper-v4",
     returns_are_lengths=False,
 )
-# rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
 # The JAX twins of the Atari DQN rows above: the same budgets and bad input, minus the checkpoint cases
 ATARI_JAX_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
 SCRIPTS["dqn_atari_jax.py"] = Script(
@@ -535,7 +528,6 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
 # What the envpool Atari rows below share: envpool's own game ids, no training video (envpool's vector envs
 # render none), no --save-model (as in the reference; the scan file overrides it), scores that are not lengths
 ENVPOOL_ATARI = {"saves_model": False, "captures_video": False, "env_id": "Breakout-v5", "returns_are_lengths": False}
-# rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
 # envpool's Breakout-v5 stepped inside compiled JAX code: the mean of each env's last finished game is logged
 # once per iteration (episode_stats="avg"). --capture-video renders nothing while training; the scan file's
 # evaluation after --save-model records a video of its first game.
@@ -584,7 +576,6 @@ SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
     episode_stats="avg",
     run_args=XLA_JAX_RUN_ARGS,
 )
-# rows: ppo_atari_envpool
 # envpool's Atari ids; 2 x 192 steps end at least one Breakout game per sub-env (a random game lasts ~125 steps)
 PPO_ATARI_ENVPOOL_ARGS = ("--num-envs", "2", "--num-steps", "32", "--total-timesteps", "384")
 SCRIPTS["ppo_atari_envpool.py"] = Script(
@@ -604,7 +595,6 @@ SCRIPTS["ppo_atari_envpool.py"] = Script(
     **ENVPOOL_ATARI,
     run_args=("--num-envs", "8", "--num-steps", "32"),  # 5 games end within ~4 small iterations
 )
-# rows: pqn_atari_envpool, pqn_atari_envpool_lstm
 # envpool Atari (Breakout-v5): random play ends a game every ~130 steps per env; one epoch keeps the CNN updates cheap
 PQN_ENVPOOL_RUN_ARGS = ("--num-envs", "4", "--num-steps", "32", "--update-epochs", "1")
 PQN_ENVPOOL_ARGS = (*PQN_ENVPOOL_RUN_ARGS, "--total-timesteps", "640")
@@ -650,7 +640,6 @@ SCRIPTS["pqn_atari_envpool_lstm.py"] = Script(
     **ENVPOOL_ATARI,
     run_args=PQN_ENVPOOL_RUN_ARGS,
 )
-# rows: ppo_rnd_envpool
 # PPO + RND on envpool's Atari games; Breakout-v5, not MontezumaRevenge-v5: a random Montezuma game lasts ~300-1400
 # steps, a Breakout one ~115-300. The normaliser's random play (2 x 64 steps) runs the first games near their end.
 RND_RUN_ARGS = ("--num-envs", "4", "--num-steps", "64", "--num-iterations-obs-norm-init", "2", "--update-epochs", "2",
@@ -676,7 +665,6 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
     **ENVPOOL_ATARI,
     run_args=RND_RUN_ARGS,
 )
-# rows: ppo_procgen, ppg_procgen
 # Procgen through envpool (the `procgen` extra): no --save-model (none in the reference), --capture-video
 # accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
 PROCGEN_BAD_INPUT = {

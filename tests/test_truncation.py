@@ -1,4 +1,4 @@
-"""Q-learning scripts tell a time-limit cut from a real end (CONTRACT.md section 4).
+"""Q-learning scripts tell a time-limit cut from a real end (docs/community/script-contract.md, "Correct on today's stack").
 
 The same constant-reward task (reward 1 per step, 5-step episodes) ends either by a time limit
 or by termination. A cut episode goes on in truth, so its value climbs towards 1 / (1 - 0.99) = 100;

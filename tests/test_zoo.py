@@ -57,22 +57,18 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         torch.save(model_class(envs).state_dict(), path)
     elif exp_name == "dqn_atari":
         torch.save(model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()).state_dict(), path)
-    # rows: c51_atari, rainbow_atari
     elif exp_name in ("c51_atari", "rainbow_atari"):  # weights and the args that give the support
         support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
         model = model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")(), **support)
         torch.save({"model_weights": model.state_dict(), "args": support}, path)
-    # rows: sac_atari, qdagger_dqn_atari_impalacnn
     elif exp_name in ("sac_atari", "qdagger_dqn_atari_impalacnn"):  # SAC: the actor's weights; QDagger: the student's
         model = model_class(make_env("BreakoutNoFrameskip-v4", 0, False, "unused")())
         torch.save({"actor": model.state_dict()} if exp_name == "sac_atari" else model.state_dict(), path)
-    # rows: ppo_atari_lstm, ppo_atari_multigpu
     elif exp_name in ("ppo_atari_lstm", "ppo_atari_multigpu"):  # the Agent's state_dict, as ppo_atari saves it
         import gymnasium as gym
 
         envs = gym.vector.SyncVectorEnv([make_env("BreakoutNoFrameskip-v4", 0, False, "unused")])
         torch.save(model_class(envs).state_dict(), path)
-    # rows: ppo_trxl, ppo_pettingzoo_ma_atari
     elif exp_name == "ppo_trxl":  # weights and the arguments that rebuild the agent (a small one, in CartPole-v1)
         import gymnasium as gym
 
@@ -81,7 +77,6 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
         model = model_class(SimpleNamespace(**args), envs.single_observation_space, envs.single_action_space, 500)
         torch.save({"model_weights": model.state_dict(), "args": args, "max_episode_steps": 500}, path)
-    # rows: dqn_jax, c51_jax
     elif exp_name in ("dqn_jax", "c51_jax"):  # Flax parameters; C51's with the args that give the support
         import flax
         import jax
@@ -94,7 +89,6 @@ def save_untrained(exp_name: str, path: Path) -> Path:
             support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
             params = model_class(action_dim=2, n_atoms=11).init(key, obs)
             path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support}))
-    # rows: ddpg_continuous_action_jax, td3_continuous_action_jax
     elif exp_name in ("ddpg_continuous_action_jax", "td3_continuous_action_jax"):  # Flax [actor, critic(s)] params
         import flax
         import gymnasium as gym
@@ -109,7 +103,6 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         params = [model_class(action_low=space.low, action_high=space.high).init(keys[0], obs)]
         params += [critic.init(key, obs, action) for key in keys[1:]]
         path.write_bytes(flax.serialization.to_bytes(params))
-    # rows: dqn_atari_jax, c51_atari_jax, qdagger_dqn_atari_jax_impalacnn
     elif exp_name in ("dqn_atari_jax", "c51_atari_jax", "qdagger_dqn_atari_jax_impalacnn"):  # Flax bytes of the params
         import flax
         import jax
@@ -120,7 +113,6 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         params = model.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
         env.close()  # C51 saves the args that give the support along with the weights
         path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support} if support else params))
-    # rows: ppo_atari_envpool_xla_jax, ppo_atari_envpool_xla_jax_scan
     elif exp_name == "ppo_atari_envpool_xla_jax_scan":  # Flax bytes of [args, [network, actor, critic]] parameters
         import flax
         import jax
@@ -129,10 +121,6 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         params = model_class(action_dim=4).init(jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.uint8))["params"]
         parts = [{"params": params[name]} for name in ("network", "actor", "critic")]  # Breakout: 4 actions
         path.write_bytes(flax.serialization.to_bytes([{"env_id": "Breakout-v5"}, parts]))
-    # rows: ppo_atari_envpool
-    # rows: pqn_atari_envpool, pqn_atari_envpool_lstm
-    # rows: ppo_rnd_envpool
-    # rows: ppo_procgen, ppg_procgen
     elif exp_name in ("ppo", "pqn"):  # vector-env scripts: the network reads the single-env spaces
         import gymnasium as gym
 
