@@ -44,13 +44,13 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
     checkpoint_frequency: int = 0
     """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
     resume: str | None = None
     """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "CartPole-v1"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 500000
@@ -312,7 +312,7 @@ if __name__ == "__main__":
                     loss.backward()
                     optimizer.step()
 
-                # update target network
+                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     with torch.no_grad():
                         for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):

@@ -42,7 +42,7 @@ class Args:
     capture_video: bool = False
     """accepted for compatibility and ignored: envpool's Procgen games render no video here"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "starpilot"
     """the Procgen game (bigfish, bossfight, caveflyer, chaser, climber, coinrun, ..., starpilot)"""
     distribution_mode: str = "easy"
@@ -94,7 +94,7 @@ class Args:
     n_aux_grad_accum: int = 1
     """auxiliary minibatches whose gradients are summed before one optimizer step"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -102,9 +102,9 @@ class Args:
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
     num_phases: int = 0
-    """the number of policy + auxiliary phases (computed in runtime)"""
+    """the number of policy + auxiliary phases (set when the run starts)"""
     aux_batch_rollouts: int = 0
-    """rollouts stored for the auxiliary phase, num-envs x n-iteration (computed in runtime)"""
+    """rollouts stored for the auxiliary phase, num-envs x n-iteration (set when the run starts)"""
 
 
 def fail(message: str):

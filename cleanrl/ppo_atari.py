@@ -56,13 +56,13 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
     checkpoint_frequency: int = 0
     """save a checkpoint to resume from every this many iterations (0: never)"""
     resume: str | None = None
     """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 10000000
@@ -98,7 +98,7 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

@@ -43,7 +43,7 @@ class Args:
     capture_video: bool = False
     """accepted for a common command line, but does nothing here: envpool renders no frames to record"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Breakout-v5"
     """environment id (an Atari game of envpool)"""
     total_timesteps: int = 10000000
@@ -79,7 +79,7 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

@@ -48,9 +48,9 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Breakout-v5"
     """environment id (an envpool Atari id, e.g. Breakout-v5, Pong-v5)"""
     total_timesteps: int = 10000000
@@ -76,7 +76,7 @@ class Args:
     clip_coef: float = 0.1
     """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = False
-    """Toggles whether or not to use a clipped loss for the value function (off: the published runs did not clip)"""
+    """clip the value loss around the rollout's values (off by default: the published runs did not clip)"""
     ent_coef: float = 0.01
     """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
@@ -86,7 +86,7 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

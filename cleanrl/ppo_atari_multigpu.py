@@ -58,9 +58,9 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 10000000
@@ -100,21 +100,21 @@ class Args:
     backend: str = "gloo"
     """the torch.distributed backend: gloo (CPUs or GPUs), nccl (GPUs) or mpi (a torch built with MPI)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     local_batch_size: int = 0
-    """the batch size of each rank (computed in runtime)"""
+    """the batch size of each rank (set when the run starts)"""
     local_minibatch_size: int = 0
-    """the mini-batch size of each rank (computed in runtime)"""
+    """the mini-batch size of each rank (set when the run starts)"""
     num_envs: int = 0
-    """the number of environments of all ranks together (computed in runtime)"""
+    """the number of environments of all ranks together (set when the run starts)"""
     batch_size: int = 0
-    """the batch size of all ranks together (computed in runtime)"""
+    """the batch size of all ranks together (set when the run starts)"""
     minibatch_size: int = 0
-    """the mini-batch size of all ranks together (computed in runtime)"""
+    """the mini-batch size of all ranks together (set when the run starts)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
     world_size: int = 0
-    """the number of processes, from torchrun's WORLD_SIZE (computed in runtime)"""
+    """the number of processes, from torchrun's WORLD_SIZE (set when the run starts)"""
 
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module

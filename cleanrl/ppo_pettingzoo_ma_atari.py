@@ -38,7 +38,7 @@ class Args:
     capture_video: bool = False
     """record episodes of the first environment as mp4 files under `videos/`"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "pong_v3"
     """environment id: a two-player game module of `pettingzoo.atari`"""
     total_timesteps: int = 20000000
@@ -76,7 +76,7 @@ class Args:
     max_cycles: int = 100000
     """a game is cut (truncated) after this many emulator frames (PettingZoo's `max_cycles`)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

@@ -46,7 +46,7 @@ class Args:
     resume: str | None = None
     """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "starpilot"
     """the Procgen game (bigfish, bossfight, caveflyer, chaser, climber, coinrun, ..., starpilot)"""
     distribution_mode: str = "easy"
@@ -84,7 +84,7 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

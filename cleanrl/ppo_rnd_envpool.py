@@ -38,7 +38,7 @@ class Args:
     capture_video: bool = False
     """accepted like in the other scripts, but does nothing here: envpool renders no frames to record"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "MontezumaRevenge-v5"
     """environment id (an Atari game of envpool)"""
     total_timesteps: int = 2000000000
@@ -64,7 +64,7 @@ class Args:
     clip_coef: float = 0.1
     """clip range ε of the probability ratio (and of the value change with --clip-vloss)"""
     clip_vloss: bool = True
-    """Toggles whether or not to use a clipped loss for the (extrinsic) value function, as per the paper."""
+    """clip the (extrinsic) value loss around the rollout's values, as the paper's code does"""
     ent_coef: float = 0.001
     """weight of the entropy bonus in the total loss"""
     vf_coef: float = 0.5
@@ -86,7 +86,7 @@ class Args:
     num_iterations_obs_norm_init: int = 50
     """the number of rollouts (num-steps each) of random play that initialise the observation normaliser"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

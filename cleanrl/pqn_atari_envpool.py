@@ -44,7 +44,7 @@ class Args:
     capture_video: bool = False
     """accepted for a common command line, but does nothing: envpool renders no frames to record"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Breakout-v5"
     """environment id (an envpool Atari id, e.g. Breakout-v5)"""
     total_timesteps: int = 10000000
@@ -74,7 +74,7 @@ class Args:
     q_lambda: float = 0.65
     """λ of the Q(λ) returns"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

@@ -60,9 +60,9 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 10000000
@@ -668,7 +668,7 @@ if __name__ == "__main__":
                     loss.backward()
                     optimizer.step()
 
-                # update target network
+                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     update_target()
 

@@ -44,9 +44,9 @@ class Args:
     upload_model: bool = False
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
-    """the user or org name of the model repository from the Hugging Face Hub (empty: the token's user)"""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "HalfCheetah-v4"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 8000000
@@ -84,7 +84,7 @@ class Args:
     rpo_alpha: float = 0.5
     """half-width of the uniform noise added to the action mean when stored actions are re-evaluated"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0

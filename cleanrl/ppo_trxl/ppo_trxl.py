@@ -53,7 +53,7 @@ class Args:
     save_model: bool = False
     """save the model (weights and the arguments that rebuild it) into `runs/{run_name}`, then evaluate it"""
 
-    # Algorithm specific arguments
+    # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "MortarMayhem-Grid-v0"
     """Gymnasium id of the environment to train on"""
     total_timesteps: int = 200000000
@@ -107,7 +107,7 @@ class Args:
     reconstruction_coef: float = 0.0
     """the coefficient of the observation reconstruction loss (0 disables the decoder; image observations only)"""
 
-    # to be filled in runtime
+    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
