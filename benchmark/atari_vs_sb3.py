@@ -41,13 +41,13 @@ sys.path.insert(0, str(REPO))
 
 from benchmark.benchlib import (  # noqa: E402
     claim,
-    last_mean,
-    mean_std,
     newest_run_dir,
     one_thread_env,
+    result_last_mean,
     resumable_args,
     summarize_run,
 )
+from cleanrl_utils.summarize import mean_std  # noqa: E402
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30
@@ -216,22 +216,23 @@ def report(out: Path) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for check in CHECKS:
-        ours = [last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("ours", s)).exists()]
+        ours = [result_last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("ours", s)).exists()]
         if not ours or check.env_id not in random_means:
             continue
-        (ours_mean, ours_sd), random_mean = mean_std(ours), random_means[check.env_id]
+        ours_mean, random_mean = statistics.fmean(ours), random_means[check.env_id]
         passes = ours_mean >= check.times_random * random_mean
         sb3_cell = "—"
         if check.sb3_algo:
-            sb3 = [last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("sb3", s)).exists()]
+            sb3 = [
+                result_last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("sb3", s)).exists()
+            ]
             if not sb3:
                 continue
-            sb3_mean, sb3_sd = mean_std(sb3)
-            sb3_cell = f"{sb3_mean:.1f} ± {sb3_sd:.1f}"
+            sb3_mean, sb3_cell = statistics.fmean(sb3), mean_std(sb3, 1)
             passes = passes and ours_mean >= check.of_sb3 * sb3_mean and sb3_mean >= check.times_random * random_mean
         lines.append(
             f"| {check.label} | {check.env_id} | {check.total_timesteps // 1000}k | {len(ours)} "
-            f"| {ours_mean:.1f} ± {ours_sd:.1f} | {sb3_cell} | {random_mean:.2f} | {ours_mean / random_mean:.1f}× "
+            f"| {mean_std(ours, 1)} | {sb3_cell} | {random_mean:.2f} | {ours_mean / random_mean:.1f}× "
             f"| {'yes' if passes else '**no**'} |"
         )
     lines += ["", "| speed run (Breakout, 8 iterations of 8 × 128 steps) | SPS, median | rounds |", "|---|---|---|"]

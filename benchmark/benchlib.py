@@ -10,6 +10,7 @@ import os
 import statistics
 from pathlib import Path
 
+from cleanrl_utils.summarize import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 
@@ -68,13 +69,10 @@ def resumable_args(workdir: Path, args: list[str], checkpoint_every: int) -> lis
     return [*args, "--checkpoint-frequency", str(checkpoint_every)]
 
 
-def mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
-
-
-def last_mean(result: Path, last: int) -> float:
-    """The mean return of a result file's last `last` episodes."""
-    return statistics.fmean(json.loads(result.read_text())["episodic_returns"][-last:])
+def result_last_mean(result: Path, last: int) -> float:
+    """The mean return of the last `last` episodes in a result file written by `summarize_run`."""
+    returns = json.loads(result.read_text())["episodic_returns"]
+    return last_mean(list(enumerate(returns)), last)  # summarize_run keeps the returns, not their steps
 
 
 def steady_rate(log_times: list[tuple[int, float]], first_update: int) -> tuple[float, float]:

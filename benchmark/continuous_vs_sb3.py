@@ -32,7 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, mean_std, one_thread_env, summarize_run  # noqa: E402
+from benchmark.benchlib import claim, one_thread_env, summarize_run  # noqa: E402
+from cleanrl_utils.summarize import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
 LAST_EPISODES = 10
@@ -161,7 +162,7 @@ def report(out: Path) -> str:
         (ours, ours_sps), (sb3, sb3_sps) = load(out, comparison, "ours"), load(out, comparison, "sb3")
         if not ours or not sb3:
             continue
-        (ours_mean, ours_sd), (sb3_mean, sb3_sd) = mean_std(ours), mean_std(sb3)
+        ours_mean, sb3_mean, sb3_sd = statistics.fmean(ours), statistics.fmean(sb3), statistics.pstdev(sb3)
         quiet_ours, quiet_sb3 = load_speeds(out, comparison, "ours"), load_speeds(out, comparison, "sb3")
         if quiet_ours and quiet_sb3:
             ours_sps, sb3_sps = quiet_ours, quiet_sb3
@@ -169,7 +170,7 @@ def report(out: Path) -> str:
         speed_up = statistics.median(ours_sps) / statistics.median(sb3_sps)
         lines.append(
             f"| {comparison.script} | {comparison.env_id} | {comparison.total_timesteps // 1000}k "
-            f"| {ours_mean:.1f} ± {ours_sd:.1f} ({len(ours)} seeds) | {sb3_mean:.1f} ± {sb3_sd:.1f} ({len(sb3)} seeds) "
+            f"| {mean_std(ours, 1)} ({len(ours)} seeds) | {mean_std(sb3, 1)} ({len(sb3)} seeds) "
             f"| {learns} | {statistics.median(ours_sps):.0f} | {statistics.median(sb3_sps):.0f} | {speed_up:.2f}× |"
         )
     return "\n".join(lines)

@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO))
 from benchmark.benchlib import (  # noqa: E402
     claim,
     keep_large_allocations,
-    last_mean,
     newest_run_dir,
     one_thread_env,
+    result_last_mean,
     resumable_args,
     steady_rate,
     summarize_run,
@@ -230,7 +230,7 @@ def report(out: Path) -> str:
         for seed in check.seeds:
             if not (result := out / check.result_name(seed)).exists():
                 continue  # not run: no row rather than a made-up one
-            ours = last_mean(result, LAST_EPISODES)
+            ours = result_last_mean(result, LAST_EPISODES)
             passes = ours >= TIMES_RANDOM * random_mean
             lines.append(
                 f"| {check.script} | {check.env_id} | {check.total_timesteps // 1000}k | {seed} | {ours:.1f} | {random_mean:.2f} "

@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, mean_std, newest_run_dir, one_thread_env, steady_rate  # noqa: E402
-from cleanrl_utils.summarize import best_window_mean, last_mean  # noqa: E402
+from benchmark.benchlib import claim, newest_run_dir, one_thread_env, steady_rate  # noqa: E402
+from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -139,10 +139,9 @@ def report(out: Path) -> str:
             continue
         series = [[tuple(point) for point in run["episodic_returns"]] for run in runs]
         windows = [best_window_mean(s, WINDOW)[0] for s in series]
-        last_mean_, last_sd = mean_std([last_mean(s, 100) for s in series])
         lines.append(
             f"| {check.script} | {len(runs)} | {', '.join(f'{w:.1f}' for w in windows)} "
-            f"| {'yes' if all(w >= WINDOW_BAR for w in windows) else '**no**'} | {last_mean_:.2f} ± {last_sd:.2f} "
+            f"| {'yes' if all(w >= WINDOW_BAR for w in windows) else '**no**'} | {mean_std([last_mean(s, 100) for s in series])} "
             f"| {check.published[0]:.2f} ± {check.published[1]:.2f} |"
         )
     return "\n".join(lines)

@@ -25,7 +25,6 @@ import json
 import random
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.trial import FrozenTrial, Trial, TrialState
 from sqlalchemy.exc import IntegrityError, ProgrammingError
 
+from cleanrl_utils.benchmark.common import describe_exit
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
@@ -139,15 +139,6 @@ def describe_failure(command: list[str], reason: str, output: str) -> str:
     lines = [f"{reason}: {shlex.join(command)}", "last lines of its output:"]
     lines += [f"| {line}" for line in output_tail(output)] or ["| (no output)"]
     return "\n".join(lines)
-
-
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def uses_budget(trial: FrozenTrial) -> bool:

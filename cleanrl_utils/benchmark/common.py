@@ -2,6 +2,7 @@
 
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -69,3 +70,15 @@ def tagged_wandb_tags(existing: str | None) -> str | None:
     tags = append_tag(existing, tag)
     print(f"benchmark: tagging runs with {tag} (WANDB_TAGS={tags})", file=sys.stderr)
     return tags
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a process ended, for an error message: `exit code N`, `killed by SIGNAME`, or (None) stopped by the benchmark."""
+    if returncode is None:
+        return "stopped by the benchmark"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from types import FrameType
 
-from cleanrl_utils.benchmark.common import BadInput, RunSpec, tagged_wandb_tags
+from cleanrl_utils.benchmark.common import BadInput, RunSpec, describe_exit, tagged_wandb_tags
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
@@ -98,17 +98,6 @@ def log_tail(path: Path, lines: int = FAILURE_TAIL_LINES) -> list[str]:
     except OSError as error:
         return [f"(cannot read the log: {error})"]
     return text.splitlines()[-lines:]
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "stopped by the benchmark"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def process_group_exists(pgid: int) -> bool:
