@@ -238,10 +238,9 @@ def compare(
             continue
         improvement = rlstats.improvement_estimate(per_env, normalized[baseline], reps, confidence, rng)
         p_value = rlstats.permutation_p_value(per_env, normalized[baseline], reps, rng)
-        per_env = [float(rlstats.probability_of_improvement(a, b)) for a, b in zip(per_env, normalized[baseline])]
-        verdicts.append(
-            Verdict(tag, estimate, improvement, p_value, verdict_label(improvement, p_value, 1 - confidence), per_env)
-        )
+        label = verdict_label(improvement, p_value, 1 - confidence)
+        per_env_poi = [float(rlstats.probability_of_improvement(a, b)) for a, b in zip(per_env, normalized[baseline])]
+        verdicts.append(Verdict(tag, estimate, improvement, p_value, label, per_env_poi))
     return verdicts
 
 
