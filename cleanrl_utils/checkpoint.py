@@ -16,9 +16,9 @@ this module does what is the same for all of them:
   wrappers. That covers the simulator state, each env's and action space's random generator, time
   limits and episode statistics. What cannot be pickled (the recorder's callbacks, a pygame
   window) stays as the fresh env made it, and the frames of a video being recorded are not saved:
-  after a resume, that clip holds only the frames from the resume on. A MuJoCo env's model and
-  simulation data are copied into the fresh env's own objects rather than put in their place, so
-  what else holds them (its renderer) shows the resumed simulation.
+  after a resume, that clip holds only the frames from the resume on. A MuJoCo env keeps its own
+  model and its own data object, the saved simulation state copied into it, and its renderer is
+  never saved, so the renderer draws the resumed simulation.
 - `save` also records the file name of the script that wrote the checkpoint, and `restored_args`
   refuses a checkpoint of another script (ppo.py and ppo_atari.py have the same arguments); it
   gives a resumed run the arguments it was started with.

@@ -22,7 +22,7 @@ def mujoco_env(render: bool):
     import gymnasium as gym
 
     env = gym.make("HalfCheetah-v4", render_mode="rgb_array")
-    if render:  # a renderer with an open viewer cannot be pickled: it stays the fresh env's one
+    if render:  # the renderer has opened its viewer, as in a run recording video
         env.reset(seed=99)
         env.render()
     return env
