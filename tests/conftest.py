@@ -51,20 +51,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def preloaded():
-    """Forks of a Python with torch imported (tests/preloaded.py), for runs that stop before training; one per worker."""
-    from tests.preloaded import PreloadedPython
-
-    server = PreloadedPython()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="session")
 def blocked_imports(tmp_path_factory) -> Path:
-    """A folder that, first on the path, makes `import Box2D`, `mujoco`, `cleanrl_utils` and `ale_py` fail as if not installed."""
+    """A folder that, first on the path, makes `import Box2D`, `mujoco` and `ale_py` fail as if not installed."""
     blocked = tmp_path_factory.mktemp("blocked")
-    for package in ("Box2D", "mujoco", "cleanrl_utils", "ale_py"):
+    for package in ("Box2D", "mujoco", "ale_py"):
         (blocked / package).mkdir()
         (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
     return blocked

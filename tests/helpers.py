@@ -1,11 +1,14 @@
 """Run algorithm scripts as a user would (a subprocess in a scratch folder) and read back what they wrote."""
 
+import io
 import os
+import runpy
 import signal
 import struct
 import subprocess
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +96,41 @@ def run_script(script: str, *args: str, cwd: Path, timeout: float = 300, env: di
         timeout=timeout,
     )
     return Run(proc.returncode, proc.stdout, proc.stderr, cwd)
+
+
+class RanIntoTraining(Exception):
+    """A script run in-process went past its checks into training."""
+
+
+def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60) -> Run:
+    """Run `cleanrl/<script>` inside this test process, as `python cleanrl/<script> args` in `cwd` would.
+
+    For runs that end before training (bad input, --help): no new interpreter importing torch or JAX
+    for each of them. A script that does not stop within `timeout_s` is interrupted with RanIntoTraining.
+    """
+    path = str(REPO / "cleanrl" / script)
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+
+    def interrupt(signum, frame):
+        raise RanIntoTraining(f"{script} {' '.join(args)} still ran after {timeout_s} s")
+
+    saved_alarm = signal.signal(signal.SIGALRM, interrupt)
+    cwd.mkdir(parents=True, exist_ok=True)
+    sys.argv, code = [path, *args], 0
+    os.chdir(cwd)
+    signal.alarm(timeout_s)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, saved_alarm)
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    return Run(code, out.getvalue(), err.getvalue(), cwd)
 
 
 def read_wandb_history_keys(run_file: Path) -> set[str]:

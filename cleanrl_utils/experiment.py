@@ -1,0 +1,307 @@
+"""What every algorithm script does around its algorithm, in one place.
+
+An algorithm file keeps its networks, losses and whole training loop visible; the lines that are
+the same in every file live here and are called from the script in plain statements:
+
+    args = parse_args(Args)                      # tyro, also taking `--flag True/False`
+    exp = Experiment(args, __file__)             # checks run flags, loads a `--resume` checkpoint
+    exp.require(args.num_envs > 0, "...")        # bad input: one line on stderr, exit code 2
+    envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv(...), args.env_id)
+    writer = exp.start_logging()                 # W&B (--track), TensorBoard with the hyperparameters
+    with exp:                                    # Ctrl-C/SIGTERM stop the run between steps, logs kept
+        for ...:
+            exp.raise_if_stopped()
+            ...
+            if exp.checkpoint_due(iteration):
+                exp.save_checkpoint(global_step, {...})
+        if args.save_model:
+            torch.save(agent.state_dict(), exp.model_path)
+            exp.report_evaluation(evaluate(exp.model_path, ...), "PPO")
+
+There is no base class, no callback and no loop here: `Experiment` holds the run's name, its
+checkpoint, its writer and the signals received, and cleans up when the `with` block ends
+(envs closed, event file flushed, videos sent to W&B, W&B run finished) whatever ended it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import Any, NoReturn, TypeVar
+
+import gymnasium as gym
+
+from cleanrl_utils import checkpoint as ckpt
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control"}
+TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+def bool_words_as_flags(Args: type, argv: Sequence[str]) -> list[str]:
+    """`argv` with `--flag True`/`--flag=False` spelled as tyro's `--flag`/`--no-flag`.
+
+    The published commands write booleans as words (`--autotune False`); tyro only knows the flags.
+    """
+    booleans = {f.name.replace("_", "-") for f in fields(Args) if f.type in (bool, "bool")}
+    booleans |= {name.replace("-", "_") for name in booleans}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name, _, value = word[2:].partition("=")
+        if word.startswith("--") and name in booleans:
+            if not value and i + 1 < len(argv) and argv[i + 1].lower() in TRUE_WORDS | FALSE_WORDS:
+                value, i = argv[i + 1], i + 1
+            if value.lower() in FALSE_WORDS:
+                word = "--no-" + name
+            elif value.lower() in TRUE_WORDS:
+                word = "--" + name
+        out.append(word)
+        i += 1
+    return out
+
+
+def parse_args(Args: type[T], argv: Sequence[str] | None = None) -> T:
+    """The script's `Args` from the command line (tyro), booleans accepted as flags or as words."""
+    import tyro
+
+    return tyro.cli(Args, args=bool_words_as_flags(Args, sys.argv[1:] if argv is None else argv))
+
+
+def one_line(message: str) -> str:
+    return " ".join(str(message).split())  # library messages can span lines
+
+
+class Experiment:
+    """One run of an algorithm script: its name, checkpoint, logs and shutdown."""
+
+    def __init__(self, args: Any, script_file: str) -> None:
+        self.args = args
+        self.script_file = script_file
+        self.script = os.path.basename(script_file)
+        self.checkpoint: dict[str, Any] | None = None
+        self.envs: Any = None
+        self.writer: Any = None
+        self.stop_signals: list[int] = []
+        self.start_time = time.time()
+        self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
+        if self.checkpoint_frequency < 0:
+            self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
+        if getattr(args, "resume", None):
+            try:  # a resumed run goes on with the arguments it was started with
+                self.checkpoint = ckpt.load(args.resume)
+                ckpt.restored_args(args, self.checkpoint)
+            except ckpt.CheckpointError as e:
+                self.fail(str(e))
+        if self.checkpoint:
+            self.run_name = self.checkpoint["run_name"]
+        else:
+            self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        if getattr(args, "upload_model", False):
+            from cleanrl_utils.huggingface import UploadError, require_token
+
+            self.require(args.save_model, "--upload-model uploads the saved model: add --save-model")
+            try:  # checked now, not after training
+                require_token()
+            except UploadError as e:
+                self.fail(str(e))
+
+    # bad input
+    def fail(self, message: str) -> NoReturn:
+        """Bad input: one line on stderr and exit code 2, no traceback."""
+        print(f"{self.script}: error: {one_line(message)}", file=sys.stderr)
+        raise SystemExit(2)
+
+    def require(self, condition: Any, message: str) -> None:
+        if not condition:
+            self.fail(message)
+
+    def require_positive(self, *names: str) -> None:
+        for name in names:
+            value = getattr(self.args, name)
+            self.require(value > 0, f"--{name.replace('_', '-')} must be positive, got {value}")
+
+    # run start
+    def seed(self, cpu_threads: int | None = None) -> Any:
+        """Seed Python, NumPy and PyTorch with --seed; return the torch device (CUDA when there and --cuda).
+
+        `cpu_threads` caps PyTorch's CPU threads: for small networks waking more costs more than the math.
+        """
+        import numpy as np
+        import torch
+
+        random.seed(self.args.seed)
+        np.random.seed(self.args.seed)
+        torch.manual_seed(self.args.seed)
+        torch.backends.cudnn.deterministic = getattr(self.args, "torch_deterministic", True)
+        cuda = torch.cuda.is_available() and getattr(self.args, "cuda", False)
+        if not cuda and cpu_threads:
+            torch.set_num_threads(cpu_threads)
+        return torch.device("cuda" if cuda else "cpu")
+
+    # environments
+    def make_envs(self, make: Callable[[], E], env_id: str) -> E:
+        """`make()`, with a missing dependency or a bad env id turned into one line naming what to install."""
+        try:
+            self.envs = make()
+        except gym.error.DependencyNotInstalled as e:
+            reason = str(e).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
+            self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            self.fail(f"cannot make env {env_id!r}: {e}")
+        return self.envs
+
+    def require_action_space(self, space: Any, kind: type, see: str) -> None:
+        """One line when the env's actions are not of the `kind` the script handles; `see` names a script that does."""
+        env_id, name = self.args.env_id, kind.__name__
+        self.require(isinstance(space, kind), f"{env_id} has {space} actions; {self.script} needs {name} ones (see {see})")
+
+    def require_flat_observations(self, space: Any, see: str) -> None:
+        """One line when observations are not a flat Box (vectors); `see` names a script for the others."""
+        flat = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+        self.require(flat, f"{self.args.env_id} observations are {space}; {self.script} needs a flat Box (see {see})")
+
+    def start_logging(self, log: bool = True) -> Any:
+        """Start W&B (with --track) and the TensorBoard writer; catch Ctrl-C and SIGTERM from now on.
+
+        The writer's first texts are the hyperparameter table and the run's `WANDB_TAGS` (read back by
+        `cleanrl_utils.rlops`). A resumed run appends to its folder and goes on in its W&B run;
+        TensorBoard drops what the old run logged after the checkpoint. `log=False` (a worker process
+        of a multi-process run) starts neither and returns None.
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        if not log:
+            return None
+        args, checkpoint = self.args, self.checkpoint
+        if args.track:
+            import wandb
+
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                config=vars(args),
+                name=self.run_name,
+                save_code=True,
+                id=checkpoint["wandb_id"] if checkpoint else None,
+                resume="allow" if checkpoint else None,
+            )
+        purge_step = checkpoint["global_step"] + 1 if checkpoint else None
+        self.writer = SummaryWriter(f"runs/{self.run_name}", purge_step=purge_step)
+        table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+        self.writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated
+        return self.writer
+
+    # shutdown
+    def _request_stop(self, signum: int, frame: Any) -> None:
+        """Note the signal; `raise_if_stopped` ends the run at the next step (a second signal ends it at once).
+
+        Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
+        close, losing the logs; the check at the top of each step cannot.
+        """
+        if self.stop_signals:
+            raise KeyboardInterrupt
+        self.stop_signals.append(signum)
+
+    def raise_if_stopped(self) -> None:
+        if self.stop_signals:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> Experiment:
+        self._previous_handlers = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> bool:
+        """Close everything, on success, crash or interruption alike; an interruption exits with code 130."""
+        stopped = kind is KeyboardInterrupt or (kind is None and bool(self.stop_signals))
+        for sig, handler in self._previous_handlers.items():
+            signal.signal(sig, handler)
+        if self.envs is not None:
+            self.envs.close()
+        if self.writer is not None:
+            self.writer.close()
+        if self.writer is not None and self.args.track:
+            import wandb
+
+            videos = f"videos/{self.run_name}"
+            for video in sorted(os.listdir(videos)) if os.path.isdir(videos) else []:
+                wandb.log({"videos": wandb.Video(f"{videos}/{video}", format="mp4")})
+            wandb.finish()
+        if stopped:
+            print(f"{self.script}: interrupted; what was logged is in runs/{self.run_name}", file=sys.stderr)
+            raise SystemExit(130) from None
+        return False
+
+    # checkpoints
+    def checkpoint_due(self, iteration: int) -> bool:
+        return bool(self.checkpoint_frequency) and iteration % self.checkpoint_frequency == 0
+
+    def save_checkpoint(self, global_step: int, state: dict[str, Any]) -> None:
+        """Save the script's `state` with what the run itself needs to go on (arguments, envs, RNGs, clock)."""
+        if self.writer is not None:
+            self.writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
+        wandb_id = None
+        if self.args.track:
+            import wandb
+
+            wandb_id = wandb.run.id
+        run_state = {
+            "args": vars(self.args),
+            "run_name": self.run_name,
+            "wandb_id": wandb_id,
+            "global_step": global_step,
+            "elapsed_time": time.time() - self.start_time,
+            "rng": ckpt.rng_state(),
+            "envs": ckpt.env_state(self.envs) if self.envs is not None else None,
+        }
+        ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state})
+
+    def resume(self) -> dict[str, Any]:
+        """The checkpoint, after putting the envs, random generators and clock back as they were then."""
+        assert self.checkpoint is not None
+        if self.envs is not None and self.checkpoint.get("envs") is not None:
+            ckpt.restore_env(self.envs, self.checkpoint["envs"])
+        ckpt.set_rng_state(self.checkpoint["rng"])
+        self.start_time = time.time() - self.checkpoint["elapsed_time"]
+        return self.checkpoint
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds of training, across resumes (for the SPS)."""
+        return time.time() - self.start_time
+
+    # saving, evaluation, upload
+    @property
+    def model_path(self) -> str:
+        return f"runs/{self.run_name}/{self.args.exp_name}.cleanrl_model"
+
+    def report_evaluation(self, episodic_returns: Sequence[float], algorithm: str) -> None:
+        """Log the saved model's evaluation returns; with --upload-model, push model, logs and video to the Hub."""
+        for idx, episodic_return in enumerate(episodic_returns):
+            self.writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        if self.args.upload_model:
+            from cleanrl_utils.huggingface import UploadError, push_to_hub
+
+            self.writer.flush()  # the uploaded event file then holds the evaluation too
+            try:
+                run_dir, videos = f"runs/{self.run_name}", f"videos/{self.run_name}-eval"
+                push_to_hub(self.args, list(episodic_returns), algorithm, run_dir, videos, self.script_file)
+            except UploadError as e:
+                self.fail(str(e))
+
+
+def extra_for(env_id: str) -> str:
+    """The pyproject extra that installs what `env_id` needs ("all" when unknown)."""
+    entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
+    return next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")

@@ -1,0 +1,221 @@
+"""cleanrl_utils.experiment in-process: argument spelling, one-line errors, logging, shutdown, checkpoints."""
+
+import os
+import signal
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from cleanrl_utils.experiment import Experiment, bool_words_as_flags, parse_args
+from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
+
+
+@dataclass
+class Args:
+    exp_name: str = "algo"
+    """name"""
+    seed: int = 1
+    """seed"""
+    torch_deterministic: bool = True
+    """deterministic"""
+    cuda: bool = True
+    """cuda"""
+    track: bool = False
+    """track"""
+    wandb_project_name: str = "cleanRL"
+    """project"""
+    wandb_entity: str | None = None
+    """entity"""
+    capture_video: bool = False
+    """video"""
+    save_model: bool = False
+    """save"""
+    upload_model: bool = False
+    """upload"""
+    hf_entity: str = ""
+    """hub"""
+    checkpoint_frequency: int = 0
+    """checkpoints"""
+    resume: str | None = None
+    """resume"""
+    env_id: str = "CartPole-v1"
+    """env"""
+    num_envs: int = 2
+    """envs"""
+    autotune: bool = True
+    """autotune"""
+
+
+SCRIPT = "/somewhere/algo.py"
+
+
+def fails_with(capsys, call) -> str:
+    """The one stderr line of a call that must end in exit code 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        call()
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("algo.py: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--autotune", "False"], ["--no-autotune"]),
+        (["--autotune", "false", "--seed", "3"], ["--no-autotune", "--seed", "3"]),
+        (["--capture-video", "True"], ["--capture-video"]),
+        (["--capture_video=False"], ["--no-capture_video"]),
+        (["--capture-video", "--seed", "2"], ["--capture-video", "--seed", "2"]),  # a flag without a word stays
+        (["--exp-name", "False"], ["--exp-name", "False"]),  # only boolean fields are rewritten
+        (["--no-track"], ["--no-track"]),
+    ],
+)
+def test_boolean_words_become_flags(argv, expected):
+    assert bool_words_as_flags(Args, argv) == expected
+
+
+def test_parse_args_takes_both_spellings():
+    assert parse_args(Args, ["--autotune", "False", "--capture-video"]) == Args(autotune=False, capture_video=True)
+    assert parse_args(Args, ["--no-autotune", "--env_id", "Acrobot-v1"]) == Args(autotune=False, env_id="Acrobot-v1")
+
+
+def test_run_name_and_bad_run_flags_are_one_line(capsys):
+    exp = Experiment(Args(seed=3), SCRIPT)
+    env_id, name, seed, stamp = exp.run_name.split("__")
+    assert (env_id, name, seed) == ("CartPole-v1", "algo", "3") and stamp.isdigit()
+    assert "--checkpoint-frequency" in fails_with(capsys, lambda: Experiment(Args(checkpoint_frequency=-1), SCRIPT))
+    assert "add --save-model" in fails_with(capsys, lambda: Experiment(Args(upload_model=True), SCRIPT))
+    assert "no such checkpoint" in fails_with(capsys, lambda: Experiment(Args(resume="/no/such/run"), SCRIPT))
+
+
+def test_require_and_require_positive(capsys):
+    exp = Experiment(Args(num_envs=0), SCRIPT)
+    exp.require(True, "never shown")
+    assert fails_with(capsys, lambda: exp.require(False, "a\n  message over\nlines")) == "algo.py: error: a message over lines"
+    assert "--num-envs must be positive, got 0" in fails_with(capsys, lambda: exp.require_positive("seed", "num_envs"))
+
+
+def test_make_envs_turns_env_errors_into_one_line(capsys, monkeypatch):
+    exp = Experiment(Args(env_id="NoSuchEnv-v0"), SCRIPT)
+    assert "NoSuchEnv" in fails_with(capsys, lambda: exp.make_envs(lambda: gym.make("NoSuchEnv-v0"), "NoSuchEnv-v0"))
+
+    def missing_box2d():
+        raise gym.error.DependencyNotInstalled("Box2D is not installed, run `pip install gymnasium[box2d]`")
+
+    line = fails_with(capsys, lambda: exp.make_envs(missing_box2d, "LunarLander-v3"))
+    # our extra, not Gymnasium's advice
+    assert line.endswith('Box2D is not installed; install it with pip install -e ".[box2d]"')
+    envs = exp.make_envs(lambda: gym.make("CartPole-v1"), "CartPole-v1")
+    assert exp.envs is envs
+
+
+def test_space_checks_name_the_script_to_use(capsys):
+    exp = Experiment(Args(env_id="Pendulum-v1"), SCRIPT)
+    env = gym.make("Pendulum-v1")
+    exp.require_flat_observations(env.observation_space, see="other.py")
+    line = fails_with(capsys, lambda: exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac.py"))
+    assert "Pendulum-v1 has Box" in line and "algo.py needs Discrete ones (see sac.py)" in line
+    image = gym.spaces.Box(0, 255, (84, 84, 3), np.uint8)
+    assert "needs a flat Box (see cnn.py)" in fails_with(capsys, lambda: exp.require_flat_observations(image, "cnn.py"))
+
+
+def test_seed_makes_draws_repeat():
+    import torch
+
+    draws = []
+    for _ in range(2):
+        device = Experiment(Args(seed=7, cuda=False), SCRIPT).seed()
+        draws.append((np.random.rand(), torch.rand(1).item()))
+    assert device.type == "cpu" and draws[0] == draws[1]
+
+
+def test_logging_writes_hyperparameters_and_tags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_TAGS", "base,v1")
+    exp = Experiment(Args(), SCRIPT)
+    with exp:
+        writer = exp.start_logging()
+        writer.add_scalar("charts/x", 1.0, 5)
+    texts = read_texts(tmp_path / "runs" / exp.run_name)
+    assert "|env_id|CartPole-v1|" in texts["hyperparameters"] and texts["tags"] == "base,v1"
+    assert read_scalars(tmp_path / "runs" / exp.run_name)["charts/x"] == [(5, 1.0)]
+    assert Experiment(Args(), SCRIPT).start_logging(log=False) is None  # a worker of a multi-process run
+
+
+class Closable:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def test_signals_stop_the_run_between_steps_and_everything_is_closed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(Args(), SCRIPT)
+    exp.envs = Closable()
+    steps = 0
+    with pytest.raises(SystemExit) as exit_info, exp:
+        writer = exp.start_logging()
+        for steps in range(1, 100):
+            exp.raise_if_stopped()
+            writer.add_scalar("charts/step", steps, steps)
+            if steps == 3:
+                os.kill(os.getpid(), signal.SIGTERM)  # noted, not raised where it lands
+    assert exit_info.value.code == 130 and steps == 4  # stopped at the check that starts step 4
+    assert "interrupted; what was logged is in runs/" in capsys.readouterr().err
+    assert exp.envs.closed
+    assert [s for s, _ in read_scalars(tmp_path / "runs" / exp.run_name)["charts/step"]] == [1, 2, 3]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handlers from before are back
+
+
+def test_second_signal_stops_at_once_and_a_crash_still_closes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(Args(), SCRIPT)
+    with pytest.raises(SystemExit), exp:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        pytest.fail("the second signal must interrupt at once")
+    exp = Experiment(Args(), SCRIPT)
+    exp.envs = Closable()
+    with pytest.raises(RuntimeError), exp:
+        raise RuntimeError("a crash in the training loop")
+    assert exp.envs.closed
+
+
+def test_checkpoint_round_trip_restores_args_envs_and_random_state(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    args = Args(checkpoint_frequency=2, num_envs=3, seed=5)
+    exp = Experiment(args, SCRIPT)
+    envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3), args.env_id)
+    envs.reset(seed=5)
+    assert [exp.checkpoint_due(i) for i in (1, 2, 3, 4)] == [False, True, False, True]
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(40, {"iteration": 2, "weights": np.arange(3)})
+    expected_draw, expected_obs = np.random.rand(), envs.step(np.zeros(3, dtype=np.int64))[0]
+
+    resumed_args = Args(resume=f"runs/{exp.run_name}", num_envs=1)  # the checkpoint's arguments win
+    resumed = Experiment(resumed_args, SCRIPT)
+    assert resumed.run_name == exp.run_name and resumed_args.num_envs == 3 and resumed_args.seed == 5
+    fresh = resumed.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3), args.env_id)
+    fresh.reset(seed=99)
+    state = resumed.resume()
+    assert state["iteration"] == 2 and state["global_step"] == 40 and list(state["weights"]) == [0, 1, 2]
+    assert np.random.rand() == expected_draw
+    np.testing.assert_array_equal(fresh.step(np.zeros(3, dtype=np.int64))[0], expected_obs)
+    assert resumed.elapsed >= state["elapsed_time"]
+
+
+def test_report_evaluation_logs_ten_returns(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(Args(save_model=True), SCRIPT)
+    with exp:
+        exp.start_logging()
+        assert exp.model_path == f"runs/{exp.run_name}/algo.cleanrl_model"
+        exp.report_evaluation([float(r) for r in range(10)], "ALGO")
+    assert read_scalars(tmp_path / "runs" / exp.run_name)["eval/episodic_return"] == [(i, float(i)) for i in range(10)]
