@@ -192,3 +192,19 @@ def test_jax_report_checks_every_seed_window(tmp_path):
     assert "| dqn_jax | dqn | CartPole-v1 | 30k | 3000 | 2000 | 1.50× | 2.5 | 0.2 |" in table
     assert "| dqn_jax | 3 | 500.0, 500.0, 470.0 | **no** | 490.00 ± 14.14 | 498.38 ± 2.29 |" in table
     assert "c51_jax" not in table and "td3" not in table
+
+
+def test_same_scalars_tells_identical_runs_from_different_ones(tmp_path, capsys):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from benchmark.same_scalars import main
+
+    for name, loss in (("a", 0.5), ("b", 0.5), ("c", 0.25)):
+        with SummaryWriter(tmp_path / name) as writer:
+            writer.add_scalar("charts/episodic_return", 10.0, 4)
+            writer.add_scalar("losses/td_loss", loss, 4)
+            writer.add_scalar("charts/SPS", {"a": 100, "b": 200, "c": 100}[name], 4)  # wall clock: ignored
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    assert "losses/td_loss" in capsys.readouterr().out
+    assert main([str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
