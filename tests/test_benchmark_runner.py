@@ -77,9 +77,11 @@ def log_files(log_dir: Path) -> dict[str, str]:
 # --- the commands -------------------------------------------------------------------------
 
 
-def test_seeds_are_the_outer_loop_and_envs_the_inner_one():
+def test_runs_start_seed_by_seed_and_are_numbered_as_slurm_tasks():
     runs = build_runs(["python", "train.py"], ["A-v1", "B-v1"], [4, 5])
     assert [(run.env_id, run.seed) for run in runs] == [("A-v1", 4), ("B-v1", 4), ("A-v1", 5), ("B-v1", 5)]
+    # numbered environment-major, as the job-array templates pick env i // len(seeds), seed i % len(seeds)
+    assert [run.index for run in runs] == [0, 2, 1, 3]
     assert runs[1].argv == ["python", "train.py", "--env-id", "B-v1", "--seed", "4"]
     assert len({run.log_name for run in runs}) == len(runs)
 
@@ -125,7 +127,7 @@ def test_runs_every_command_at_most_workers_at_a_time(tmp_path, fake_train):
     assert proc.returncode == 0, proc.stderr
 
     logs = log_files(tmp_path / "logs")
-    assert sorted(logs) == ["000__A-v1__seed1.log", "001__B-v1__seed1.log", "002__A-v1__seed2.log", "003__B-v1__seed2.log"]
+    assert sorted(logs) == ["000__A-v1__seed1.log", "001__A-v1__seed2.log", "002__B-v1__seed1.log", "003__B-v1__seed2.log"]
     assert "training B-v1 seed 2" in logs["003__B-v1__seed2.log"]
     assert "training A-v1 seed 1" not in logs["003__B-v1__seed2.log"]
 
@@ -151,7 +153,7 @@ def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     logs = log_files(tmp_path / "logs")
-    assert len(logs) == 4 and all(f"seed {seed}" in logs[name] for name, seed in zip(sorted(logs), [1, 1, 2, 2]))
+    assert len(logs) == 4 and all(f"seed {seed}" in logs[name] for name, seed in zip(sorted(logs), [1, 2, 1, 2]))
 
     report = proc.stderr[proc.stderr.index("failed run 1/2") :]
     assert f"command: {fake_train} --env-id Fail-v0 --seed 1" in report

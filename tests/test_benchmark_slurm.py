@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanrl_utils.benchmark import SlurmArray, add_exports, cpus_per_gpu, render_slurm_script
+from cleanrl_utils.benchmark import SlurmArray, add_exports, build_runs, cpus_per_gpu, render_slurm_script
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, script_env
 
@@ -146,11 +146,9 @@ def test_every_array_task_runs_its_env_and_seed_with_the_arguments_intact(tmp_pa
         echo, printed = proc.stdout.splitlines()
         assert echo.startswith(f"array task {task}: ")
         seen.append(json.loads(printed))
-    assert seen == [
-        [["--quote", "it's a {{command}}", "--env-id", env_id, "--seed", str(seed)], "mine,v1 $(x)"]
-        for env_id in AWKWARD_ENV_IDS
-        for seed in (3, 4)
-    ]
+    # task i runs what the local runner numbers i: one numbering of env x seed runs in both modes
+    local = sorted(build_runs(["--quote", "it's a {{command}}"], AWKWARD_ENV_IDS, [3, 4]), key=lambda run: run.index)
+    assert seen == [[run.argv, "mine,v1 $(x)"] for run in local]
     assert not (tmp_path / "pwned").exists()
 
 

@@ -1,5 +1,6 @@
 """The command line of `python -m cleanrl_utils.benchmark`: flags, checks, the list of runs, and the mode."""
 
+import itertools
 import os
 import shlex
 import shutil
@@ -104,12 +105,18 @@ def seeds(args: Args) -> list[int]:
 
 
 def build_runs(base_argv: list[str], env_ids: list[str], run_seeds: list[int]) -> list[RunSpec]:
-    """One run per (seed, env id): seeds in the outer loop, environments in the inner one."""
-    pairs = [(env_id, seed) for seed in run_seeds for env_id in env_ids]
-    return [
+    """One run per (env id, seed), in the order the local runner starts them.
+
+    Run `i` is what Slurm's array task `i` runs (`slurm.py`): environment `i // len(seeds)` with seed
+    `i % len(seeds)`, so a run's number and log name mean the same in both modes. Locally the runs
+    start seed by seed (every environment's first seed, then the second...), so a benchmark stopped
+    early still covers every environment.
+    """
+    runs = [
         RunSpec(index, env_id, seed, [*base_argv, "--env-id", env_id, "--seed", str(seed)])
-        for index, (env_id, seed) in enumerate(pairs)
+        for index, (env_id, seed) in enumerate(itertools.product(env_ids, run_seeds))
     ]
+    return sorted(runs, key=lambda run: (run.index % len(run_seeds), run.index))
 
 
 def main(argv: list[str] | None = None) -> int:
