@@ -185,7 +185,7 @@ SCRIPTS["sac_continuous_action.py"] = Script(
     bad_input={
         **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
         **CHECKPOINT_BAD_INPUT,
-        "discrete actions": (("--env-id", "CartPole-v1"), "use dqn.py"),
+        "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
         "zero batch size": (("--batch-size", "0"), "--batch-size"),
         "negative envs": (("--num-envs", "-1"), "--num-envs"),
         "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
@@ -480,7 +480,7 @@ SCRIPTS["dqn_atari_jax.py"] = Script(
         **ATARI_JAX_BAD_INPUT,
         "zero batch size": (("--batch-size", "0"), "--batch-size"),
         "several envs": (("--num-envs", "2"), "--num-envs"),
-        "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+        "empty replay memory": (("--buffer-size", "0"), "--buffer-size must be positive"),
     },
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
@@ -854,6 +854,9 @@ def test_help_and_underscore_flags(name, tmp_path):
     # the reference's own scripts pass underscore spellings, and both must keep working
     run = run_in_process(name, "--env_id", "NoSuchEnv-v0", cwd=tmp_path)
     assert run.returncode != 0 and "NoSuchEnv" in run.stderr
+    # booleans spelled as the published commands spell them: parsed, so the run gets to the env error
+    run = run_in_process(name, "--capture-video", "False", "--track", "false", "--env-id", "NoSuchEnv-v0", cwd=tmp_path)
+    assert run.returncode == 2 and "NoSuchEnv" in run.stderr, run.stderr
 
 
 def test_track_makes_offline_wandb_run_with_scalars(smoke):
