@@ -4,10 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-envpool/#ppo_a
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -15,10 +11,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-try:  # envpool comes with the `envpool` extra; without it, make_env says how to install it
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
 except ImportError:
     envpool = None
@@ -88,39 +84,10 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, num_envs, seed):
     """envpool's own Atari pipeline (its defaults: up to 30 no-ops at reset, 4 frames skipped with a max over
     the last two, FIRE at reset, 84x84 grayscale, 4 stacked frames), a lost life ending the episode for
     learning and rewards clipped to their sign. Sub-env i is seeded with seed + i."""
-    if envpool is None:
-        fail('this script runs the Atari games of envpool: pip install -e ".[envpool]"')
-    spec = envpool.registration.registry.specs.get(env_id)
-    if spec is None:
-        hint = " (gymnasium's Atari ids such as BreakoutNoFrameskip-v4 run with ppo_atari.py)" if "Frameskip" in env_id else ""
-        fail(f"{env_id}: not an env id of envpool, whose Atari ids look like Breakout-v5{hint}")
-    if spec[0] != "envpool.atari":
-        fail(f"{env_id} is not an Atari game of envpool; ppo_atari_envpool.py needs one (see ppo.py for vector observations)")
     return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True)
 
 
@@ -190,48 +157,26 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_env(args.env_id, args.num_envs, args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    # env setup, before any file is written
+    exp.require(envpool is not None, 'this script runs the Atari games of envpool: pip install -e ".[envpool]"')
+    spec = envpool.registration.registry.specs.get(args.env_id)
+    hint = " (gymnasium's ids such as BreakoutNoFrameskip-v4 run with ppo_atari.py)" if "Frameskip" in args.env_id else ""
+    exp.require(spec, f"{args.env_id}: not an env id of envpool, whose Atari ids look like Breakout-v5{hint}")
+    exp.require(spec[0] == "envpool.atari", f"{args.env_id} is not an Atari game of envpool (ppo.py runs vector envs)")
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -248,16 +193,12 @@ if __name__ == "__main__":
     learnable = np.zeros((args.num_steps, args.num_envs), dtype=bool)
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     next_done = np.zeros(args.num_envs, dtype=bool)
     episode_stats = EpisodeStatistics(args.num_envs)
     recent_returns = deque(maxlen=20)  # for charts/avg_episodic_return
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -265,8 +206,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
                     learnable[step] = ~next_done
@@ -374,15 +314,6 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()
