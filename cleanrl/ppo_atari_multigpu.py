@@ -5,10 +5,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-multigpu/#ppo_
 
 import hashlib
 import os
-import random
-import signal
 import sys
-import time
 from dataclasses import dataclass, field
 
 import gymnasium as gym
@@ -17,17 +14,12 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-from torch.utils.tensorboard import SummaryWriter
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-try:  # the Atari games come with the `atari` extra; without it, make_vector_env says how to install it
+from cleanrl_utils.evals.ppo_atari_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # the Atari games come with the `atari` extra; without it, the script says how to install it
     import ale_py
 
     gym.register_envs(ale_py)
@@ -117,30 +109,7 @@ class Args:
     """the number of processes, from torchrun's WORLD_SIZE (set when the run starts)"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
 BACKENDS = ("gloo", "nccl", "mpi")
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback (each rank that finds it says it)."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -174,32 +143,13 @@ def make_env(env_id, idx, capture_video, run_name):
 
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
-    """Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step."""
-    spec = gym.registry.get(env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        if spec is None and ale_py is None:
-            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-        try:  # made once to tell what is wrong with it
-            env = gym.make(env_id, disable_env_checker=True)
-        except gym.error.DependencyNotInstalled as e:
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
-            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            fail(
-                f"{env_id} has {env.action_space} actions; ppo_atari_multigpu.py needs Discrete ones (see ppo_continuous_action.py)"
-            )
-        fail(f"{env_id} is not an Atari game of ale-py; ppo_atari_multigpu.py needs one (see ppo.py for vector observations)")
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
-        )
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    return envs
+    # Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step.
+    # copy=False: the loop copies each observation into its buffer itself.
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        copy=False,
+    )
 
 
 def finished_games(infos):
@@ -259,101 +209,61 @@ def parameters_digest(model):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
     # torchrun sets these for each process it starts; a plain `python` run is a world of one
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     args.world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    for name in ("total_timesteps", "local_num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.backend not in BACKENDS:
-        fail(f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}")
+    exp.require_positive("total_timesteps", "local_num_envs", "num_steps", "num_minibatches", "update_epochs")
+    exp.require(args.backend in BACKENDS, f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}")
     args.local_batch_size = int(args.local_num_envs * args.num_steps)
-    if args.local_batch_size % args.num_minibatches != 0:
-        fail(
-            f"--num-minibatches {args.num_minibatches} does not divide "
-            f"local-num-envs x num-steps = {args.local_batch_size} (each rank splits its own batch)"
-        )
     args.local_minibatch_size = int(args.local_batch_size // args.num_minibatches)
-    if args.norm_adv and args.local_minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.local_minibatch_size}")
     args.num_envs = args.local_num_envs * args.world_size
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch of all ranks ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.ppo_atari_eval import evaluate
-
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
+    divides = args.local_batch_size % args.num_minibatches == 0
+    exp.require(divides, "--num-minibatches does not divide local-num-envs × num-steps (each rank splits its own batch)")
+    exp.require(args.local_minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch of all ranks ({args.batch_size})")
+    run_name = exp.run_name
 
     # device of each local rank: --device-ids[local_rank], else the GPUs in turn (several ranks may share one)
+    device = torch.device("cpu")
     if torch.cuda.is_available() and args.cuda:
         local_world_size, gpus = int(os.environ.get("LOCAL_WORLD_SIZE", "1")), torch.cuda.device_count()
-        if args.device_ids and len(args.device_ids) != local_world_size:
-            fail(f"--device-ids names {len(args.device_ids)} devices for {local_world_size} processes on this machine")
-        if any(not 0 <= i < gpus for i in args.device_ids):
-            fail(f"--device-ids {' '.join(map(str, args.device_ids))}: this machine has GPUs 0 to {gpus - 1}")
+        ids = " ".join(map(str, args.device_ids))
+        exp.require(len(args.device_ids) in (0, local_world_size), f"--device-ids {ids}: not one per process on this machine")
+        exp.require(all(0 <= i < gpus for i in args.device_ids), f"--device-ids {ids}: this machine has GPUs 0 to {gpus - 1}")
         device = torch.device(f"cuda:{args.device_ids[local_rank] if args.device_ids else local_rank % gpus}")
         torch.cuda.set_device(device)
-    elif args.device_ids:
-        fail("--device-ids needs CUDA (a GPU and no --no-cuda)")
-    else:
-        device = torch.device("cpu")
-    if args.backend == "nccl" and device.type != "cuda":
-        fail("--backend nccl needs a CUDA device for each process; on CPUs use --backend gloo")
-    if not dist.is_backend_available(args.backend):
-        fail(f"--backend {args.backend} is not available in this torch build; use --backend gloo")
+    exp.require(device.type == "cuda" or not args.device_ids, "--device-ids needs CUDA (a GPU and no --no-cuda)")
+    exp.require(args.backend != "nccl" or device.type == "cuda", "--backend nccl needs a CUDA device for each process")
+    exp.require(dist.is_backend_available(args.backend), f"--backend {args.backend} is not in this torch build; use gloo")
     if args.world_size > 1:  # torchrun's MASTER_ADDR and MASTER_PORT say where the ranks meet
         dist.init_process_group(args.backend, rank=rank, world_size=args.world_size)
 
-    # seeding: every rank builds the same initial network from the base seed; its envs and its action
-    # sampling get their own seeds, so the ranks gather different experience
-    random.seed(args.seed + rank)
-    np.random.seed(args.seed + rank)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
+    # every rank builds the same initial network from --seed; its envs and its action sampling get
+    # seeds of their own (below), so the ranks gather different experience
+    exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind); rank 0 records the videos
-    envs = make_vector_env(args.env_id, args.local_num_envs, args.capture_video and rank == 0, run_name)
+    # env setup, before any file is written; a non-Atari id is made once to say what is wrong with it
+    spec = gym.registry.get(args.env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):
+        missing_ale = f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"'
+        exp.require(spec is not None or ale_py is not None, missing_ale)
+        env = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
+        exp.require_action_space(env.action_space, gym.spaces.Discrete, see="ppo_continuous_action.py")
+        exp.fail(f"{args.env_id} is not an Atari game of ale-py; {exp.script} needs one (see ppo.py for vector observations)")
+    video = args.capture_video and rank == 0  # rank 0 alone records videos and writes TensorBoard, W&B and the model
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.local_num_envs, video, run_name), args.env_id)
     envs.action_space.seed(args.seed + rank)
+    writer = exp.start_logging(log=rank == 0)
 
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     torch.manual_seed(args.seed + rank)
-
-    writer = None  # rank 0 alone writes TensorBoard, W&B, videos and the model
-    if rank == 0:
-        if args.track:
-            import wandb
-
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        writer = SummaryWriter(f"runs/{run_name}")
-        writer.add_text(
-            "hyperparameters",
-            "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-        )
-        writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
 
     # rollout storage of this rank: frames stay uint8 (4x smaller than floats) until the network divides them by 255
     obs_shape = envs.single_observation_space.shape
@@ -366,14 +276,10 @@ if __name__ == "__main__":
     params = list(agent.parameters())
 
     global_step = 0  # steps of all ranks' envs: every rank steps its envs in lockstep with the others
-    start_time = time.time()
     # env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed
     next_obs, _ = envs.reset(seed=args.seed + rank * args.local_num_envs)
     next_obs = torch.as_tensor(next_obs, device=device)
-    # Ctrl-C and SIGTERM (torchrun forwards them to every rank) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM (torchrun forwards them to every rank) end the run at the next step, logs kept
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -382,8 +288,7 @@ if __name__ == "__main__":
             games = []  # (global step, raw return, length) of the whole games this rank finished
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
                     action, logprobs[step], values[step] = agent.act(next_obs)
@@ -467,9 +372,7 @@ if __name__ == "__main__":
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                         v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
+                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
                         )
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
@@ -513,7 +416,7 @@ if __name__ == "__main__":
                 writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
                 writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
                 writer.add_scalar("losses/explained_variance", explained_var, global_step)
-                sps = int(global_step / (time.time() - start_time))
+                sps = int(global_step / exp.elapsed)
                 print("SPS:", sps)
                 writer.add_scalar("charts/SPS", sps, global_step)
 
@@ -526,41 +429,10 @@ if __name__ == "__main__":
                 print(f"warning: the ranks' parameters differ: {digests}", file=sys.stderr)
 
         if args.save_model and rank == 0:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save(agent.state_dict(), model_path)
-            print(f"model saved to {model_path}")
+            torch.save(agent.state_dict(), exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Agent,
-                device=device,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "PPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        where = f"; what was logged is in runs/{run_name}" if rank == 0 else f" (rank {rank})"
-        print(f"{os.path.basename(__file__)}: interrupted{where}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        if rank == 0:
-            writer.close()
-            if args.track:
-                for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                    wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-                wandb.finish()
-        if dist.is_initialized():
-            dist.destroy_process_group()
+            exp.report_evaluation(episodic_returns, "PPO")
+    if dist.is_initialized():
+        dist.destroy_process_group()
