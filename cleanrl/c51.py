@@ -5,9 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/c51/#c51py (docs/rl-algo
 
 import os
 import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -15,9 +12,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
 from stable_baselines3.common.buffers import ReplayBuffer
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.c51_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -80,31 +78,6 @@ class Args:
     """environment steps between gradient updates"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
     # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
@@ -118,24 +91,6 @@ def make_env(env_id, idx, capture_video, run_name):
         return env
 
     return thunk
-
-
-def make_checked_env(env_id, capture_video, run_name):
-    """The training env, or one clear error line for an env this script cannot learn."""
-    try:
-        env = make_env(env_id, 0, capture_video, run_name)()
-    except gym.error.DependencyNotInstalled as e:
-        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(f"{env_id} has {env.action_space} actions; c51.py needs Discrete ones (see sac_continuous_action.py)")
-    if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
-        fail(f"{env_id} observations are {env.observation_space}; c51.py needs a flat Box (see c51_atari.py)")
-    return env
 
 
 # the networks
@@ -193,63 +148,25 @@ def project(next_atoms, next_pmfs, atoms):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_envs != 1:
-        fail(f"--num-envs {args.num_envs}: c51.py runs a single environment")
-    if args.n_atoms < 2 or not args.v_min < args.v_max:
-        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
-    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
-        fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.c51_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51.py runs a single environment")
+    exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
+    exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")
+    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1
+    exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    device = exp.seed(cpu_threads=1)  # one CPU thread suits a 120-84 MLP
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
+    # env setup, before any file is written
     # One env stepped directly: a one-env vector wrapper would double the cost of each step.
-    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
+    exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+    exp.require_flat_observations(env.observation_space, see="c51_atari.py")
     env.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     q_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
     # the paper's Adam epsilon, 0.01 / batch size; fused: one kernel updates every parameter
@@ -258,24 +175,13 @@ if __name__ == "__main__":
     target_network.load_state_dict(q_network.state_dict())
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
-    rb = ReplayBuffer(
-        args.buffer_size,
-        env.observation_space,
-        env.action_space,
-        device,
-        handle_timeout_termination=False,
-    )
+    rb = ReplayBuffer(args.buffer_size, env.observation_space, env.action_space, device, handle_timeout_termination=False)
     batch_index = torch.arange(args.batch_size, device=device)
-    start_time = time.time()
 
     obs, _ = env.reset(seed=args.seed)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
         for global_step in range(args.total_timesteps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
                 action = env.action_space.sample()
@@ -319,11 +225,10 @@ if __name__ == "__main__":
                         writer.add_scalar("losses/loss", loss.item(), global_step)
                         old_val = (old_log_pmfs.detach().exp() * q_network.atoms).sum(-1)
                         writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
-                        sps = int(global_step / (time.time() - start_time))
+                        sps = int(global_step / exp.elapsed)
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
-                    # optimize the model
                     optimizer.zero_grad()
                     loss.backward()
                     optimizer.step()
@@ -333,39 +238,9 @@ if __name__ == "__main__":
                     target_network.load_state_dict(q_network.state_dict())
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
-            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, model_path)
-            print(f"model saved to {model_path}")
+            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=QNetwork,
-                device=device,
-                epsilon=args.end_e,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "C51", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        env.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "C51")
