@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn/#pqnpy (docs/rl-algo
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -17,8 +13,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.pqn_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -85,31 +82,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
     # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
@@ -125,24 +97,13 @@ def make_env(env_id, idx, capture_video, run_name):
 
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
-    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
-        )
-    except gym.error.DependencyNotInstalled as e:
-        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(f"{env_id} has {envs.single_action_space} actions; pqn.py needs Discrete ones (see sac_continuous_action.py)")
-    if not isinstance(envs.single_observation_space, gym.spaces.Box) or len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; pqn.py needs a flat Box (see pqn_atari_envpool.py)")
+    # Sub-envs reset in the same step they end; `infos["final_obs"]` keeps the last observation.
+    # copy=False: the loop copies each observation into its buffer itself.
+    envs = gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        copy=False,
+    )
     return gym.wrappers.vector.RecordEpisodeStatistics(envs)
 
 
@@ -195,65 +156,26 @@ def q_lambda_returns(rewards, dones, values, next_value, gamma, q_lambda):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not 0 < args.exploration_fraction <= 1 or not 0 <= args.q_lambda <= 1:
-        fail("need 0 < --exploration-fraction <= 1 and 0 <= --q-lambda <= 1")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    exp.require(0 < args.exploration_fraction <= 1, f"need 0 < --exploration-fraction <= 1, got {args.exploration_fraction}")
+    exp.require(0 <= args.q_lambda <= 1, f"need 0 <= --q-lambda <= 1, got {args.q_lambda}")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.pqn_eval import evaluate
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    device = exp.seed(cpu_threads=1)  # one CPU thread suits a 120-84 MLP
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # for a 120-84 MLP, waking extra threads costs more than the math
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
+    exp.require_action_space(envs.single_action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+    exp.require_flat_observations(envs.single_observation_space, see="pqn_atari_envpool.py")
     envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
@@ -266,13 +188,9 @@ if __name__ == "__main__":
     values = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # max_a Q(obs, a) at acting time
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -280,16 +198,14 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     # epsilon follows the steps taken so far; each sub-env explores on its own coin flip
                     epsilon = linear_schedule(
                         args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
                     )
                     global_step += args.num_envs
                     obs[step] = next_obs
-                    q_values = q_network(next_obs)
-                    max_q, greedy = q_values.max(dim=1)
+                    max_q, greedy = q_network(next_obs).max(dim=1)
                     values[step] = max_q.cpu().numpy()
                     explore = np.random.random(args.num_envs) < epsilon
                     action = np.where(explore, envs.action_space.sample(), greedy.cpu().numpy())
@@ -305,12 +221,11 @@ if __name__ == "__main__":
                     dones[step] = terminations | truncations
                     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32, device=device)
 
-                    if "_episode" in infos:
-                        for i in np.flatnonzero(infos["_episode"]):
-                            episodic_return = float(infos["episode"]["r"][i])
-                            print(f"global_step={global_step}, episodic_return={episodic_return}")
-                            writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                            writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
+                    for i in np.flatnonzero(infos.get("_episode", [])):
+                        episodic_return = float(infos["episode"]["r"][i])
+                        print(f"global_step={global_step}, episodic_return={episodic_return}")
+                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                        writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
 
                 next_value = q_network(next_obs).max(dim=1).values.cpu().numpy()
             # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
@@ -321,7 +236,7 @@ if __name__ == "__main__":
             b_actions = actions.reshape(-1)
             b_returns = torch.as_tensor(returns.reshape(-1), device=device)
 
-            # Optimizing the Q-network
+            # the update: epochs of shuffled minibatches
             for _epoch in range(args.update_epochs):
                 b_inds = torch.randperm(args.batch_size, device=device)
                 for start in range(0, args.batch_size, args.minibatch_size):
@@ -337,43 +252,13 @@ if __name__ == "__main__":
             writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
             writer.add_scalar("losses/td_loss", loss.item(), global_step)
             writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save(q_network.state_dict(), model_path)
-            print(f"model saved to {model_path}")
+            torch.save(q_network.state_dict(), exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=QNetwork,
-                device=device,
-                epsilon=args.end_e,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "PQN", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "PQN")
