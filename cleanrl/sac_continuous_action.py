@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac/#sac_continuous_acti
 
 import math
 import os
-import random
-import signal
-import sys
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -18,9 +14,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-import tyro
 from stable_baselines3.common.buffers import ReplayBuffer
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.sac_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -83,27 +80,6 @@ class Args:
     """learn the entropy temperature α towards a target entropy"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if env_id.startswith("dm_control/"):  # these ids exist once Shimmy has registered them
@@ -129,29 +105,15 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            envs = gym.vector.SyncVectorEnv(
-                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            )
-        except gym.error.DependencyNotInstalled as e:
-            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point + env_id), "all")
-            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
     for warning in caught:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    space = envs.single_action_space
-    if not isinstance(space, gym.spaces.Box):
-        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
-    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        fail(f"{env_id} has unbounded actions {space}; the tanh-squashed policy needs finite bounds")
     return envs
 
 
-# the networks
 class SoftQNetwork(nn.Module):
     def __init__(self, env):
         super().__init__()
@@ -213,76 +175,25 @@ def temperature_loss(log_alpha, log_pi, target_entropy):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    if args.checkpoint_frequency < 0:
-        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
-    checkpoint = None
-    if args.checkpoint_frequency or args.resume:
-        try:  # a resumed run goes on with the arguments it was started with
-            from cleanrl_utils import checkpoint as ckpt
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    exp.require_positive("target_network_frequency")
+    exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
+    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
+    exp.require(args.learning_starts >= 0 and args.alpha >= 0, "--learning-starts and --alpha must not be negative")
+    run_name = exp.run_name
 
-            checkpoint = ckpt.load(args.resume) if args.resume else None
-            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
-        except ImportError:
-            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
-        except ckpt.CheckpointError as e:
-            fail(str(e))
-    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency", "target_network_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.total_timesteps < args.num_envs:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one step of the {args.num_envs} envs")
-    if args.learning_starts < 0 or not 0 < args.tau <= 1 or args.alpha < 0:
-        fail("need --learning-starts >= 0, 0 < --tau <= 1 and --alpha >= 0")
-    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.sac_eval import evaluate
+    device = exp.seed(cpu_threads=1)  # for 256-unit MLPs, the same speed as more threads, without their wake-ups
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # for 256-unit MLPs, the same speed as more threads, without their wake-ups
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
+    action_space = envs.single_action_space
+    exp.require_action_space(action_space, gym.spaces.Box, see="dqn.py")
+    bounded = np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+    exp.require(bounded, f"{args.env_id} has unbounded actions {action_space}; the tanh-squashed policy needs finite bounds")
     envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
-            resume="allow" if checkpoint else None,
-        )
-    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     actor = Actor(envs).to(device)
     qf1 = SoftQNetwork(envs).to(device)
@@ -296,57 +207,49 @@ if __name__ == "__main__":
     # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     q_optimizer = optim.Adam(q_params, lr=args.q_lr, fused=True)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, fused=True)
+    # what a checkpoint saves and restores of the learners, by name
+    learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
+    learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
     # Automatic entropy tuning
     if args.autotune:
-        target_entropy = -float(np.prod(envs.single_action_space.shape))
+        target_entropy = -float(np.prod(action_space.shape))
         log_alpha = torch.zeros(1, requires_grad=True, device=device)
-        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, fused=True)
+        learners["a_optimizer"] = a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, fused=True)
         alpha = log_alpha.detach().exp()[0]  # starts at 1
     else:
         alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one (no host round trips)
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
     # It stores float32 (MuJoCo observes float64), the precision the networks read.
-    obs_space, action_space = envs.single_observation_space, envs.single_action_space
     rb = ReplayBuffer(
         args.buffer_size,
-        gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
+        gym.spaces.Box(-np.inf, np.inf, envs.single_observation_space.shape, np.float32),
         gym.spaces.Box(action_space.low, action_space.high, action_space.shape, np.float32),
         device,
         n_envs=args.num_envs,
         handle_timeout_termination=False,
     )
-    start_time = time.time()
 
     first_iteration, actor_loss, alpha_loss = 0, None, None
-    if checkpoint:  # pick up exactly where the checkpoint was written
-        for name, module in (("actor", actor), ("qf1", qf1), ("qf2", qf2), ("qf1_target", qf1_target),
-                             ("qf2_target", qf2_target), ("q_optimizer", q_optimizer), ("actor_optimizer", actor_optimizer)):  # fmt: skip
-            module.load_state_dict(checkpoint[name])
+    if exp.checkpoint:  # pick up exactly where the checkpoint was written
+        checkpoint = exp.resume()  # the envs, random generators and clock as they were
+        for name, learner in learners.items():
+            learner.load_state_dict(checkpoint[name])
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(checkpoint["log_alpha"])
-            a_optimizer.load_state_dict(checkpoint["a_optimizer"])
         alpha = checkpoint["alpha"].to(device)
         # the last losses are logged until the actor's next update, which may come after the next log step
-        # (checkpoints of older versions lack them: that run then skips one log row, as it used to)
-        actor_loss, alpha_loss = checkpoint.get("actor_loss"), checkpoint.get("alpha_loss")
+        actor_loss, alpha_loss = checkpoint["actor_loss"], checkpoint["alpha_loss"]
         rb = checkpoint["replay_buffer"]
         rb.device = device
-        ckpt.restore_env(envs, checkpoint["env"])
-        ckpt.set_rng_state(checkpoint["rng"])
         obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
-        start_time -= checkpoint["elapsed_time"]
     else:
         obs, _ = envs.reset(seed=args.seed)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one
             # act: uniformly random until learning starts, then from the policy
             if global_step < args.learning_starts:
@@ -393,17 +296,16 @@ if __name__ == "__main__":
                 qf2_loss = F.mse_loss(qf2_a_values, next_q_value)
                 qf_loss = qf1_loss + qf2_loss
 
-                # optimize the model
                 q_optimizer.zero_grad()
                 qf_loss.backward()
                 q_optimizer.step()
 
-                if iteration % args.policy_frequency == 0:  # TD3 Delayed update support
+                if iteration % args.policy_frequency == 0:  # the actor's updates are delayed, as in TD3
                     # The actor's loss needs dQ/d(action) only: gradients for the critics' weights would be
                     # computed and thrown away, so they are switched off meanwhile.
                     for p in q_params:
                         p.requires_grad_(False)
-                    for _ in range(args.policy_frequency):  # compensate for the delay by doing 'policy_frequency' updates
+                    for _ in range(args.policy_frequency):  # as many actor steps as critic steps, in a burst
                         pi, log_pi, _ = actor.get_action(data.observations)
                         min_qf_pi = torch.min(qf1(data.observations, pi), qf2(data.observations, pi))
                         actor_loss = ((alpha * log_pi) - min_qf_pi).mean()
@@ -423,7 +325,6 @@ if __name__ == "__main__":
                     for p in q_params:
                         p.requires_grad_(True)
 
-                # update the target networks
                 if iteration % args.target_network_frequency == 0:
                     with torch.no_grad():
                         for target_param, param in zip(target_params, q_params):
@@ -437,60 +338,23 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/qf_loss", qf_loss.item() / 2.0, global_step)
                     writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
                     writer.add_scalar("losses/alpha", alpha.item(), global_step)
-                    sps = int(global_step / (time.time() - start_time))
+                    sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
                     if args.autotune:
                         writer.add_scalar("losses/alpha_loss", alpha_loss.item(), global_step)
 
             done = global_step + args.num_envs  # environment steps taken so far
-            if args.checkpoint_frequency and done // args.checkpoint_frequency > global_step // args.checkpoint_frequency:
-                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
-                ckpt.save(f"runs/{run_name}", done, {
-                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                    "global_step": global_step, "elapsed_time": time.time() - start_time, "rng": ckpt.rng_state(),
-                    "actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict(),
-                    "qf1_target": qf1_target.state_dict(), "qf2_target": qf2_target.state_dict(),
-                    "q_optimizer": q_optimizer.state_dict(), "actor_optimizer": actor_optimizer.state_dict(),
-                    "log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha,
-                    "a_optimizer": a_optimizer.state_dict() if args.autotune else None,
-                    "actor_loss": None if actor_loss is None else actor_loss.detach(),
-                    "alpha_loss": None if alpha_loss is None else alpha_loss.detach(),
-                    "replay_buffer": rb, "env": ckpt.env_state(envs), "obs": obs,
-                })  # fmt: skip
+            if exp.checkpoint_frequency and done // exp.checkpoint_frequency > global_step // exp.checkpoint_frequency:
+                # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
+                state = {name: learner.state_dict() for name, learner in learners.items()}
+                state |= {"log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha}
+                state |= {"actor_loss": actor_loss, "alpha_loss": alpha_loss}
+                exp.save_checkpoint(done, {"global_step": global_step, "replay_buffer": rb, "obs": obs, **state})
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, model_path)
-            print(f"model saved to {model_path}")
+            torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Actor,
-                device=device,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "SAC", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "SAC")

@@ -177,7 +177,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
 
 def test_discrete_actions_point_to_dqn(tmp_path):
     run = run_script("sac_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path, timeout=120)
-    assert run.returncode == 2 and "use dqn.py" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert run.returncode == 2 and "see dqn.py" in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 
 @pytest.fixture(scope="module")
