@@ -58,10 +58,8 @@ def random_xla_steps(num_envs: int, max_episode_steps: int, steps: int, seed: in
     """Step a real envpool Breakout through its XLA interface (as the scripts do) with random actions."""
     from cleanrl.ppo_atari_envpool_xla_jax import make_env
 
-    envs = envpool.make(
-        "Breakout-v5", env_type="gymnasium", num_envs=num_envs, seed=seed, max_episode_steps=max_episode_steps,
-        episodic_life=True, reward_clip=True,
-    )  # fmt: skip
+    settings = {"num_envs": num_envs, "seed": seed, "episodic_life": True, "reward_clip": True}
+    envs = envpool.make("Breakout-v5", env_type="gymnasium", max_episode_steps=max_episode_steps, **settings)
     # the scripts' own settings, besides the time limit
     assert {k: v for k, v in envs.spec.config._asdict().items() if k != "max_episode_steps"} == {
         k: v for k, v in make_env("Breakout-v5", seed, num_envs)().spec.config._asdict().items() if k != "max_episode_steps"
