@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-continuous/#rpo_cont
 
 import math
 import os
-import random
-import signal
-import sys
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -17,8 +13,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.ppo_continuous_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -93,27 +90,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
     def thunk():
         if env_id.startswith("dm_control/"):
@@ -143,37 +119,18 @@ def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
 
 
 def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
-    """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
-    # Warnings (e.g. "HalfCheetah-v4 is out of date") are held back until the env exists: bad input gets one line.
+    # Sub-envs reset in the same step they end; `infos["final_obs"]` keeps the last observation.
+    # Warnings (e.g. "HalfCheetah-v4 is out of date") wait until the env exists: bad input gets one line.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            envs = gym.vector.SyncVectorEnv(
-                [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                copy=False,  # the loop copies the observations into its buffer itself
-            )
-        except gym.error.DependencyNotInstalled as e:
-            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point + env_id), "all")
-            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            copy=False,  # the loop copies the observations into its buffer itself
+        )
     for warning in caught:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    if not isinstance(envs.single_action_space, gym.spaces.Box):
-        fail(f"{env_id} has {envs.single_action_space} actions; {os.path.basename(__file__)} needs Box ones (use ppo.py)")
-    if len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
     return envs
-
-
-def obs_normalizer(env):
-    """The NormalizeObservation wrapper inside one sub-env: its running mean/var/count are part of the policy."""
-    while not isinstance(env, gym.wrappers.NormalizeObservation):
-        env = env.env
-    return env
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):
@@ -211,17 +168,14 @@ class Agent(nn.Module):
     def act(self, x, deterministic=False):
         """Rollout: sample actions (or take the mean). Log-probabilities and values come later, batched."""
         mean = self.actor_mean(x)
-        if deterministic:
-            return mean
-        return mean + self.actor_logstd.exp() * torch.randn_like(mean)
+        return mean if deterministic else mean + self.actor_logstd.exp() * torch.randn_like(mean)
 
     # The diagonal Gaussian is written out: torch.distributions.Normal costs more than these few ops.
     def evaluate_actions(self, x, action, perturb=True):
         """Log-probability and entropy (summed over action dims) of given actions, and the state value.
 
-        RPO: in the updates (`perturb`), the mean is shifted by noise ~ U(-rpo_alpha, rpo_alpha) per dimension,
-        which keeps the policy's entropy from collapsing. The rollout's own log-probabilities use the plain mean.
-        """
+        RPO: in the updates (`perturb`) the mean is shifted by noise ~ U(-rpo_alpha, rpo_alpha) per dimension, which
+        keeps the policy's entropy from collapsing. The rollout's own log-probabilities use the plain mean."""
         mean = self.actor_mean(x)
         if perturb:
             mean = mean + torch.empty_like(mean).uniform_(-self.rpo_alpha, self.rpo_alpha)
@@ -232,67 +186,28 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.rpo_alpha < 0:
-        fail(f"--rpo-alpha must be 0 or positive, got {args.rpo_alpha}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    exp.require(args.rpo_alpha >= 0, f"--rpo-alpha must be 0 or positive, got {args.rpo_alpha}")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.ppo_continuous_eval import evaluate
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    device = exp.seed(cpu_threads=1)  # Python, NumPy and PyTorch seeded; one CPU thread suits 64-unit MLPs
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # for 64-unit MLPs, waking extra threads costs more than the math
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name, args.gamma)
-    envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    # env setup, before any file is written
+    envs = exp.make_envs(
+        lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name, args.gamma), args.env_id
     )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    space = envs.single_action_space
+    exp.require(isinstance(space, gym.spaces.Box), f"{args.env_id} has {space} actions, not Box ones (use ppo.py)")
+    envs.action_space.seed(args.seed)
+    writer = exp.start_logging()
 
     agent = Agent(envs, args.rpo_alpha).to(device)
     # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
@@ -305,23 +220,17 @@ if __name__ == "__main__":
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
-            # The whole rollout runs without autograd bookkeeping.
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     action = agent.act(next_obs)
                     obs[step] = next_obs
@@ -341,15 +250,13 @@ if __name__ == "__main__":
                     if "final_info" in infos:  # the unscaled return, from RecordEpisodeStatistics inside each sub-env
                         episode = infos["final_info"]["episode"]
                         for i in np.flatnonzero(infos["final_info"]["_episode"]):
-                            # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
-                            episodic_return = float(np.float32(episode["r"][i]))
+                            episodic_return = float(np.float32(episode["r"][i]))  # printed as TensorBoard keeps it
                             print(f"global_step={global_step}, episodic_return={episodic_return}")
                             writer.add_scalar("charts/episodic_return", episodic_return, global_step)
                             writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
 
-            # The parameters did not change during the rollout, so the log-probabilities of the actions taken
-            # and the state values can be computed for all of it in one batched call instead of one small call
-            # per step: the same numbers for a fraction of the overhead.
+            # The parameters did not change during the rollout: the log-probabilities of the actions taken and the
+            # state values come in one batched call instead of one small call per step, the same numbers for less.
             with torch.no_grad():
                 logprobs, _, values = agent.evaluate_actions(obs, actions, perturb=False)
                 next_value = agent.get_value(next_obs).cpu().numpy()
@@ -400,14 +307,9 @@ if __name__ == "__main__":
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-                    # value loss
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
-                        )
+                        v_clipped = b_values[mb_inds] + (newvalue - b_values[mb_inds]).clamp(-args.clip_coef, args.clip_coef)
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
                         v_loss = 0.5 * v_loss_max.mean()
@@ -437,47 +339,17 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # The observation statistics are part of the policy: without them a reloaded agent sees other inputs.
             # (With several envs each keeps its own; sub-env 0's are saved, the one the evaluation runs.)
-            rms = obs_normalizer(envs.envs[0]).obs_rms
+            rms = envs.envs[0].get_wrapper_attr("obs_rms")  # NormalizeObservation's running mean, var and count
             obs_rms = {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
-            torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, model_path)
-            print(f"model saved to {model_path}")
-            episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Agent,
-                device=device,
-                capture_video=args.capture_video,
-                gamma=args.gamma,
+            torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, exp.model_path)
+            episodic_returns = evaluate(  # the eval env's reward scaling (gamma) does not touch the returns it counts
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "RPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "RPO")
