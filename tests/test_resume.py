@@ -66,7 +66,7 @@ KILL_CASES = {
         "2",
         1024,
     ),
-    # Breakout: learning from step 200 on, the frame replay memory (500 frames, so it wraps) checkpointed every 300 steps
+    # Breakout: learning from step 200 on, the frame replay memory (500 transitions, so it wraps) checkpointed every 300 steps
     "dqn_atari.py": KillCase(
         "dqn_atari.py",
         ("--total-timesteps", "1200", "--learning-starts", "200", "--buffer-size", "500", "--target-network-frequency", "100"),

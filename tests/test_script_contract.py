@@ -261,7 +261,7 @@ SCRIPTS["dqn_atari.py"] = Script(
         **ATARI_BAD_INPUT,
         "zero batch size": (("--batch-size", "0"), "--batch-size"),
         "several envs": (("--num-envs", "2"), "--num-envs"),
-        "replay memory too small": (("--buffer-size", "4"), "--buffer-size"),
+        "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
     },
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
