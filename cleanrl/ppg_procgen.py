@@ -4,18 +4,15 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppg-procgen/#ppg_procgen
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.experiment import Experiment, parse_args
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -78,7 +75,7 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # PPG specific arguments
+    # the two phases of PPG
     n_iteration: int = 32
     """N_pi: policy-phase iterations (rollout + PPO update) between two auxiliary phases"""
     e_policy: int = 1
@@ -107,27 +104,6 @@ class Args:
     """rollouts stored for the auxiliary phase, num-envs x n-iteration (set when the run starts)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def procgen_ids():
     """{(game, distribution mode): envpool id}, e.g. ("starpilot", "easy"): "StarpilotEasy-v0"."""
     specs = envpool.registration.registry.specs.items()
@@ -142,31 +118,29 @@ def make_env(game, distribution_mode, num_envs, seed):
     """The envpool vector env of a Procgen game: 3×64×64 uint8 frames, 15 actions, next-step autoreset.
 
     Each game keeps its own time limit (e.g. 1000 steps for starpilot), which ends an episode as a
-    truncation. Levels are drawn from all levels (num_levels=0), as in the Procgen benchmark.
+    truncation. Levels are drawn from all levels (num_levels=0), as in the Procgen benchmark; env i
+    draws them from seed + i. Bad names raise gym.error.Error, which the script reports in one line.
     """
     if envpool is None:
-        fail('the Procgen games need envpool: pip install -e ".[procgen]"')
+        raise gym.error.Error('the Procgen games need envpool: pip install -e ".[procgen]"')
     ids = procgen_ids()
     games, modes = sorted({g for g, _ in ids}), sorted({m for _, m in ids})
     if game not in games:
         hint = next((f" (use --env-id {g} --distribution-mode {m})" for (g, m), i in ids.items() if i == game), "")
-        fail(f"{game!r} is not a Procgen game{hint}; the games are {', '.join(games)}")
+        raise gym.error.Error(f"{game!r} is not a Procgen game{hint}; the games are {', '.join(games)}")
     if distribution_mode not in modes:
-        fail(f"--distribution-mode must be one of {', '.join(modes)}, got {distribution_mode!r}")
+        raise gym.error.Error(f"--distribution-mode must be one of {', '.join(modes)}, got {distribution_mode!r}")
     if (game, distribution_mode) not in ids:
         game_modes = ", ".join(m for g, m in sorted(ids) if g == game)
-        fail(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
+        raise gym.error.Error(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
     try:
         return envpool.make(
-            ids[game, distribution_mode],
-            env_type="gymnasium",
-            num_envs=num_envs,
-            seed=seed,  # env i draws its levels from seed + i
-            num_levels=0,
-            start_level=0,
+            ids[game, distribution_mode], env_type="gymnasium", num_envs=num_envs, seed=seed, num_levels=0, start_level=0
         )
     except (ImportError, OSError) as e:  # the Procgen library links Qt 5
-        fail(f"cannot load envpool's Procgen games ({e}); on Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5")
+        raise gym.error.Error(
+            f"envpool's Procgen needs Qt 5 ({e}); Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5"
+        ) from e
 
 
 class EpisodeStatistics:
@@ -311,66 +285,29 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in (
-        "total_timesteps", "num_envs", "num_steps", "num_minibatches", "n_iteration", "e_policy", "e_auxiliary",
-        "num_aux_rollouts", "n_aux_grad_accum",
-    ):  # fmt: skip
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.v_value != 1:
-        fail(f"--v-value must be 1 (the value head trains in the policy epochs), got {args.v_value}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "n_iteration", "e_policy")
+    exp.require_positive("e_auxiliary", "num_aux_rollouts", "n_aux_grad_accum")
+    exp.require(args.v_value == 1, f"--v-value must be 1 (the value head trains in the policy epochs), got {args.v_value}")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
     args.num_phases = args.num_iterations // args.n_iteration
-    if args.num_phases == 0:
-        fail(
-            f"--total-timesteps {args.total_timesteps} is less than one phase "
-            f"(n-iteration x num-envs x num-steps = {args.n_iteration * args.batch_size} steps)"
-        )
     args.aux_batch_rollouts = int(args.num_envs * args.n_iteration)
-    if args.aux_batch_rollouts % args.num_aux_rollouts != 0:
-        fail(
-            f"--num-aux-rollouts {args.num_aux_rollouts} does not divide the stored rollouts, "
-            f"num-envs x n-iteration = {args.aux_batch_rollouts}"
-        )
-    if (args.aux_batch_rollouts // args.num_aux_rollouts) % args.n_aux_grad_accum != 0:
-        fail(
-            f"--n-aux-grad-accum {args.n_aux_grad_accum} does not divide the auxiliary minibatches, "
-            f"{args.aux_batch_rollouts // args.num_aux_rollouts}"
-        )
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    aux_minibatches = args.aux_batch_rollouts // args.num_aux_rollouts
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.num_phases > 0, f"--total-timesteps is less than one phase ({args.n_iteration * args.batch_size} steps)")
+    divides = args.aux_batch_rollouts % args.num_aux_rollouts == 0
+    exp.require(divides, f"--num-aux-rollouts {args.num_aux_rollouts} does not divide --num-envs × --n-iteration")
+    divides = aux_minibatches % args.n_aux_grad_accum == 0
+    exp.require(divides, f"--n-aux-grad-accum {args.n_aux_grad_accum} does not divide the {aux_minibatches} aux minibatches")
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_env(args.env_id, args.distribution_mode, args.num_envs, args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, args.seed), args.env_id)
+    writer = exp.start_logging()
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-8)
@@ -395,13 +332,9 @@ if __name__ == "__main__":
     old_logp = torch.zeros(aux_shape + (envs.action_space.n,))  # the policy's log-probabilities before the phase
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for phase in range(1, args.num_phases + 1):
             # POLICY PHASE: n-iteration rounds of PPO, each rollout stored for the auxiliary phase
             for update in range(1, args.n_iteration + 1):
@@ -412,8 +345,7 @@ if __name__ == "__main__":
 
                 with torch.inference_mode():
                     for step in range(args.num_steps):
-                        if stop_signals:
-                            raise KeyboardInterrupt
+                        exp.raise_if_stopped()
                         global_step += args.num_envs
                         obs[step] = next_obs
                         action, logprobs[step], values[step] = agent.act(next_obs)
@@ -478,9 +410,7 @@ if __name__ == "__main__":
                         if args.clip_vloss:
                             v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                             v_clipped = b_values[mb_inds] + torch.clamp(
-                                newvalue - b_values[mb_inds],
-                                -args.clip_coef,
-                                args.clip_coef,
+                                newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
                             )
                             v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                             v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
@@ -511,7 +441,7 @@ if __name__ == "__main__":
                 writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
                 writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
                 writer.add_scalar("losses/explained_variance", explained_var, global_step)
-                sps = int(global_step / (time.time() - start_time))
+                sps = int(global_step / exp.elapsed)
                 print("SPS:", sps)
                 writer.add_scalar("charts/SPS", sps, global_step)
 
@@ -524,8 +454,7 @@ if __name__ == "__main__":
             # AUXILIARY PHASE: distil the values into the shared CNN while the policy stays where it is
             with torch.inference_mode():  # the policy before this phase, on every stored frame
                 for cols in torch.arange(args.aux_batch_rollouts).split(args.num_aux_rollouts):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     logp = agent.policy_logp(aux_obs[:, cols].flatten(0, 1).to(device))
                     old_logp[:, cols] = logp.view(args.num_steps, len(cols), -1).cpu()
             optimizer.zero_grad()
@@ -533,8 +462,7 @@ if __name__ == "__main__":
                 # minibatches of whole rollouts (each a column: one env's num-steps consecutive steps)
                 aux_inds = torch.randperm(args.aux_batch_rollouts)
                 for i, cols in enumerate(aux_inds.split(args.num_aux_rollouts)):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     m_obs = aux_obs[:, cols].flatten(0, 1).to(device)
                     m_returns = aux_returns[:, cols].flatten().to(device)
                     m_valid = aux_valid[:, cols].flatten().to(device)
@@ -554,12 +482,3 @@ if __name__ == "__main__":
             writer.add_scalar("losses/aux/kl_loss", kl_loss.item(), global_step)
             writer.add_scalar("losses/aux/aux_value_loss", aux_value_loss.item(), global_step)
             writer.add_scalar("losses/aux/real_value_loss", real_value_loss.item(), global_step)
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()

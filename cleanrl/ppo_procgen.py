@@ -4,18 +4,15 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-procgen/#ppo_procgen
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.experiment import Experiment, parse_args
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -93,27 +90,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def procgen_ids():
     """{(game, distribution mode): envpool id}, e.g. ("starpilot", "easy"): "StarpilotEasy-v0"."""
     specs = envpool.registration.registry.specs.items()
@@ -128,31 +104,29 @@ def make_env(game, distribution_mode, num_envs, seed):
     """The envpool vector env of a Procgen game: 3×64×64 uint8 frames, 15 actions, next-step autoreset.
 
     Each game keeps its own time limit (e.g. 1000 steps for starpilot), which ends an episode as a
-    truncation. Levels are drawn from all levels (num_levels=0), as in the Procgen benchmark.
+    truncation. Levels are drawn from all levels (num_levels=0), as in the Procgen benchmark; env i
+    draws them from seed + i. Bad names raise gym.error.Error, which the script reports in one line.
     """
     if envpool is None:
-        fail('the Procgen games need envpool: pip install -e ".[procgen]"')
+        raise gym.error.Error('the Procgen games need envpool: pip install -e ".[procgen]"')
     ids = procgen_ids()
     games, modes = sorted({g for g, _ in ids}), sorted({m for _, m in ids})
     if game not in games:
         hint = next((f" (use --env-id {g} --distribution-mode {m})" for (g, m), i in ids.items() if i == game), "")
-        fail(f"{game!r} is not a Procgen game{hint}; the games are {', '.join(games)}")
+        raise gym.error.Error(f"{game!r} is not a Procgen game{hint}; the games are {', '.join(games)}")
     if distribution_mode not in modes:
-        fail(f"--distribution-mode must be one of {', '.join(modes)}, got {distribution_mode!r}")
+        raise gym.error.Error(f"--distribution-mode must be one of {', '.join(modes)}, got {distribution_mode!r}")
     if (game, distribution_mode) not in ids:
         game_modes = ", ".join(m for g, m in sorted(ids) if g == game)
-        fail(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
+        raise gym.error.Error(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
     try:
         return envpool.make(
-            ids[game, distribution_mode],
-            env_type="gymnasium",
-            num_envs=num_envs,
-            seed=seed,  # env i draws its levels from seed + i
-            num_levels=0,
-            start_level=0,
+            ids[game, distribution_mode], env_type="gymnasium", num_envs=num_envs, seed=seed, num_levels=0, start_level=0
         )
     except (ImportError, OSError) as e:  # the Procgen library links Qt 5
-        fail(f"cannot load envpool's Procgen games ({e}); on Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5")
+        raise gym.error.Error(
+            f"envpool's Procgen needs Qt 5 ({e}); Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5"
+        ) from e
 
 
 class EpisodeStatistics:
@@ -274,67 +248,24 @@ def compute_gae(rewards, values, next_value, terminations, ends, gamma, gae_lamb
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    if args.checkpoint_frequency < 0:
-        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
-    checkpoint = None
-    if args.checkpoint_frequency or args.resume:
-        try:  # a resumed run goes on with the arguments it was started with
-            from cleanrl_utils import checkpoint as ckpt
-
-            checkpoint = ckpt.load(args.resume) if args.resume else None
-            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
-        except ImportError:
-            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
-        except ckpt.CheckpointError as e:
-            fail(str(e))
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind). envpool cannot save
-    # its games, so a resumed run starts new ones, with level seeds of its own: a run resumed at
-    # iteration k seeds its envs from seed + k x num_envs rather than replaying the run's first levels.
-    env_seed = args.seed + (checkpoint["iteration"] * args.num_envs if checkpoint else 0)
-    envs = make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
-            resume="allow" if checkpoint else None,
-        )
-    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    # env setup, before any file is written. envpool cannot save its games, so a resumed run starts new
+    # ones, with level seeds of its own: a run resumed at iteration k seeds its envs from
+    # seed + k × num_envs rather than replaying the run's first levels.
+    env_seed = args.seed + (exp.checkpoint["iteration"] * args.num_envs if exp.checkpoint else 0)
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed), args.env_id)
+    writer = exp.start_logging()
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -352,20 +283,15 @@ if __name__ == "__main__":
     valid = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # False: the autoreset step, not learned from
 
     global_step, first_iteration = 0, 1
-    start_time = time.time()
-    if checkpoint:  # the learner's state; the games and their episode counters start afresh
+    if exp.checkpoint:  # the learner's state; the games and their episode counters start afresh
+        checkpoint = exp.resume()  # the random generators and clock as they were
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         scale_rewards.mean, scale_rewards.var, scale_rewards.count = checkpoint["reward_scale"]
-        ckpt.set_rng_state(checkpoint["rng"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        start_time -= checkpoint["elapsed_time"]
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -373,8 +299,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
                     action, logprobs[step], values[step] = agent.act(next_obs)
@@ -436,9 +361,7 @@ if __name__ == "__main__":
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                         v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
+                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
                         )
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
@@ -469,24 +392,11 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
-            if args.checkpoint_frequency and iteration % args.checkpoint_frequency == 0:
-                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
-                ckpt.save(f"runs/{run_name}", global_step, {
-                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                    "iteration": iteration, "global_step": global_step, "elapsed_time": time.time() - start_time,
-                    "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "rng": ckpt.rng_state(),
-                    "reward_scale": (scale_rewards.mean, scale_rewards.var, scale_rewards.count),
-                })  # fmt: skip
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()
+            if exp.checkpoint_due(iteration):
+                reward_scale = (scale_rewards.mean, scale_rewards.var, scale_rewards.count)
+                state = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "reward_scale": reward_scale}
+                exp.save_checkpoint(global_step, {"iteration": iteration, **state})

@@ -42,8 +42,9 @@ def test_missing_qt_names_the_system_packages(module, monkeypatch, capsys):
         raise ImportError("libQt5Core.so.5: cannot open shared object file: No such file or directory")
 
     monkeypatch.setattr(module.envpool, "make", make)
-    with pytest.raises(SystemExit) as exit_info:
-        module.make_env("starpilot", "easy", 2, 1)
+    exp = module.Experiment(module.parse_args(module.Args, []), module.__file__)
+    with pytest.raises(SystemExit) as exit_info:  # the script makes its envs this way
+        exp.make_envs(lambda: module.make_env("starpilot", "easy", 2, 1), "starpilot")
     assert exit_info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "libQt5Core" in lines[0] and "apt-get install libqt5core5a libqt5gui5" in lines[0]
