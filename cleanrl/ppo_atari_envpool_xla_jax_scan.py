@@ -5,9 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-envpool-xla-ja
 """
 
 import os
-import random
-import signal
-import sys
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,11 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import tyro
 from flax.training.train_state import TrainState
-from torch.utils.tensorboard import SummaryWriter
 
-try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, make_checked_envs says how to install it
+from cleanrl_utils.evals.ppo_envpool_jax_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, the script says how to install it
     import envpool
 except ImportError:
     envpool = None
@@ -95,27 +93,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, seed, num_envs, capture_video=False):
     def thunk():
         # envpool's own Atari pipeline: 30 no-op starts, 4 frames skipped (max over the last two),
@@ -132,27 +109,6 @@ def make_env(env_id, seed, num_envs, capture_video=False):
         )
 
     return thunk
-
-
-def make_checked_envs(env_id, seed, num_envs):
-    """The training envs, or one clear error line for an env this script cannot learn."""
-    if envpool is None:
-        fail('this script steps its envs with envpool: pip install -e ".[envpool]" (Linux only)')
-    spec = envpool.registration.registry.specs.get(env_id)
-    if spec is None:
-        fail(f"{env_id} is not an envpool env id (envpool names Atari games Breakout-v5, Pong-v5, ...)")
-    if spec[0] != "envpool.atari":
-        try:  # made once to tell what is wrong with it
-            space = envpool.make(env_id, env_type="gymnasium", num_envs=1).action_space
-        except Exception as e:  # envpool raises bare AssertionErrors and RuntimeErrors
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(space, gym.spaces.Discrete):
-            fail(f"{env_id} has {space} actions; ppo_atari_envpool_xla_jax_scan.py needs Discrete ones")
-        fail(f"{env_id} is not an Atari game of envpool; ppo_atari_envpool_xla_jax_scan.py needs one")
-    try:
-        return make_env(env_id, seed, num_envs)()
-    except Exception as e:
-        fail(f"cannot make env {env_id!r}: {e}")
 
 
 # the networks
@@ -223,10 +179,8 @@ class EpisodeStatistics:
 
     @classmethod
     def zeros(cls, num_envs):
-        return cls(
-            jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32),
-            jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32),
-        )  # fmt: skip
+        returns, lengths = jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32)
+        return cls(returns, lengths, returns, lengths)
 
     def update(self, info, truncated):
         # A step with elapsed_step 0 is envpool's reset into a new game (the step after an end): it
@@ -274,60 +228,31 @@ def compute_gae(rewards, values, next_value, terminations, dones, gamma, gae_lam
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.ppo_envpool_jax_eval import evaluate
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
+    exp.seed()
     key = jax.random.PRNGKey(args.seed)
     key, agent_key = jax.random.split(key)
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_checked_envs(args.env_id, args.seed, args.num_envs)
+    # env setup, before any file is written
+    exp.require(envpool is not None, 'this script steps its envs with envpool: pip install -e ".[envpool]" (Linux only)')
+    spec = envpool.registration.registry.specs.get(args.env_id)
+    exp.require(spec, f"{args.env_id} is not an envpool env id (envpool names Atari games Breakout-v5, Pong-v5, ...)")
+    exp.require_action_space(envpool.make_spec(args.env_id).action_space, gym.spaces.Discrete, see="ppo_continuous_action.py")
+    exp.require(spec[0] == "envpool.atari", f"{args.env_id} is not an Atari game of envpool")
+    try:
+        envs = exp.make_envs(make_env(args.env_id, args.seed, args.num_envs), args.env_id)
+    except Exception as e:  # envpool raises bare AssertionErrors and RuntimeErrors
+        exp.fail(f"cannot make env {args.env_id!r}: {e}")
     handle, _, _, step_env = envs.xla()  # the env step as an XLA operation, callable inside jitted code
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     next_obs, _ = envs.reset()
     agent = Agent(action_dim=envs.action_space.n)
@@ -462,14 +387,10 @@ if __name__ == "__main__":
     print(f"compile time: {time.time() - compile_start:.2f} s (the rollout and the update)")
 
     global_step = 0
-    start_time = time.time()
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    start_time = time.time()  # after compiling: SPS counts training only
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for _iteration in range(args.num_iterations):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             next_obs, next_done, handle, stats, key, transitions = rollout(
                 agent_state.params, next_obs, next_done, handle, stats, key
             )
@@ -500,41 +421,12 @@ if __name__ == "__main__":
             writer.add_scalar("charts/SPS_update", int(args.batch_size / update_time), global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             params = agent_state.params["params"]
-            with open(model_path, "wb") as f:  # the reference's layout: [args, [torso, actor, critic] parameters]
-                f.write(
-                    flax.serialization.to_bytes(
-                        [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
-                    )
-                )
-            print(f"model saved to {model_path}")
+            # the reference's layout: [args, [torso, actor, critic] parameters]
+            layout = [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
+            with open(exp.model_path, "wb") as f:
+                f.write(flax.serialization.to_bytes(layout))
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Agent,
-                capture_video=args.capture_video,
-                seed=args.seed,
+                exp.model_path, make_env, args.env_id, 10, f"{exp.run_name}-eval", Agent, None, args.capture_video, args.seed
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "PPO", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "PPO")
