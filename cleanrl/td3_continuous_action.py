@@ -4,10 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_acti
 """
 
 import os
-import random
-import signal
-import sys
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -17,9 +13,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-import tyro
 from stable_baselines3.common.buffers import ReplayBuffer
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.td3_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -80,27 +77,6 @@ class Args:
     """bound on the target-policy smoothing noise, relative to the action half-range"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if capture_video and idx == 0:
@@ -121,31 +97,15 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            envs = gym.vector.SyncVectorEnv(
-                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            )
-        except gym.error.DependencyNotInstalled as e:
-            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
     for warning in caught:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    space = envs.single_action_space
-    if not isinstance(space, gym.spaces.Box):
-        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
-    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        fail(f"{env_id} has unbounded actions {space}; {os.path.basename(__file__)} needs finite bounds")
-    if len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
     return envs
 
 
-# the networks
 # (layer names as in the reference, so its saved models load into these classes)
 class QNetwork(nn.Module):
     def __init__(self, envs):
@@ -197,78 +157,27 @@ def smoothed_target_actions(target_actor, next_obs, policy_noise, noise_clip):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    if args.checkpoint_frequency < 0:
-        fail(f"--checkpoint-frequency must be 0 (off) or positive, got {args.checkpoint_frequency}")
-    checkpoint = None
-    if args.checkpoint_frequency or args.resume:
-        try:  # a resumed run goes on with the arguments it was started with
-            from cleanrl_utils import checkpoint as ckpt
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
+    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
+    exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
+    exp.require(min(args.policy_noise, args.noise_clip) >= 0, "--policy-noise and --noise-clip must not be negative")
+    run_name = exp.run_name
 
-            checkpoint = ckpt.load(args.resume) if args.resume else None
-            args = ckpt.restored_args(args, checkpoint) if checkpoint else args
-        except ImportError:
-            fail("--checkpoint-frequency and --resume use cleanrl_utils: install this project first (pip install -e .)")
-        except ckpt.CheckpointError as e:
-            fail(str(e))
-    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.buffer_size < args.num_envs:
-        fail(f"--buffer-size {args.buffer_size} must hold at least one step of the {args.num_envs} envs")
-    if args.learning_starts < 0 or not 0 < args.tau <= 1 or min(args.policy_noise, args.noise_clip) < 0:
-        fail("need --learning-starts >= 0, 0 < --tau <= 1, --policy-noise >= 0 and --noise-clip >= 0")
-    run_name = checkpoint["run_name"] if checkpoint else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.td3_eval import evaluate
+    # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
+    device = exp.seed(cpu_threads=1)
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
-        torch.set_num_threads(1)
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
+    action_space, obs_space = envs.single_action_space, envs.single_observation_space
+    exp.require_action_space(action_space, gym.spaces.Box, see="dqn.py")
+    bounded = np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+    exp.require(bounded, f"{args.env_id} has unbounded actions {action_space}; {exp.script} needs finite bounds")
+    exp.require(len(obs_space.shape) == 1, f"{args.env_id} observations are {obs_space}; {exp.script} needs flat ones")
     envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run goes on in the same W&B run
-            resume="allow" if checkpoint else None,
-        )
-    # A resumed run appends to the same folder; TensorBoard drops what the old run logged after the checkpoint.
-    first_step = checkpoint["global_step"] + args.num_envs if checkpoint else 0
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=first_step if checkpoint else None)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     actor = Actor(envs).to(device)
     qf1 = QNetwork(envs).to(device)
@@ -285,44 +194,39 @@ if __name__ == "__main__":
     # Polyak averaging pairs (target, online), blended in one call per update
     online_params = [*actor.parameters(), *qf1.parameters(), *qf2.parameters()]
     target_params = [*target_actor.parameters(), *qf1_target.parameters(), *qf2_target.parameters()]
+    # what a checkpoint saves and restores of the learners, by name
+    learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "target_actor": target_actor, "qf1_target": qf1_target}
+    learners |= {"qf2_target": qf2_target, "q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
     # Observations are stored as float32, the networks' dtype (MuJoCo returns float64).
-    obs_space = envs.single_observation_space
     rb = ReplayBuffer(
         args.buffer_size,
         gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
-        envs.single_action_space,
+        action_space,
         device,
         n_envs=args.num_envs,
         handle_timeout_termination=False,
     )
-    start_time = time.time()
 
+    first_step = 0
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
-    if checkpoint:  # pick up exactly where the checkpoint was written
-        for name, module in (("actor", actor), ("qf1", qf1), ("qf2", qf2), ("target_actor", target_actor),
-                             ("qf1_target", qf1_target), ("qf2_target", qf2_target),
-                             ("q_optimizer", q_optimizer), ("actor_optimizer", actor_optimizer)):  # fmt: skip
-            module.load_state_dict(checkpoint[name])
+    if exp.checkpoint:  # pick up exactly where the checkpoint was written
+        checkpoint = exp.resume()  # the envs, random generators and clock as they were
+        for name, learner in learners.items():
+            learner.load_state_dict(checkpoint[name])
         rb = checkpoint["replay_buffer"]
         rb.device = device
-        ckpt.restore_env(envs, checkpoint["env"])
-        ckpt.set_rng_state(checkpoint["rng"])
         obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
         actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
-        start_time -= checkpoint["elapsed_time"]
+        first_step = checkpoint["global_step"] + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(first_step, args.total_timesteps, args.num_envs):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
             else:
@@ -366,7 +270,6 @@ if __name__ == "__main__":
                 qf2_loss = F.mse_loss(qf2_a_values, next_q_value)
                 qf_loss = qf1_loss + qf2_loss
 
-                # optimize the model
                 q_optimizer.zero_grad()
                 qf_loss.backward()
                 q_optimizer.step()
@@ -381,7 +284,6 @@ if __name__ == "__main__":
                     actor_loss.backward()
                     actor_optimizer.step()
 
-                    # update the target networks
                     with torch.no_grad():
                         torch._foreach_lerp_(target_params, online_params, args.tau)
 
@@ -393,30 +295,21 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/qf_loss", qf_loss.item() / 2.0, global_step)
                     if actor_loss is not None:
                         writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
-                    sps = int(global_step / (time.time() - start_time))
+                    sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
 
             next_step = global_step + args.num_envs
-            if args.checkpoint_frequency and next_step // args.checkpoint_frequency > global_step // args.checkpoint_frequency:
-                writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
-                ckpt.save(f"runs/{run_name}", next_step, {
-                    "args": vars(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                    "global_step": global_step, "elapsed_time": time.time() - start_time, "rng": ckpt.rng_state(),
-                    "actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict(),
-                    "target_actor": target_actor.state_dict(), "qf1_target": qf1_target.state_dict(),
-                    "qf2_target": qf2_target.state_dict(), "q_optimizer": q_optimizer.state_dict(),
-                    "actor_optimizer": actor_optimizer.state_dict(), "num_updates": num_updates,
-                    "actor_loss": None if actor_loss is None else actor_loss.detach(),
-                    "replay_buffer": rb, "env": ckpt.env_state(envs), "obs": obs,
-                })  # fmt: skip
+            if exp.checkpoint_frequency and next_step // exp.checkpoint_frequency > global_step // exp.checkpoint_frequency:
+                # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
+                state = {name: learner.state_dict() for name, learner in learners.items()}
+                state |= {"num_updates": num_updates, "actor_loss": actor_loss, "replay_buffer": rb, "obs": obs}
+                exp.save_checkpoint(next_step, {"global_step": global_step, **state})
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save((actor.state_dict(), qf1.state_dict(), qf2.state_dict()), model_path)
-            print(f"model saved to {model_path}")
+            torch.save((actor.state_dict(), qf1.state_dict(), qf2.state_dict()), exp.model_path)
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
                 eval_episodes=10,
@@ -426,24 +319,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "TD3", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "TD3")
