@@ -1,13 +1,11 @@
-"""c51_atari.py beyond the contract tests: the projection, the frame replay memory, the network, evaluation."""
+"""c51_atari.py beyond the contract tests: the projection, the network, evaluation (its memory: test_frame_replay.py)."""
 
 import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 
 from cleanrl import c51_atari
 from cleanrl_utils.evals.c51_atari_eval import evaluate
-from tests.test_dqn_atari import FRAME, STACK, NaiveBuffer, assert_same_transitions, fill, synthetic_steps
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 
@@ -36,23 +34,6 @@ def test_projection_conserves_mass_and_mean_and_clamps_to_the_support():
     # mass beyond v_max lands on the last atom
     edge = c51_atari.project(torch.full((1, 51), 25.0), next_pmfs[:1], atoms)
     assert edge[0, -1].item() == pytest.approx(1.0)
-
-
-@pytest.mark.parametrize("capacity", [40, 1000])  # wrapped around many times, and not yet full
-def test_frame_buffer_rebuilds_the_stacks_a_naive_buffer_stores(capacity):
-    rb, naive = c51_atari.FrameReplayBuffer(capacity, FRAME, STACK, "cpu"), NaiveBuffer()
-    fill(rb, naive, synthetic_steps(np.random.default_rng(3), 400))
-    slots = assert_same_transitions(rb, naive)  # episode starts repeat their first frame, never the last episode's
-    assert len(slots) >= 0.6 * min(capacity, 400)
-    np.random.seed(0)
-    assert all(rb.valid[s] for s in np.flatnonzero(rb.valid)) and rb.sample(64).observations.shape == (64, 4, 84, 84)
-
-
-def test_memory_per_transition_fits_a_million_in_24_gib():
-    rb = c51_atari.FrameReplayBuffer(c51_atari.Args().buffer_size, FRAME, STACK, "cpu")  # np.zeros: not touched yet
-    # one 84x84 frame, then action (1 byte), reward (4), termination, episode-start and valid flags (1 each)
-    assert rb.nbytes / 1_000_000 == 84 * 84 + 8 == 7064
-    assert rb.nbytes < 7 * 2**30  # room left on a 24 GiB machine for the rest
 
 
 def test_network_outputs_distributions_and_their_means():
