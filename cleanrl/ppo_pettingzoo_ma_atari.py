@@ -3,20 +3,18 @@
 Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-pettingzoo-ma-atari/#ppo_pettingzoo_ma_ataripy (docs/rl-algorithms/ppo-pettingzoo-ma-atari.md)
 """
 
+import contextlib
 import importlib
 import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -85,45 +83,31 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):
-    """num_envs // 2 copies of the game, each giving two player envs (player = index % 2); same-step autoreset."""
+    """num_envs // 2 copies of the game, each giving two player envs (player = index % 2); same-step autoreset.
+
+    What is wrong with the game or the packages raises gym.error.Error, which the script reports in one line.
+    """
     try:
         import ale_py
         import pettingzoo  # noqa: F401
         import supersuit as ss
     except ImportError as e:
-        fail(f'{e}; the PettingZoo Atari games need the pettingzoo extra: pip install -e ".[pettingzoo]"')
+        raise gym.error.Error(f'{e}; the PettingZoo Atari games need pip install -e ".[pettingzoo]"') from e
     try:
         game = importlib.import_module(f"pettingzoo.atari.{env_id}")
     except ModuleNotFoundError as e:
         if f"pettingzoo.atari.{env_id}" not in str(e):  # the game exists, something it needs does not
-            fail(f'{env_id}: {e}; install it with pip install -e ".[pettingzoo]"')
-        fail(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
+            raise gym.error.Error(f'{e}; install it with pip install -e ".[pettingzoo]"') from e
+        game = None  # no such module: not a game
     if not hasattr(game, "parallel_env"):
-        fail(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
+        raise gym.error.Error(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
     roms = os.path.join(os.path.dirname(ale_py.__file__), "roms")  # ale-py ships the ROMs
     env = game.parallel_env(
         auto_rom_install_path=roms, max_cycles=max_cycles, render_mode="rgb_array" if capture_video else None
     )
     if len(env.possible_agents) != 2:
-        fail(f"{env_id} has {len(env.possible_agents)} players; ppo_pettingzoo_ma_atari.py needs a two-player game")
+        raise gym.error.Error(f"{env_id} has {len(env.possible_agents)} players; self-play here needs a two-player game")
     env = ss.max_observation_v0(env, 2)
     env = ss.frame_skip_v0(env, 4)
     env = ss.clip_reward_v0(env, lower_bound=-1, upper_bound=1)
@@ -212,52 +196,25 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_envs % 2 != 0:
-        fail(f"--num-envs {args.num_envs} must be even: each game copy gives two player envs")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles")
+    exp.require(args.num_envs % 2 == 0, f"--num-envs {args.num_envs} must be even: each game copy gives two player envs")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    run_name = exp.run_name
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video), args.env_id)
     envs.single_observation_space, envs.single_action_space = envs.observation_space, envs.action_space
     video = VideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -274,12 +231,11 @@ if __name__ == "__main__":
     episode_lengths = np.zeros(args.num_envs, dtype=np.int64)
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, device=device)
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    # Ctrl-C or SIGTERM end the run at the next step; however it ends, the video in progress is written
+    # first, then the envs and logs are closed (and the videos sent to W&B)
+    with exp, contextlib.closing(video) if video else contextlib.nullcontext():
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -287,8 +243,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
                     action, logprobs[step], values[step] = agent.act(next_obs)
@@ -367,9 +322,7 @@ if __name__ == "__main__":
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
                         v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
+                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
                         )
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
@@ -398,19 +351,6 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and the video in progress is written.
-        if video:
-            video.close()
-        envs.close()
-        writer.close()
-        if args.track:
-            for mp4 in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{mp4}", format="mp4")})
-            wandb.finish()
