@@ -4,10 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-lstm/#ppo_atar
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -15,17 +11,12 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-from torch.utils.tensorboard import SummaryWriter
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-try:  # the Atari games come with the `atari` extra; without it, make_vector_env says how to install it
+from cleanrl_utils.evals.ppo_atari_lstm_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # the Atari games come with the `atari` extra; without it, the script says how to install it
     import ale_py
 
     gym.register_envs(ale_py)
@@ -103,31 +94,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if ale_py is None:
@@ -159,32 +125,13 @@ def make_env(env_id, idx, capture_video, run_name):
 
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
-    """Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step."""
-    spec = gym.registry.get(env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        if spec is None and ale_py is None:
-            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-        try:  # made once to tell what is wrong with it
-            env = gym.make(env_id, disable_env_checker=True)
-        except gym.error.DependencyNotInstalled as e:
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
-            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            fail(
-                f"{env_id} has {env.action_space} actions; ppo_atari_lstm.py needs Discrete ones (see ppo_continuous_action.py)"
-            )
-        fail(f"{env_id} is not an Atari game of ale-py; ppo_atari_lstm.py needs one (see ppo.py for vector observations)")
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            copy=False,  # no deep copy of the observations each step: the loop copies them into its buffer itself
-        )
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    return envs
+    # Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step.
+    # copy=False: the loop copies each observation into its buffer itself.
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        copy=False,
+    )
 
 
 def finished_games(infos):
@@ -267,63 +214,29 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_envs % args.num_minibatches != 0:
-        fail(
-            f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs} (minibatches hold whole envs)"
-        )
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    whole_envs = args.num_envs % args.num_minibatches == 0  # each minibatch holds whole envs' sequences
+    exp.require(whole_envs, f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs}")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.ppo_atari_lstm_eval import evaluate
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    device = exp.seed()
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    spec = gym.registry.get(args.env_id)
+    if spec is None or "ale_py" not in str(spec.entry_point):  # made once to say what is wrong with it
+        exp.require(spec or ale_py, f'{args.env_id} is unknown, and the Atari games need ale-py: pip install -e ".[atari]"')
+        env = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
+        exp.require_action_space(env.action_space, gym.spaces.Discrete, see="ppo_continuous_action.py")
+        exp.fail(f"{args.env_id} is not an Atari game of ale-py; {exp.script} needs one (see ppo.py for vector observations)")
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
     envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -338,7 +251,6 @@ if __name__ == "__main__":
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, device=device)
     next_start = torch.zeros(args.num_envs, device=device)
@@ -346,10 +258,7 @@ if __name__ == "__main__":
     # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
     flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
     envs_per_batch = args.num_envs // args.num_minibatches
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(1, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:
@@ -358,8 +267,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
                     starts[step] = next_start
@@ -442,14 +350,9 @@ if __name__ == "__main__":
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-                    # value loss
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
-                        )
+                        v_clipped = b_values[mb_inds] + (newvalue - b_values[mb_inds]).clamp(-args.clip_coef, args.clip_coef)
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
                         v_loss = 0.5 * v_loss_max.mean()
@@ -478,42 +381,13 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save(agent.state_dict(), model_path)
-            print(f"model saved to {model_path}")
+            torch.save(agent.state_dict(), exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Agent,
-                device=device,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "PPO-LSTM", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "PPO-LSTM")
