@@ -4,10 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ddpg/#ddpg_continuous_ac
 """
 
 import os
-import random
-import signal
-import sys
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -17,9 +13,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-import tyro
 from stable_baselines3.common.buffers import ReplayBuffer
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.ddpg_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 
 @dataclass
@@ -72,27 +69,6 @@ class Args:
     """critic updates per actor (and target) update"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if capture_video and idx == 0:
@@ -113,31 +89,15 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            envs = gym.vector.SyncVectorEnv(
-                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            )
-        except gym.error.DependencyNotInstalled as e:
-            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
     for warning in caught:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    space = envs.single_action_space
-    if not isinstance(space, gym.spaces.Box):
-        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
-    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        fail(f"{env_id} has unbounded actions {space}; {os.path.basename(__file__)} needs finite bounds")
-    if len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
     return envs
 
 
-# the networks
 # (layer names as in the reference, so its saved models load into these classes)
 class QNetwork(nn.Module):
     def __init__(self, envs):
@@ -181,61 +141,26 @@ class Actor(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.buffer_size < args.num_envs:
-        fail(f"--buffer-size {args.buffer_size} must hold at least one step of the {args.num_envs} envs")
-    if args.learning_starts < 0 or not 0 < args.tau <= 1:
-        fail("need --learning-starts >= 0 and 0 < --tau <= 1")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.ddpg_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
+    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
+    exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
+    device = exp.seed(cpu_threads=1)
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
-        torch.set_num_threads(1)
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
+    action_space, obs_space = envs.single_action_space, envs.single_observation_space
+    exp.require_action_space(action_space, gym.spaces.Box, see="dqn.py")
+    bounded = np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+    exp.require(bounded, f"{args.env_id} has unbounded actions {action_space}; {exp.script} needs finite bounds")
+    exp.require(len(obs_space.shape) == 1, f"{args.env_id} observations are {obs_space}; {exp.script} needs flat ones")
     envs.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     actor = Actor(envs).to(device)
     qf1 = QNetwork(envs).to(device)
@@ -252,28 +177,22 @@ if __name__ == "__main__":
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
     # Observations are stored as float32, the networks' dtype (MuJoCo returns float64).
-    obs_space = envs.single_observation_space
     rb = ReplayBuffer(
         args.buffer_size,
         gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
-        envs.single_action_space,
+        action_space,
         device,
         n_envs=args.num_envs,
         handle_timeout_termination=False,
     )
-    start_time = time.time()
 
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
     obs, _ = envs.reset(seed=args.seed)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(0, args.total_timesteps, args.num_envs):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
             else:
@@ -309,7 +228,6 @@ if __name__ == "__main__":
                 qf1_a_values = qf1(data.observations, data.actions)
                 qf1_loss = F.mse_loss(qf1_a_values, next_q_value)
 
-                # optimize the model
                 q_optimizer.zero_grad()
                 qf1_loss.backward()
                 q_optimizer.step()
@@ -324,7 +242,6 @@ if __name__ == "__main__":
                     actor_loss.backward()
                     actor_optimizer.step()
 
-                    # update the target networks
                     with torch.no_grad():
                         torch._foreach_lerp_(target_params, online_params, args.tau)
 
@@ -333,16 +250,14 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/qf1_loss", qf1_loss.item(), global_step)
                     if actor_loss is not None:
                         writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
-                    sps = int(global_step / (time.time() - start_time))
+                    sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            torch.save((actor.state_dict(), qf1.state_dict()), model_path)
-            print(f"model saved to {model_path}")
+            torch.save((actor.state_dict(), qf1.state_dict()), exp.model_path)
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
                 eval_episodes=10,
@@ -352,24 +267,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "DDPG", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "DDPG")
