@@ -38,8 +38,8 @@ def test_saved_model_holds_the_observation_statistics(trained):
 def test_evaluation_acts_as_the_agent_with_the_saved_statistics(trained):
     """The evaluator's episodes equal a hand-written loop: raw env, training statistics, the agent's mean action."""
     module, model_path, _ = trained
-    returns = evaluate(str(model_path), module.make_env, "Pendulum-v1", 2, "unused", module.Agent,
-                       capture_video=False, seed=3, deterministic=True)  # fmt: skip
+    play = {"capture_video": False, "seed": 3, "deterministic": True}  # the agent's mean action, from seed 3
+    returns = evaluate(str(model_path), module.make_env, "Pendulum-v1", 2, "unused", module.Agent, **play)
 
     saved = load_model(str(model_path))
     mean, var = saved["obs_rms"]["mean"].numpy(), saved["obs_rms"]["var"].numpy()
@@ -134,10 +134,8 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
 @pytest.mark.parametrize("script", ["ppo_continuous_action", "rpo_continuous_action"])
 def test_dm_control_dict_observations_are_flattened(script, tmp_path):
     """dm_control's cartpole observes {position: 3, velocity: 2}; its episodes are 1000 steps, cut by a time limit."""
-    run = run_script(
-        f"{script}.py", "--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "1024", "--num-steps", "512",
-        cwd=tmp_path,
-    )  # fmt: skip
+    args = ("--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "1024", "--num-steps", "512")
+    run = run_script(f"{script}.py", *args, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     # the env id's namespace becomes a folder level: runs/dm_control/cartpole-balance-v0__{script}__1__{time}
     (run_dir,) = (tmp_path / "runs" / "dm_control").glob(f"cartpole-balance-v0__{script}__1__*")
