@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn-atari-envpool/#pqn_a
 """
 
 import os
-import random
-import signal
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -16,10 +12,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-try:  # envpool comes with the `envpool` extra; without it, make_env says how to install it
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
 except ImportError:
     envpool = None
@@ -83,27 +79,6 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, num_envs, seed):
     """envpool's own Atari pipeline: 30 no-op starts, 4-frame skip with max-pooling, 84x84 grey, one frame (no stack).
 
@@ -111,15 +86,6 @@ def make_env(env_id, num_envs, seed):
     keeps the raw score. Sub-env i is seeded with seed + i. A finished sub-env resets on the step after
     its end (that step ignores the action, pays nothing and returns the new episode's first frame).
     """
-    if envpool is None:
-        fail(f'{env_id}: envpool is not installed; install it with pip install -e ".[envpool]"')
-    if env_id not in envpool.list_all_envs():
-        fail(
-            f"{env_id} is not an envpool env; {os.path.basename(__file__)} needs an envpool Atari id such as Breakout-v5 "
-            "(for Gymnasium's ALE ids such as BreakoutNoFrameskip-v4 see dqn_atari.py)"
-        )
-    if "Atari" not in type(envpool.make_spec(env_id)).__name__:
-        fail(f"{env_id} is not an Atari game; {os.path.basename(__file__)} needs one (see pqn.py for vector observations)")
     return envpool.make(
         env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True, stack_num=1
     )
@@ -231,50 +197,28 @@ def q_lambda_returns(rewards, terminations, truncations, values, next_value, gam
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not 0 < args.exploration_fraction <= 1 or not 0 <= args.q_lambda <= 1:
-        fail("need 0 < --exploration-fraction <= 1 and 0 <= --q-lambda <= 1")
-    if args.num_envs % args.num_minibatches != 0:
-        fail(
-            f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs} (minibatches hold whole envs)"
-        )
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    exp.require(0 < args.exploration_fraction <= 1, "--exploration-fraction must be in (0, 1]")
+    exp.require(0 <= args.q_lambda <= 1, "--q-lambda must be in [0, 1]")
+    divides = args.num_envs % args.num_minibatches == 0
+    exp.require(divides, f"--num-minibatches does not divide --num-envs {args.num_envs} (minibatches hold whole envs)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_env(args.env_id, args.num_envs, args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    # env setup, before any file is written
+    exp.require(envpool is not None, f'{args.env_id}: envpool is not installed; install it with pip install -e ".[envpool]"')
+    hint = "an envpool Atari id such as Breakout-v5 (Gymnasium's BreakoutNoFrameskip-v4 runs with dqn_atari.py)"
+    exp.require(args.env_id in envpool.list_all_envs(), f"{args.env_id} is not an envpool env; use {hint}")
+    atari = "Atari" in type(envpool.make_spec(args.env_id)).__name__
+    exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
@@ -290,7 +234,6 @@ if __name__ == "__main__":
     starts = torch.zeros((args.num_steps, args.num_envs), device=device)  # 1 where obs[t] begins an episode (a life)
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
@@ -301,10 +244,7 @@ if __name__ == "__main__":
     envs_per_batch = args.num_envs // args.num_minibatches
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for iteration in range(1, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:
@@ -313,8 +253,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     # epsilon follows the steps taken so far; each sub-env explores on its own coin flip
                     epsilon = linear_schedule(
                         args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
@@ -381,15 +320,6 @@ if __name__ == "__main__":
             writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
             writer.add_scalar("losses/td_loss", loss.item(), global_step)
             writer.add_scalar("losses/q_values", ((weight * old_val).sum() / count).item(), global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()
