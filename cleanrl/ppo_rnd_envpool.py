@@ -4,9 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-rnd/#ppo_rnd_envpool
 """
 
 import os
-import random
-import signal
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -15,8 +12,13 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
+    import envpool
+except ImportError:
+    envpool = None
 
 
 @dataclass
@@ -95,41 +97,12 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, num_envs, seed):
     """envpool's Atari pipeline: 30 no-op resets, 4 skipped frames max-pooled, 84x84 grayscale, 4 stacked, sticky actions.
 
     A lost life ends an episode (terminated) and rewards are clipped to their sign; `infos["reward"]` keeps the score.
     The sub-env resets on the step after an end: that step returns the new episode's first observation, reward 0.
     """
-    try:  # imported here, after the arguments are checked: it takes seconds (it loads JAX); the `envpool` extra
-        import envpool
-    except ImportError:
-        fail('ppo_rnd_envpool.py needs envpool: pip install -e ".[envpool]"')
-    if env_id not in envpool.list_all_envs():
-        fail(f"{env_id}: not an env of envpool (its Atari games are named like MontezumaRevenge-v5; envpool.list_all_envs())")
-    if type(envpool.make_spec(env_id)).__name__ != "AtariEnvSpec":
-        fail(f"{env_id} is not an Atari game of envpool; ppo_rnd_envpool.py needs one (e.g. MontezumaRevenge-v5)")
     return envpool.make(
         env_id,
         env_type="gymnasium",
@@ -281,16 +254,16 @@ def normalize_frames(frames, mean, std):
     return ((frames.float() - mean) / std).clamp(-5.0, 5.0).unsqueeze(1)
 
 
-def random_play(envs, num_steps, obs_rms, stats, rng):
+def random_play(envs, num_steps, obs_rms, stats, rng, raise_if_stopped):
     """Step every sub-env `num_steps` times with uniformly random actions, feeding each step's newest frames to `obs_rms`.
 
     The RND input is whitened from the start, so its statistics must not begin at zero mean and unit variance.
     Returns the last observation and end flags, which training continues from; the game statistics keep counting.
+    `raise_if_stopped` is called before each step: Ctrl-C ends the run here too.
     """
     next_obs, next_done = None, None
     for _ in range(num_steps):
-        if stop_signals:
-            raise KeyboardInterrupt
+        raise_if_stopped()
         next_obs, reward, terminations, truncations, infos = envs.step(rng.integers(0, envs.action_space.n, envs.num_envs))
         obs_rms.update(next_obs[:, -1])
         stats.update(reward, terminations, truncations, infos)
@@ -338,54 +311,32 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
     counts = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "num_iterations_obs_norm_init")
-    for name in counts:
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not 0.0 < args.update_proportion <= 1.0:
-        fail(f"--update-proportion must be in (0, 1], got {args.update_proportion}")
+    exp.require_positive(*counts)
+    exp.require(0.0 < args.update_proportion <= 1.0, f"--update-proportion must be in (0, 1], got {args.update_proportion}")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_env(args.env_id, args.num_envs, args.seed)
+    # env setup, before any file is written
+    exp.require(envpool is not None, 'this script runs the Atari games of envpool: pip install -e ".[envpool]"')
+    hint = "its Atari games are named like MontezumaRevenge-v5; envpool.list_all_envs()"
+    exp.require(args.env_id in envpool.list_all_envs(), f"{args.env_id}: not an env of envpool ({hint})")
+    atari = type(envpool.make_spec(args.env_id)).__name__ == "AtariEnvSpec"
+    exp.require(atari, f"{args.env_id} is not an Atari game of envpool (e.g. MontezumaRevenge-v5)")
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
     obs_shape = envs.observation_space.shape  # (4, 84, 84): 4 stacked frames
     frame_shape = obs_shape[1:]
     action_rng = np.random.default_rng(args.seed)  # the random play that initialises the observation normaliser
 
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     agent = Agent(envs.action_space.n).to(device)
     rnd_model = RNDModel().to(device)
@@ -413,18 +364,17 @@ if __name__ == "__main__":
     game_curiosity = torch.zeros(args.num_envs, device=device)  # intrinsic rewards of each sub-env's current game
     recent_returns = deque(maxlen=20)
     global_step = 0
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         envs.reset()
         print(f"initialising the observation normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")
-        next_obs, next_done = random_play(envs, args.num_steps * args.num_iterations_obs_norm_init, obs_rms, stats, action_rng)
+        next_obs, next_done = random_play(
+            envs, args.num_steps * args.num_iterations_obs_norm_init, obs_rms, stats, action_rng, exp.raise_if_stopped
+        )
         next_obs = torch.as_tensor(next_obs, device=device)
         frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
         frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
 
-        start_time = time.time()
+        start_time = time.time()  # after the random play: SPS counts training only
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -432,8 +382,7 @@ if __name__ == "__main__":
 
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
                     valid[step] = 1.0 - next_done
@@ -560,12 +509,3 @@ if __name__ == "__main__":
             sps = int(global_step / (time.time() - start_time))
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed.
-        envs.close()
-        writer.close()
-        if args.track:
-            wandb.finish()

@@ -54,7 +54,7 @@ def test_observation_normaliser_starts_from_random_play():
     reset_obs, _ = envs.envs.reset()
     obs_rms = rnd.RunningMeanStd(shape=(84, 84))
     stats = rnd.EpisodeStatistics(2)
-    next_obs, next_done = rnd.random_play(envs, 40, obs_rms, stats, np.random.default_rng(0))
+    next_obs, next_done = rnd.random_play(envs, 40, obs_rms, stats, np.random.default_rng(0), lambda: None)
     envs.envs.close()
     frames = np.concatenate([obs[:, -1] for obs in envs.observations])  # (80, 84, 84)
     assert len(envs.observations) == 40
@@ -152,5 +152,6 @@ def test_missing_envpool_is_one_clear_line(tmp_path):
     env["PYTHONPATH"] = f"{stub.parent}:{env['PYTHONPATH']}"
     run = run_script("ppo_rnd_envpool.py", cwd=tmp_path / "run", env=env, timeout=120)
     assert run.returncode == 2
-    assert run.stderr.strip() == 'ppo_rnd_envpool.py: error: ppo_rnd_envpool.py needs envpool: pip install -e ".[envpool]"'
+    expected = 'ppo_rnd_envpool.py: error: this script runs the Atari games of envpool: pip install -e ".[envpool]"'
+    assert run.stderr.strip() == expected
     assert not (tmp_path / "run" / "runs").exists()
