@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/rainbow-atari/#rainbow_a
 
 import math
 import os
-import random
-import signal
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,7 +15,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-import tyro
 from stable_baselines3.common.atari_wrappers import (
     ClipRewardEnv,
     EpisodicLifeEnv,
@@ -27,9 +22,11 @@ from stable_baselines3.common.atari_wrappers import (
     MaxAndSkipEnv,
     NoopResetEnv,
 )
-from torch.utils.tensorboard import SummaryWriter
 
-try:  # the Atari games come with the `atari` extra; without it, make_checked_env says how to install it
+from cleanrl_utils.evals.rainbow_atari_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # the Atari games come with the `atari` extra; without it, the script says how to install it
     import ale_py
 
     gym.register_envs(ale_py)
@@ -107,27 +104,6 @@ class Args:
     """largest return the distribution's support covers (v_max)"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if ale_py is None:
@@ -156,30 +132,6 @@ def make_env(env_id, idx, capture_video, run_name):
         return env
 
     return thunk
-
-
-def make_checked_env(env_id, capture_video, run_name):
-    """The training env, or one clear error line for an env this script cannot learn."""
-    spec = gym.registry.get(env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        if spec is None and ale_py is None:
-            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-        try:  # made once to tell what is wrong with it
-            env = gym.make(env_id, disable_env_checker=True)
-        except gym.error.DependencyNotInstalled as e:
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
-            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            fail(
-                f"{env_id} has {env.action_space} actions; rainbow_atari.py needs Discrete ones (see sac_continuous_action.py)"
-            )
-        fail(f"{env_id} is not an Atari game of ale-py; rainbow_atari.py needs one (see c51.py for vector observations)")
-    try:
-        return make_env(env_id, 0, capture_video, run_name)()
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
 
 
 # the networks
@@ -311,15 +263,17 @@ class PrioritizedFrameReplayBuffer:
     crosses into the next episode. Slot `i` can be sampled (`valid`, priority > 0) once its n steps
     are stored or its episode ended. Stacks are rebuilt when sampling: going back from their newest
     frame, they repeat the frame of a slot flagged `first`, as the env's frame stack does.
+
+    `buffer_size` counts transitions: the ring has 2 * stack + n slots more, as the oldest transitions
+    lose their stacks to new frames, the newest wait for their n steps and each episode's last frame
+    takes a slot of its own.
     """
 
     ARRAYS = ("frames", "actions", "rewards", "terminated", "ends", "first", "valid")
 
-    def __init__(self, capacity, obs_shape, n_step, gamma, alpha, eps, device):
+    def __init__(self, buffer_size, obs_shape, n_step, gamma, alpha, eps, device):
         self.stack, self.n_step, self.alpha, self.eps, self.device = obs_shape[0], n_step, alpha, eps, device
-        if capacity < 2 * self.stack + n_step:
-            raise ValueError(f"a replay memory of {capacity} frames cannot hold stacks of {self.stack} and {n_step} steps")
-        self.capacity = capacity
+        self.capacity = capacity = buffer_size + 2 * self.stack + n_step
         self.frames = np.zeros((capacity, *obs_shape[1:]), dtype=np.uint8)
         self.actions = np.zeros(capacity, dtype=np.uint8)  # Atari games have at most 18 actions
         self.rewards = np.zeros(capacity, dtype=np.float32)
@@ -354,12 +308,8 @@ class PrioritizedFrameReplayBuffer:
         if self.last is None:  # an episode starts: its first observation is one frame, repeated
             self.last = self._write(obs[-1], first=True)
         slot = self.last
-        self.actions[slot], self.rewards[slot], self.terminated[slot], self.ends[slot] = (
-            action,
-            reward,
-            terminated,
-            episode_end,
-        )
+        self.actions[slot], self.rewards[slot] = action, reward
+        self.terminated[slot], self.ends[slot] = terminated, episode_end
         self.last = self._write(next_obs[-1], first=False)
         self.pending.append(slot)
         if episode_end:  # the episode's last transitions are complete with fewer than n steps
@@ -413,65 +363,33 @@ class PrioritizedFrameReplayBuffer:
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "batch_size", "train_frequency", "target_network_frequency", "n_step"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.buffer_size < 8 + args.n_step:
-        fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 + n-step frames at least")
-    if args.num_envs != 1:
-        fail(f"--num-envs {args.num_envs}: rainbow_atari.py runs a single environment")
-    if args.n_atoms < 2 or not args.v_min < args.v_max:
-        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
-    if args.learning_starts < args.n_step or not 0 < args.tau <= 1:  # a first n-step transition to sample
-        fail("need --learning-starts >= --n-step and 0 < --tau <= 1")
-    if args.prioritized_replay_alpha < 0 or not 0 <= args.prioritized_replay_beta <= 1 or args.prioritized_replay_eps <= 0:
-        fail("need --prioritized-replay-alpha >= 0, 0 <= --prioritized-replay-beta <= 1 and --prioritized-replay-eps > 0")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.rainbow_atari_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "n_step")
+    exp.require_positive("train_frequency", "target_network_frequency")
+    exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: rainbow_atari.py runs a single environment")
+    exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
+    exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")
+    exp.require(args.learning_starts >= args.n_step, "need --learning-starts >= --n-step (a first transition to sample)")
+    exp.require(0 < args.tau <= 1, f"need 0 < --tau <= 1, got {args.tau}")
+    exp.require(args.prioritized_replay_alpha >= 0, "need --prioritized-replay-alpha >= 0")
+    exp.require(0 <= args.prioritized_replay_beta <= 1, "need 0 <= --prioritized-replay-beta <= 1")
+    exp.require(args.prioritized_replay_eps > 0, "need --prioritized-replay-eps > 0")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
+    device = exp.seed()
 
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    # env setup (before any file is written, so bad input leaves nothing behind)
+    # env setup, before any file is written
+    spec = gym.registry.get(args.env_id)
+    exp.require(spec or ale_py, f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+    if "ale_py" not in str(getattr(spec, "entry_point", "")):  # made once, to say what is wrong with it
+        other = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
+        exp.require_action_space(other.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+        exp.fail(f"{args.env_id} is not an Atari game of ale-py; {exp.script} needs one (see c51.py for vector observations)")
     # One env stepped directly: a one-env vector wrapper would only add cost to each step.
-    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     env.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     support = {"n_atoms": args.n_atoms, "v_min": args.v_min, "v_max": args.v_max}
     q_network = NoisyDuelingDistributionalNetwork(env, **support).to(device)
@@ -479,22 +397,17 @@ if __name__ == "__main__":
     target_network = NoisyDuelingDistributionalNetwork(env, **support).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
-    # 1M transitions take ~7 GB here, where two stored stacks per transition would take ~56 GB.
+    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    alpha, eps = args.prioritized_replay_alpha, args.prioritized_replay_eps
     rb = PrioritizedFrameReplayBuffer(
-        args.buffer_size, env.observation_space.shape, args.n_step, args.gamma,
-        args.prioritized_replay_alpha, args.prioritized_replay_eps, device,
-    )  # fmt: skip
+        args.buffer_size, env.observation_space.shape, args.n_step, args.gamma, alpha, eps, device
+    )
     batch_index = torch.arange(args.batch_size, device=device)
-    start_time = time.time()
 
     obs, _ = env.reset(seed=args.seed)
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
         for global_step in range(args.total_timesteps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             # no epsilon: the online network's noise explores; a new sample every train-frequency steps
             if global_step % args.train_frequency == 0:
                 q_network.reset_noise()
@@ -541,11 +454,10 @@ if __name__ == "__main__":
                         old_val = (old_log_pmfs.detach().exp() * q_network.atoms).sum(-1)
                         writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                         writer.add_scalar("charts/beta", beta, global_step)
-                        sps = int(global_step / (time.time() - start_time))
+                        sps = int(global_step / exp.elapsed)
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
-                    # optimize the model
                     optimizer.zero_grad()
                     loss.backward()
                     optimizer.step()
@@ -557,38 +469,10 @@ if __name__ == "__main__":
                             target_param.lerp_(q_param, args.tau)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
-            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, model_path)
-            print(f"model saved to {model_path}")
+            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
+            Model = NoisyDuelingDistributionalNetwork
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=NoisyDuelingDistributionalNetwork,
-                device=device,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Model, device, capture_video=args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "Rainbow", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        env.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "Rainbow")

@@ -8,7 +8,8 @@ import torch
 from cleanrl import rainbow_atari
 from cleanrl_utils.evals.c51_atari_eval import load_distributional
 from cleanrl_utils.evals.rainbow_atari_eval import evaluate
-from tests.test_dqn_atari import FRAME, STACK, synthetic_steps
+from tests.helpers import run_script
+from tests.test_frame_replay import FRAME, STACK, synthetic_steps
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 GAMMA, N_STEP = 0.9, 3
@@ -53,14 +54,14 @@ def naive_n_step(steps, t):
     return total, next_obs, terminated, GAMMA ** (k + 1)
 
 
-def new_memory(capacity, alpha=0.5):
-    return rainbow_atari.PrioritizedFrameReplayBuffer(capacity, (STACK, *FRAME), N_STEP, GAMMA, alpha, 1e-6, "cpu")
+def new_memory(buffer_size, alpha=0.5):
+    return rainbow_atari.PrioritizedFrameReplayBuffer(buffer_size, (STACK, *FRAME), N_STEP, GAMMA, alpha, 1e-6, "cpu")
 
 
-@pytest.mark.parametrize("capacity", [40, 1000])  # wrapped around many times, and not yet full
-def test_n_step_transitions_match_a_naive_computation(capacity):
+@pytest.mark.parametrize("buffer_size", [40, 1000])  # wrapped around many times, and not yet full
+def test_n_step_transitions_match_a_naive_computation(buffer_size):
     steps = synthetic_steps(np.random.default_rng(0), 400)  # episodes of 1 to 12 steps, terminated or cut
-    rb = new_memory(capacity)
+    rb = new_memory(buffer_size)
     slot_of = fill(rb, steps)
     latest = {slot: t for t, slot in enumerate(slot_of)}  # each slot holds its newest step
     valid = np.flatnonzero(rb.valid)
@@ -73,11 +74,40 @@ def test_n_step_transitions_match_a_naive_computation(capacity):
         assert batch.actions[k].item() == steps[t][1]
         assert batch.returns[k, 0].item() == pytest.approx(total, abs=1e-5)
         assert (batch.dones[k, 0].item(), batch.discounts[k, 0].item()) == (float(terminated), pytest.approx(discount))
-    assert len(valid) >= 0.6 * min(capacity, 400)
-    if capacity == 1000:  # nothing overwritten: all but the unfinished tail of the last episode can be sampled
+    assert len(valid) >= 0.6 * min(buffer_size, 400)
+    if buffer_size == 1000:  # nothing overwritten: all but the unfinished tail of the last episode can be sampled
         expected = {slot_of[t] for t in range(len(steps)) if naive_n_step(steps, t) is not None}
         assert set(valid) == expected and len(expected) < len(steps)
-    assert (rb.tree.nodes[rb.tree.leaves : rb.tree.leaves + capacity] > 0).tolist() == rb.valid.tolist()
+    assert (rb.tree.nodes[rb.tree.leaves : rb.tree.leaves + rb.capacity] > 0).tolist() == rb.valid.tolist()
+
+
+def test_buffer_size_counts_transitions():
+    rng = np.random.default_rng(4)
+    stack, steps = np.repeat(rng.integers(0, 256, (1, *FRAME), dtype=np.uint8), STACK, axis=0), []
+    for _ in range(300):  # one episode, never ending: the memory holds its last 100 n-step transitions at least
+        next_stack = np.concatenate([stack[1:], rng.integers(0, 256, (1, *FRAME), dtype=np.uint8)])
+        steps.append((stack, 1, 1.0, next_stack, False, False))
+        stack = next_stack
+    rb = new_memory(100)
+    slot_of = fill(rb, steps)
+    valid = np.flatnonzero(rb.valid)
+    assert len(valid) >= 100
+    latest = {slot: t for t, slot in enumerate(slot_of)}
+    batch = rb.fetch(valid, np.ones(len(valid)))
+    for k, slot in enumerate(valid):  # each one whole: its own stack, and the stack n steps later
+        np.testing.assert_array_equal(batch.observations[k].numpy(), steps[latest[slot]][0])
+        np.testing.assert_array_equal(batch.next_observations[k].numpy(), steps[latest[slot] + N_STEP - 1][3])
+    rb = new_memory(1)  # the smallest memory still holds a transition to sample
+    fill(rb, steps[:20])
+    assert rb.valid.sum() >= 1
+
+
+def test_a_memory_of_ten_transitions_trains(tmp_path):
+    """`--buffer-size` counts transitions, so even 10 (fewer than a batch) is a memory to learn from."""
+    args = ("--buffer-size", "10", "--learning-starts", "10", "--total-timesteps", "101")
+    run = run_script("rainbow_atari.py", *args, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [step for step, _ in run.scalars()["losses/td_loss"]] == [100]
 
 
 def test_truncated_returns_stop_at_episode_ends():
@@ -117,7 +147,7 @@ def test_sampling_is_proportional_to_priorities_with_importance_weights():
 
 def test_memory_per_transition_fits_a_million_in_24_gib():
     rb = new_memory(rainbow_atari.Args().buffer_size)  # np.zeros: the pages are not touched yet
-    per_transition = rb.nbytes / 1_000_000
+    per_transition = rb.nbytes / rb.capacity
     # a frame, action, reward (4), termination, episode end, episode start, valid; and the float64 sum tree
     assert 84 * 84 + 9 < per_transition < 84 * 84 + 9 + 17
     assert rb.nbytes < 7 * 2**30  # room left on a 24 GiB machine for the rest

@@ -271,7 +271,7 @@ DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoin
     **{case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT},
     "zero batch size": (("--batch-size", "0"), "--batch-size"),
     "several envs": (("--num-envs", "2"), "--num-envs"),
-    "replay memory too small": (("--buffer-size", "0"), "--buffer-size"),
+    "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
     "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
 }
 ATARI_EPISODE_TAGS = frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/q_values"})
