@@ -4,8 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_acti
 """
 
 import os
-import random
-import signal
 import sys
 import time
 import warnings
@@ -13,16 +11,18 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-try:
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # JAX comes with the `jax` extra
     import flax
     import flax.linen as nn
     import jax
     import jax.numpy as jnp
     import optax
     from flax.training.train_state import TrainState
+
+    from cleanrl_utils.evals.td3_jax_eval import evaluate
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
@@ -80,27 +80,6 @@ class Args:
     """bound on the target-policy smoothing noise, relative to the action half-range"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "dm_control": "dm_control", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if capture_video and idx == 0:
@@ -121,31 +100,15 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            envs = gym.vector.SyncVectorEnv(
-                [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            )
-        except gym.error.DependencyNotInstalled as e:
-            entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-            reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-            fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError, ImportError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
     for warning in caught:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    space = envs.single_action_space
-    if not isinstance(space, gym.spaces.Box):
-        fail(f"{env_id} has {space} actions; {os.path.basename(__file__)} needs Box ones (use dqn.py)")
-    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        fail(f"{env_id} has unbounded actions {space}; {os.path.basename(__file__)} needs finite bounds")
-    if len(envs.single_observation_space.shape) != 1:
-        fail(f"{env_id} observations are {envs.single_observation_space}; {os.path.basename(__file__)} needs flat ones")
     return envs
 
 
-# the networks
 # (Flax's default layer names Dense_0..2, as in the reference, so its saved models load)
 class QNetwork(nn.Module):
     @nn.compact
@@ -216,60 +179,30 @@ class ActorCriticState(TrainState):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.buffer_size < args.num_envs:
-        fail(f"--buffer-size {args.buffer_size} must hold at least one step of the {args.num_envs} envs")
-    if args.learning_starts < 0 or not 0 < args.tau <= 1 or min(args.policy_noise, args.noise_clip) < 0:
-        fail("need --learning-starts >= 0, 0 < --tau <= 1, --policy-noise >= 0 and --noise-clip >= 0")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.td3_jax_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
+    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
+    exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
+    exp.require(min(args.policy_noise, args.noise_clip) >= 0, "--policy-noise and --noise-clip must not be negative")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
+    exp.seed()  # Python and NumPy; JAX takes its keys from this one
     key = jax.random.key(args.seed)
     # separate keys for acting and for the updates: choosing an action never waits for an update's key
     key, actor_key, qf1_key, qf2_key, explore_key, update_key = jax.random.split(key, 6)
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    # env setup, before any file is written
+    envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
+    space, obs_space = envs.single_action_space, envs.single_observation_space
+    exp.require_action_space(space, gym.spaces.Box, see="dqn.py")
+    bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
+    exp.require(bounded, f"{args.env_id} has unbounded actions {space}; {exp.script} needs finite bounds")
+    exp.require(len(obs_space.shape) == 1, f"{args.env_id} observations are {obs_space}; {exp.script} needs flat ones")
     envs.action_space.seed(args.seed)
+    writer = exp.start_logging()
 
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{name}|{value}|" for name, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
-
-    space = envs.single_action_space
     actor = Actor(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
     qf = QNetwork()
     obs, _ = envs.reset(seed=args.seed)
@@ -343,18 +276,14 @@ if __name__ == "__main__":
     update_critics.lower(actor_state, qf_state, batch_shape, update_key).compile()
     update_actor.lower(actor_state, qf_state, batch_shape).compile()
     print(f"jit compile time: {time.time() - compile_start:.2f} s")
-    start_time = time.time()
+    exp.start_time = time.time()  # the clock of the SPS starts after the compilation
 
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(0, args.total_timesteps, args.num_envs):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
             else:
@@ -396,17 +325,15 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/qf_loss", (qf1_loss + qf2_loss) / 2.0, global_step)
                     if actor_loss is not None:
                         writer.add_scalar("losses/actor_loss", float(actor_loss), global_step)
-                    sps = int(global_step / (time.time() - start_time))
+                    sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            with open(model_path, "wb") as f:
+            with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
-            print(f"model saved to {model_path}")
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
                 eval_episodes=10,
@@ -415,24 +342,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "TD3", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "TD3")
