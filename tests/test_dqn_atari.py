@@ -1,6 +1,5 @@
 """dqn_atari.py beyond the contract tests: whole-game logging, v5 ids, evaluation (its memory: test_frame_replay.py)."""
 
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,9 +8,6 @@ import torch
 from cleanrl import dqn_atari
 from cleanrl_utils.evals.dqn_atari_eval import evaluate
 from tests.helpers import save_untrained_model
-
-FRAME = (84, 84)
-STACK = 4
 
 
 def test_logged_episodes_are_whole_games():
