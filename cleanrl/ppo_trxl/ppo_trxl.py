@@ -5,10 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-trxl/#ppo_trxlpy (do
 
 import math
 import os
-import random
-import signal
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -17,9 +13,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tyro
 from torch.distributions import Categorical
-from torch.utils.tensorboard import SummaryWriter
+
+from cleanrl_utils.evals.ppo_trxl_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
 
 try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
     import minigrid
@@ -171,23 +168,6 @@ class ProofofMemoryEnv(gym.Env):
 gym.register("ProofofMemory-v0", entry_point=ProofofMemoryEnv, max_episode_steps=16)
 
 
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once)."""
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name, render_mode=None):
     def thunk():
         if env_id.startswith("MiniGrid"):
@@ -216,25 +196,10 @@ def make_env(env_id, idx, capture_video, run_name, render_mode=None):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     """Sub-envs reset in the same step they end; `infos["final_obs"]` / `["final_info"]` keep that last step."""
-    if env_id not in gym.registry:
-        if env_id.startswith(MEMORY_GYM_IDS) and memory_gym is None or env_id.startswith("MiniGrid") and minigrid is None:
-            fail(
-                f'{env_id} needs MiniGrid or Memory Gym: pip install -e ".[memory_gym]" (and memory-gym==1.0.2 with --no-deps)'
-            )
-        fail(f"unknown env id {env_id!r}")
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        )
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    obs_shape = envs.single_observation_space.shape
-    if not isinstance(envs.single_observation_space, gym.spaces.Box) or not (len(obs_shape) == 1 or obs_shape == (84, 84, 3)):
-        fail(f"{env_id} observations are {envs.single_observation_space}; ppo_trxl.py needs a flat Box or 84x84 RGB images")
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
-        fail(f"{env_id} has {envs.single_action_space} actions; ppo_trxl.py needs Discrete or MultiDiscrete ones")
-    return envs
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
 
 
 def finished_episodes(infos):
@@ -405,70 +370,43 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in ("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.trxl_dim % args.trxl_num_heads != 0:
-        fail(f"--trxl-num-heads {args.trxl_num_heads} does not divide --trxl-dim {args.trxl_dim}")
-    if args.trxl_positional_encoding.lower() not in ("", "none", "absolute", "learned"):
-        fail(f"--trxl-positional-encoding must be absolute, learned or none, got {args.trxl_positional_encoding!r}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps")
+    exp.require_positive("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length")
+    exp.require(args.trxl_dim % args.trxl_num_heads == 0, f"--trxl-num-heads does not divide --trxl-dim {args.trxl_dim}")
+    encoding = args.trxl_positional_encoding.lower()
+    exp.require(encoding in ("", "none", "absolute", "learned"), "--trxl-positional-encoding is absolute, learned or none")
     args.batch_size = int(args.num_envs * args.num_steps)
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"--num-minibatches {args.num_minibatches} does not divide num-envs x num-steps = {args.batch_size}")
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one advantage is NaN, and so would be every loss
-        fail(f"--norm-adv needs minibatches of at least 2 transitions, got {args.minibatch_size}")
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.num_iterations == 0:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout batch ({args.batch_size} steps)")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator comes with this project's package
-            from cleanrl_utils.evals.ppo_trxl_eval import evaluate
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
+    exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
+    exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
+    exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    run_name = exp.run_name
 
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = exp.seed()
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
-    if args.reconstruction_coef > 0 and len(envs.single_observation_space.shape) != 3:
-        fail(f"--reconstruction-coef needs image observations; {args.env_id} has vector ones")
+    # env setup, before any file is written
+    env_id = args.env_id
+    missing = env_id.startswith(MEMORY_GYM_IDS) and memory_gym is None or env_id.startswith("MiniGrid") and minigrid is None
+    extra = 'pip install -e ".[memory_gym]" (and memory-gym==1.0.2 with --no-deps)'
+    exp.require(not missing, f"{env_id} needs MiniGrid or Memory Gym: {extra}")
+    envs = exp.make_envs(lambda: make_vector_env(env_id, args.num_envs, args.capture_video, run_name), env_id)
+    obs_space, action_space = envs.single_observation_space, envs.single_action_space
+    flat_or_image = isinstance(obs_space, gym.spaces.Box) and (len(obs_space.shape) == 1 or obs_space.shape == (84, 84, 3))
+    exp.require(flat_or_image, f"{env_id} observations are {obs_space}; ppo_trxl.py needs a flat Box or 84x84 RGB images")
+    discrete = isinstance(action_space, gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+    exp.require(discrete, f"{env_id} has {action_space} actions; ppo_trxl.py needs Discrete or MultiDiscrete ones")
+    exp.require(len(obs_space.shape) == 3 or args.reconstruction_coef <= 0, "--reconstruction-coef needs image observations")
     max_episode_steps = envs.envs[0].spec.max_episode_steps
+    writer = exp.start_logging()
 
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
-
-    agent = Agent(args, envs.single_observation_space, envs.single_action_space, max_episode_steps).to(device)
+    agent = Agent(args, obs_space, action_space, max_episode_steps).to(device)
     optimizer = optim.AdamW(agent.parameters(), lr=args.init_lr)
     bce = nn.BCELoss()
 
     # rollout storage; the hidden states are kept once per episode, and each step records where its memory is
-    obs_space = envs.single_observation_space
     obs = torch.zeros(
         (args.num_steps, args.num_envs) + obs_space.shape, dtype=torch.as_tensor(obs_space.sample()).dtype, device=device
     )
@@ -485,12 +423,9 @@ if __name__ == "__main__":
     episode_infos = deque(maxlen=100)
 
     global_step = 0
-    start_time = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, device=device)
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for _iteration in range(1, args.num_iterations + 1):
             # linear decay to the final values over anneal_steps, then held
             frac = max(1.0 - global_step / args.anneal_steps, 0.0)
@@ -503,8 +438,7 @@ if __name__ == "__main__":
             env_episode = env_range.clone()
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    if stop_signals:
-                        raise KeyboardInterrupt
+                    exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
                     episode_ids[step], episode_steps[step] = env_episode, env_step
@@ -632,39 +566,16 @@ if __name__ == "__main__":
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
             writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # the weights, and what rebuilds the agent around them (enjoy.py and the evaluator read both)
-            torch.save(
-                {"model_weights": agent.state_dict(), "args": vars(args), "max_episode_steps": max_episode_steps}, model_path
-            )
-            print(f"model saved to {model_path}")
+            model = {"model_weights": agent.state_dict(), "args": vars(args), "max_episode_steps": max_episode_steps}
+            torch.save(model, exp.model_path)
             episodic_returns = evaluate(
-                model_path,
-                make_env,
-                args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=Agent,
-                device=device,
-                capture_video=args.capture_video,
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            for idx, episodic_return in enumerate(episodic_returns):
+            for idx, episodic_return in enumerate(episodic_returns):  # no --upload-model here: logged by hand
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        envs.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
