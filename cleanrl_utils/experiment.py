@@ -290,7 +290,7 @@ class Experiment:
         """Log the saved model's evaluation returns; with --upload-model, push model, logs and video to the Hub."""
         for idx, episodic_return in enumerate(episodic_returns):
             self.writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        if self.args.upload_model:
+        if getattr(self.args, "upload_model", False):  # scripts without the flag only log
             from cleanrl_utils.huggingface import UploadError, push_to_hub
 
             self.writer.flush()  # the uploaded event file then holds the evaluation too
