@@ -5,27 +5,27 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/c51/#c51_jaxpy (docs/rl-
 
 import os
 import random
-import signal
 import sys
 import time
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-try:
+from cleanrl_utils.experiment import Experiment, parse_args
+
+try:  # JAX comes with the `jax` extra
     import flax
     import flax.linen as nn
     import jax
     import jax.numpy as jnp
     import optax
     from flax.training.train_state import TrainState
-except ImportError as e:  # one line, like every other bad input (fail() is defined below)
-    missing = e.name or "jax"
+
+    from cleanrl_utils.evals.c51_jax_eval import evaluate
+except ImportError as e:
     print(
-        f'{os.path.basename(__file__)}: error: {missing} is not installed; install it with pip install -e ".[jax]"',
+        f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',
         file=sys.stderr,
     )
     raise SystemExit(2) from None
@@ -87,31 +87,6 @@ class Args:
     """environment steps between gradient updates"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
     # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
@@ -127,25 +102,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-def make_checked_env(env_id, capture_video, run_name):
-    """The training env, or one clear error line for an env this script cannot learn."""
-    try:
-        env = make_env(env_id, 0, capture_video, run_name)()
-    except gym.error.DependencyNotInstalled as e:
-        entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-        extra = next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
-        reason = str(e).split(",")[0]  # Gymnasium's own advice after the comma names its extras, not ours
-        fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra}]"')
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(f"{env_id} has {env.action_space} actions; c51_jax.py needs Discrete ones (see sac_continuous_action.py)")
-    if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
-        fail(f"{env_id} observations are {env.observation_space}; c51_jax.py needs a flat Box (see c51_atari_jax.py)")
-    return env
-
-
-# the networks
 class QNetwork(nn.Module):
     """Outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
 
@@ -243,63 +199,29 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_envs != 1:
-        fail(f"--num-envs {args.num_envs}: c51_jax.py runs a single environment")
-    if args.n_atoms < 2 or not args.v_min < args.v_max:
-        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
-    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
-        fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.c51_jax_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_jax.py runs a single environment")
+    exp.require(args.n_atoms >= 2 and args.v_min < args.v_max, "need --n-atoms >= 2 and --v-min < --v-max")
+    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1
+    exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
+    exp.seed()  # Python and NumPy; JAX takes its key below
     # Networks this small run faster on the calling thread than handed to XLA's CPU worker thread and
     # waited for (a third of the cost of a greedy action here); set before JAX computes anything, and
     # ignored by other backends.
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     key = jax.random.PRNGKey(args.seed)
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
+    # env setup, before any file is written
     # One env stepped directly: a one-env vector wrapper would double the cost of each step.
-    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
+    exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+    exp.require_flat_observations(env.observation_space, see="c51_atari_jax.py")
     env.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms)
@@ -315,22 +237,18 @@ if __name__ == "__main__":
     greedy_action = jax.jit(lambda params, obs: (q_network.apply(params, obs) * atoms).sum(-1).argmax())
     rb = ReplayBuffer(args.buffer_size, env.observation_space.shape, args.seed)
 
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    # Compile the jitted functions now, on inputs of the training shapes (results thrown away), so that
-    # the SPS below counts training only; the compile time is printed on its own.
-    compile_start = time.time()
-    warmup_batch = [
-        np.zeros((args.batch_size, *a.shape[1:]), a.dtype) for a in (rb.obs, rb.actions, rb.next_obs, rb.rewards, rb.dones)
-    ]
-    jax.block_until_ready((greedy_action(q_state.params, obs), update(q_state, atoms, *warmup_batch, args.gamma)))
-    print(f"compile time: {time.time() - compile_start:.2f} s (the update and the greedy action)")
-    start_time = time.time()
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+        # Compile the jitted functions now, on inputs of the training shapes (results thrown away), so that
+        # the SPS below counts training only; the compile time is printed on its own.
+        compile_start = time.time()
+        warmup_batch = [
+            np.zeros((args.batch_size, *a.shape[1:]), a.dtype) for a in (rb.obs, rb.actions, rb.next_obs, rb.rewards, rb.dones)
+        ]
+        jax.block_until_ready((greedy_action(q_state.params, obs), update(q_state, atoms, *warmup_batch, args.gamma)))
+        print(f"compile time: {time.time() - compile_start:.2f} s (the update and the greedy action)")
+        exp.start_time = time.time()
         for global_step in range(args.total_timesteps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
                 action = env.action_space.sample()
@@ -360,7 +278,7 @@ if __name__ == "__main__":
                     if global_step % 100 == 0:
                         writer.add_scalar("losses/loss", float(loss), global_step)
                         writer.add_scalar("losses/q_values", float(q_values), global_step)
-                        sps = int(global_step / (time.time() - start_time))
+                        sps = int(global_step / exp.elapsed)
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
@@ -369,13 +287,11 @@ if __name__ == "__main__":
                     q_state = q_state.replace(target_params=q_state.params)  # shared, not copied: JAX arrays are immutable
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
-            with open(model_path, "wb") as f:
+            with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
-            print(f"model saved to {model_path}")
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
                 eval_episodes=10,
@@ -384,24 +300,4 @@ if __name__ == "__main__":
                 epsilon=args.end_e,
                 capture_video=args.capture_video,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "C51", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        env.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "C51")
