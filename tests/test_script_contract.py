@@ -197,7 +197,7 @@ SCRIPTS["sac_continuous_action.py"] = Script(
 # DDPG and TD3 (deterministic actors): the same tiny budgets on Hopper-v4
 DETERMINISTIC_ACTOR_BAD_INPUT = {
     **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
-    "discrete actions": (("--env-id", "CartPole-v1"), "dqn.py"),
+    "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
     "zero batch size": (("--batch-size", "0"), "--batch-size"),
     "negative envs": (("--num-envs", "-1"), "--num-envs"),
     "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
