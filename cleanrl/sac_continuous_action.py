@@ -211,7 +211,6 @@ if __name__ == "__main__":
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
     learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
-    # Automatic entropy tuning
     if args.autotune:
         target_entropy = -float(np.prod(action_space.shape))
         log_alpha = torch.zeros(1, requires_grad=True, device=device)
