@@ -42,7 +42,7 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control"}
+ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control", "ALE": "atari"}
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
@@ -156,7 +156,7 @@ class Experiment:
         except gym.error.DependencyNotInstalled as e:
             reason = str(e).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
             self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
+        except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
             self.fail(f"cannot make env {env_id!r}: {e}")
         return self.envs
 
@@ -302,6 +302,12 @@ class Experiment:
 
 
 def extra_for(env_id: str) -> str:
-    """The pyproject extra that installs what `env_id` needs ("all" when unknown)."""
-    entry_point = str(getattr(gym.registry.get(env_id.split(":")[-1]), "entry_point", ""))
-    return next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point), "all")
+    """The pyproject extra that installs what `env_id` needs ("all" when unknown).
+
+    Known from the registered entry point, or else from the id's namespace (`dm_control/...`,
+    `ALE/...`), which is all there is when the package that registers those ids is missing.
+    """
+    env_id = env_id.split(":")[-1]
+    entry_point = str(getattr(gym.registry.get(env_id), "entry_point", ""))
+    namespace = env_id.split("/")[0] if "/" in env_id else None
+    return next((extra for family, extra in ENV_EXTRAS.items() if family in entry_point or family == namespace), "all")

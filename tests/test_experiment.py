@@ -109,6 +109,13 @@ def test_make_envs_turns_env_errors_into_one_line(capsys, monkeypatch):
     line = fails_with(capsys, lambda: exp.make_envs(missing_box2d, "LunarLander-v3"))
     # our extra, not Gymnasium's advice
     assert line.endswith('Box2D is not installed; install it with pip install -e ".[box2d]"')
+    # an id whose package is missing is not registered at all: its namespace names the extra
+    assert '".[dm_control]"' in fails_with(capsys, lambda: exp.make_envs(missing_box2d, "dm_control/cartpole-balance-v0"))
+
+    def missing_system_library():
+        raise OSError("libQt5Core.so.5: cannot open shared object file")
+
+    assert "libQt5Core" in fails_with(capsys, lambda: exp.make_envs(missing_system_library, "bigfish"))
     envs = exp.make_envs(lambda: gym.make("CartPole-v1"), "CartPole-v1")
     assert exp.envs is envs
 
