@@ -5,31 +5,22 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/c51-atari/#c51_atari_jax
 
 import os
 import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import flax
 import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-import tyro
 from flax.training.train_state import TrainState
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-from torch.utils.tensorboard import SummaryWriter
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-try:  # the Atari games come with the `atari` extra; without it, make_checked_env says how to install it
+from cleanrl_utils.evals.c51_atari_jax_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.frame_replay import FrameReplayBuffer
+
+try:  # the Atari games come with the `atari` extra; without it, the checks in __main__ say how to install it
     import ale_py
 
     gym.register_envs(ale_py)
@@ -93,31 +84,6 @@ class Args:
     """environment steps between gradient updates"""
 
 
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
-
-
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if ale_py is None:
@@ -148,31 +114,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-def make_checked_env(env_id, capture_video, run_name):
-    """The training env, or one clear error line for an env this script cannot learn."""
-    spec = gym.registry.get(env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        if spec is None and ale_py is None:
-            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-        try:  # made once to tell what is wrong with it
-            env = gym.make(env_id, disable_env_checker=True)
-        except gym.error.DependencyNotInstalled as e:
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
-            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            fail(
-                f"{env_id} has {env.action_space} actions; c51_atari_jax.py needs Discrete ones (see sac_continuous_action.py)"
-            )
-        fail(f"{env_id} is not an Atari game of ale-py; c51_atari_jax.py needs one (see c51_jax.py for vector observations)")
-    try:
-        return make_env(env_id, 0, capture_video, run_name)()
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-
-
-# the networks
 class QNetwork(nn.Module):
     """Nature-CNN that outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
 
@@ -233,144 +174,31 @@ def project(next_atoms, next_pmfs, atoms):
     return target_pmfs.at[rows, upper.astype(jnp.int32)].add(mass_upper)
 
 
-class ReplayBatch(NamedTuple):
-    frames: np.ndarray  # uint8 (batch, stack + 1, 84, 84): the observation is [:, :-1], the next one [:, 1:]
-    actions: np.ndarray  # int32 (batch,)
-    dones: np.ndarray  # float32 (batch,): 1 after a termination (a lost life), 0 after a time-limit cut
-    rewards: np.ndarray  # float32 (batch,)
-
-
-class FrameReplayBuffer:
-    """A replay memory that stores each 84x84 frame once, ~7 KB per transition.
-
-    Consecutive stacked observations share all but one frame, and a transition's next observation is
-    the following one, so storing both stacks (as a generic buffer does) keeps every frame 8 times.
-    Here slot `i` of a ring holds one frame (the newest of an observation) and the action, clipped
-    reward and termination flag of the transition that starts from it; its next observation ends at
-    slot `i + 1`. Stacks are rebuilt when sampling, and never reach across an episode start: slots
-    flagged `first` hold the first frame of an episode, which the env's frame stack repeats to fill
-    up the stack, and so does the rebuild. An episode's last frame takes a slot of its own, with no
-    transition from it, so a stored next observation is always the real one, also after a time-limit
-    cut (which then bootstraps from it).
-    """
-
-    ARRAYS = ("frames", "actions", "rewards", "terminated", "first", "valid")
-
-    def __init__(self, capacity, frame_shape, stack):
-        if capacity < 2 * stack:
-            raise ValueError(f"a replay memory of {capacity} frames cannot hold stacks of {stack}")
-        self.capacity, self.stack = capacity, stack
-        self.frames = np.zeros((capacity, *frame_shape), dtype=np.uint8)
-        self.actions = np.zeros(capacity, dtype=np.uint8)  # Atari games have at most 18 actions
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=bool)
-        self.first = np.zeros(capacity, dtype=bool)  # the frame starts an episode
-        self.valid = np.zeros(capacity, dtype=bool)  # a transition starts here and all its frames are stored
-        self.pos = self.size = 0  # next slot to write; slots filled
-        self.last = None  # slot of the current observation's newest frame; None between episodes
-        self._window = np.arange(-stack + 1, 2)  # a stack and the next frame, relative to the sampled slot
-        self._ahead = np.arange(1, stack)  # the slots whose stacks reach back to a slot being written
-
-    @property
-    def nbytes(self):
-        return sum(getattr(self, name).nbytes for name in self.ARRAYS)
-
-    def _write(self, frame, first):
-        slot = self.pos
-        self.frames[slot], self.first[slot], self.valid[slot] = frame, first, False
-        # The transitions of the next slots, now the oldest, would rebuild their stacks from this new frame.
-        self.valid[(slot + self._ahead) % self.capacity] = False
-        self.pos, self.size = (slot + 1) % self.capacity, min(self.size + 1, self.capacity)
-        return slot
-
-    def add(self, obs, next_obs, action, reward, terminated, episode_end):
-        """Store a transition between stacked observations (only their newest frames are kept)."""
-        if self.last is None:  # an episode starts: its first observation is one frame, repeated
-            self.last = self._write(obs[-1], first=True)
-        slot = self.last
-        self.actions[slot], self.rewards[slot], self.terminated[slot] = action, reward, terminated
-        self.last = self._write(next_obs[-1], first=False)
-        self.valid[slot] = True
-        if episode_end:
-            self.last = None
-
-    def sample(self, batch_size):
-        slots = np.random.randint(0, self.size, size=batch_size)
-        while not (ok := self.valid[slots]).all():  # the few slots with no transition are drawn again
-            slots[~ok] = np.random.randint(0, self.size, size=int((~ok).sum()))
-        return self.fetch(slots)
-
-    def fetch(self, slots):
-        """The transitions that start at these (valid) slots."""
-        # Rebuild the window of stack + 1 frames backwards: before the first frame of an episode, repeat it.
-        window = (slots[:, None] + self._window) % self.capacity
-        for k in range(self.stack - 2, -1, -1):
-            window[:, k] = np.where(self.first[window[:, k + 1]], window[:, k + 1], window[:, k])
-        return ReplayBatch(  # one copy of the frames serves both stacks, and crosses to the device once
-            self.frames[window],
-            self.actions[slots].astype(np.int32),
-            self.terminated[slots].astype(np.float32),
-            self.rewards[slots],
-        )
-
-
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "batch_size", "train_frequency", "target_network_frequency"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.buffer_size < 8:
-        fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 frames at least")
-    if args.num_envs != 1:
-        fail(f"--num-envs {args.num_envs}: c51_atari_jax.py runs a single environment")
-    if args.n_atoms < 2 or not args.v_min < args.v_max:
-        fail(f"need --n-atoms >= 2 and --v-min < --v-max, got {args.n_atoms}, {args.v_min}, {args.v_max}")
-    if args.learning_starts < 0 or not 0 < args.exploration_fraction <= 1:
-        fail("need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.c51_atari_jax_eval import evaluate
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_atari_jax.py runs a single environment")
+    exp.require(args.n_atoms >= 2 and args.v_min < args.v_max, "need --n-atoms >= 2 and --v-min < --v-max")
+    exp.require(args.learning_starts >= 0, "--learning-starts must be 0 or positive")
+    exp.require(0 < args.exploration_fraction <= 1, "need 0 < --exploration-fraction <= 1")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
+    exp.seed()  # Python and NumPy; JAX takes its key below
     key = jax.random.PRNGKey(args.seed)
     key, q_key = jax.random.split(key, 2)
 
-    # env setup (before any file is written, so bad input leaves nothing behind)
+    # env setup, before any file is written
+    spec = gym.registry.get(args.env_id)
+    exp.require(spec or ale_py, f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+    if "ale_py" not in str(getattr(spec, "entry_point", "")):  # made once, to say what is wrong with it
+        other = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
+        exp.require_action_space(other.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+        exp.fail(f"{args.env_id} is not an Atari game of ale-py; c51_atari_jax.py needs one (see c51_jax.py)")
     # One env stepped directly: a one-env vector wrapper would only add cost to each step.
-    env = make_checked_env(args.env_id, args.capture_video, run_name)
+    env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    writer = exp.start_logging()
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max)
@@ -407,17 +235,12 @@ if __name__ == "__main__":
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * atoms).sum(-1).mean()
 
-    # 1M transitions take ~7 GB here, where two stored stacks per transition would take ~56 GB.
+    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0])
-    start_time = time.time()
 
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
         for global_step in range(args.total_timesteps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
                 action = env.action_space.sample()
@@ -436,7 +259,6 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     q_state, loss, q_values = update(q_state, *rb.sample(args.batch_size))
@@ -444,7 +266,7 @@ if __name__ == "__main__":
                     if global_step % 100 == 0:  # reading the loss waits for the update: only when logged
                         writer.add_scalar("losses/loss", float(loss), global_step)
                         writer.add_scalar("losses/q_values", float(q_values), global_step)
-                        sps = int(global_step / (time.time() - start_time))
+                        sps = int(global_step / exp.elapsed)
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
@@ -453,39 +275,17 @@ if __name__ == "__main__":
                     q_state = q_state.replace(target_params=q_state.params)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
-            with open(model_path, "wb") as f:
+            with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
-            print(f"model saved to {model_path}")
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=QNetwork,
+                10,
+                f"{run_name}-eval",
+                QNetwork,
                 epsilon=args.end_e,
                 capture_video=args.capture_video,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "C51", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        env.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "C51")

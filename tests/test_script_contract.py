@@ -490,10 +490,7 @@ SCRIPTS["c51_atari_jax.py"] = Script(
     smoke_args=DISTRIBUTIONAL_ATARI_ARGS,
     tags=SCRIPTS["c51_atari.py"].tags,
     determinism_args=DISTRIBUTIONAL_ATARI_ARGS,
-    bad_input={
-        **DISTRIBUTIONAL_ATARI_BAD_INPUT,
-        "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-    },
+    bad_input=DISTRIBUTIONAL_ATARI_BAD_INPUT,
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
