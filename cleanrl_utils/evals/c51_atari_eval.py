@@ -1,52 +1,18 @@
 """Evaluate a saved `c51_atari.py` model on whole games, epsilon-greedy on its Q-values (the means of its distributions).
 
-The script's env factory ends an episode at each lost life (for learning) and keeps the raw score of
-the whole game in `info["episode"]`, below the life and reward-clipping wrappers. So a return is
-counted only when a game ends, and it is the game's score, not one life's clipped rewards.
+The file holds the training args too: the network's support (n_atoms, v_min, v_max) comes from them.
+Games are played and scored as in `dqn_atari_eval` (a return is a whole game's raw score);
 `rainbow_atari_eval` plays the same way, with its own network.
 """
 
-import random
 from collections.abc import Callable
 
-import gymnasium as gym
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import _collect
+from cleanrl_utils.evals.episodes import make_eval_env, on_numpy, whole_game_returns
+from cleanrl_utils.evals.torch_models import load_distributional
 
-
-def load_distributional(
-    model_path: str, env: gym.Env, Model: type[torch.nn.Module], device: torch.device | str, script: str
-) -> torch.nn.Module:
-    """The network saved as {model_weights, args}, rebuilt on the support (n_atoms, v_min, v_max) of its args."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
-    if not isinstance(saved, dict) or "model_weights" not in saved:
-        raise ValueError(f"{model_path} is not a {script} model (expected a dict with model_weights and args)")
-    support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
-    model = Model(env, **support).to(device)
-    model.load_state_dict(saved["model_weights"])
-    return model.eval()
-
-
-def whole_game_returns(
-    env: gym.Env, model: torch.nn.Module, epsilon: float, device: torch.device | str, eval_episodes: int, seed: int
-) -> list[float]:
-    """Scores of `eval_episodes` whole games, acting epsilon-greedily on `model(obs)` (one Q-value per action)."""
-
-    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
-        if random.random() < epsilon:
-            action = env.action_space.sample()
-        else:
-            with torch.inference_mode():
-                action = model(torch.as_tensor(obs, device=device).unsqueeze(0)).argmax().item()
-        obs, _, terminated, truncated, info = env.step(action)
-        if not (terminated or truncated):
-            return obs, []
-        # a lost life ends the episode but not the game: the next life starts from this reset
-        return env.reset()[0], [float(info["episode"]["r"])] if "episode" in info else []
-
-    return _collect(env, step, eval_episodes, seed)
+__all__ = ["evaluate", "load_distributional"]  # load_distributional: where the tests have imported it from
 
 
 def evaluate(
@@ -61,7 +27,6 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
     model = load_distributional(model_path, env, Model, device, "c51_atari.py")
-    return whole_game_returns(env, model, epsilon, device, eval_episodes, seed)
+    return whole_game_returns(env, on_numpy(model, device), epsilon, eval_episodes, seed)

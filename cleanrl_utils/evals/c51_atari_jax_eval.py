@@ -11,8 +11,8 @@ from typing import Any
 import flax.linen as nn
 import jax
 
-from cleanrl_utils.evals.dqn_atari_jax_eval import whole_game_returns
-from cleanrl_utils.evals.flax_params import read_saved_state, restore_params
+from cleanrl_utils.evals.episodes import closed_on_error, make_eval_env, whole_game_returns
+from cleanrl_utils.evals.flax_params import load_params_with_args
 
 
 def evaluate(
@@ -27,17 +27,11 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
-    try:
-        saved = read_saved_state(model_path)
-        if not {"model_weights", "args"} <= set(saved):
-            raise ValueError(f"{model_path} is not a c51_atari_jax.py model (expected model_weights and args)")
-        support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
-        model = Model(action_dim=env.action_space.n, **support)
-        template = model.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
-        params = restore_params(saved["model_weights"], template, model_path)
-    except Exception:
-        env.close()
-        raise
-    return whole_game_returns(env, lambda obs: model.apply(params, obs), epsilon, eval_episodes, seed)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+
+    def build(args: dict) -> nn.Module:
+        return Model(action_dim=env.action_space.n, **{key: args[key] for key in ("n_atoms", "v_min", "v_max")})
+
+    with closed_on_error(env):
+        model, params, _ = load_params_with_args(model_path, build, env.observation_space.sample(), "c51_atari_jax.py")
+    return whole_game_returns(env, jax.jit(lambda obs: model.apply(params, obs)), epsilon, eval_episodes, seed)

@@ -12,8 +12,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from cleanrl_utils.evals.episodes import epsilon_greedy_fn, single_env_returns
-from cleanrl_utils.evals.flax_params import read_saved_state, restore_params
+from cleanrl_utils.evals.episodes import closed_on_error, epsilon_greedy_fn, make_eval_env, single_env_returns
+from cleanrl_utils.evals.flax_params import load_params_with_args
 
 
 def evaluate(
@@ -28,19 +28,13 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    saved = read_saved_state(model_path)
-    if not {"model_weights", "args"} <= saved.keys():
-        raise ValueError(f"{model_path} is not a c51_jax.py model (expected Flax bytes of a dict with model_weights and args)")
-    n_atoms, v_min, v_max = (saved["args"][key] for key in ("n_atoms", "v_min", "v_max"))
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
-    model = Model(action_dim=env.action_space.n, n_atoms=n_atoms)
-    try:
-        template = model.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
-        params = restore_params(saved["model_weights"], template, model_path)
-    except Exception:
-        env.close()
-        raise
-    atoms = jnp.linspace(v_min, v_max, num=n_atoms)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+
+    def build(args: dict) -> nn.Module:
+        return Model(action_dim=env.action_space.n, n_atoms=args["n_atoms"])  # the support is applied below
+
+    with closed_on_error(env):
+        model, params, args = load_params_with_args(model_path, build, env.observation_space.sample(), "c51_jax.py")
+    atoms = jnp.linspace(args["v_min"], args["v_max"], num=args["n_atoms"])
     q_values = jax.jit(lambda obs: (model.apply(params, obs) * atoms).sum(-1))
     return single_env_returns(env, epsilon_greedy_fn(q_values, env.action_space, epsilon), eval_episodes, seed)

@@ -8,15 +8,15 @@ The saved file is a tuple of state dicts whose first is the actor's: (actor, qf1
 
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import make_eval_vector_env, vector_env_returns
+from cleanrl_utils.evals.episodes import make_eval_vector_env, on_numpy, vector_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def load_actor_state(model_path: str, device: torch.device | str = "cpu") -> dict:
     """The actor's state dict: the first of the saved tuple."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
+    saved = read_model_file(model_path, device)
     if not isinstance(saved, tuple | list) or not saved or not isinstance(saved[0], dict):
         raise ValueError(f"{model_path} holds no (actor, critic...) tuple of state dicts")
     return saved[0]
@@ -36,14 +36,6 @@ def evaluate(
 ) -> list[float]:
     """Play `eval_episodes` episodes with `Model` (the script's Actor, built from the vector env)."""
     envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
-    actor = Model(envs).to(device)
-    actor.load_state_dict(load_actor_state(model_path, device))
-    actor.eval()
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            x = torch.as_tensor(obs, dtype=torch.float32, device=device)
-            action = actor.explore(x, exploration_noise) if exploration_noise > 0 else actor(x)
-        return action.cpu().numpy()
-
-    return vector_env_returns(envs, act, eval_episodes, seed)
+    actor = with_weights(Model(envs), load_actor_state(model_path, device), device)
+    policy = (lambda x: actor.explore(x, exploration_noise)) if exploration_noise > 0 else actor
+    return vector_env_returns(envs, on_numpy(policy, device, torch.float32), eval_episodes, seed)

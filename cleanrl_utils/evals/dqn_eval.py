@@ -4,7 +4,8 @@ from collections.abc import Callable
 
 import torch
 
-from cleanrl_utils.evals.episodes import epsilon_greedy, single_env_returns
+from cleanrl_utils.evals.episodes import epsilon_greedy, make_eval_env, single_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -19,9 +20,6 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
-    model = Model(env).to(device)
-    model.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
-    model.eval()
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+    model = with_weights(Model(env), read_model_file(model_path, device), device)
     return single_env_returns(env, epsilon_greedy(model, env.action_space, epsilon, device), eval_episodes, seed)

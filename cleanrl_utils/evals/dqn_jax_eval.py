@@ -10,7 +10,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 
-from cleanrl_utils.evals.episodes import epsilon_greedy_fn, single_env_returns
+from cleanrl_utils.evals.episodes import closed_on_error, epsilon_greedy_fn, make_eval_env, single_env_returns
 from cleanrl_utils.evals.flax_params import load_params
 
 
@@ -26,13 +26,9 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
     model = Model(action_dim=env.action_space.n)
-    try:
+    with closed_on_error(env):
         params = load_params(model_path, model, env.observation_space.sample())
-    except Exception:
-        env.close()
-        raise
     q_values = jax.jit(lambda obs: model.apply(params, obs))
     return single_env_returns(env, epsilon_greedy_fn(q_values, env.action_space, epsilon), eval_episodes, seed)

@@ -1,20 +1,53 @@
-"""Episode loops and action rules shared by the evaluators."""
+"""The episode loops, env construction and action rules of the evaluators, each written once.
+
+An evaluator module only says which of them its algorithm uses: how its env is made, how its model
+file is read and how its policy acts. The rest (seeding, counting returns, Atari whole games, closing
+the env) is here, so a fix to any of it reaches every algorithm.
+"""
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+Act = Callable[[np.ndarray], Any]
+"""A policy: the action(s) for an observation (a batch of them for a vector env)."""
 
-def make_eval_vector_env(make_env: Callable, env_id: str, run_name: str, capture_video: bool) -> gym.vector.VectorEnv:
-    """One sub-env from a vector-env script's own factory, with episode statistics."""
+
+def make_eval_env(make_env: Callable, env_id: str, run_name: str, capture_video: bool, seed: int) -> gym.Env:
+    """One env from a single-env script's factory, its action space seeded for the random actions of epsilon-greedy."""
+    env = make_env(env_id, 0, capture_video, run_name)()
+    env.action_space.seed(seed)
+    return env
+
+
+def make_eval_vector_env(
+    make_env: Callable, env_id: str, run_name: str, capture_video: bool, *env_args: Any, episode_statistics: bool = True
+) -> gym.vector.VectorEnv:
+    """One sub-env from a vector-env script's own factory (given `env_args` after the usual four), reset in the same step.
+
+    `episode_statistics` adds vector-level episode statistics, read by `recorded_returns`. Leave it off
+    where the factory's own statistics must count (Atari whole games, rewards normalised after them):
+    `final_info_returns` reads those.
+    """
     envs = gym.vector.SyncVectorEnv(
-        [make_env(env_id, 0, capture_video, run_name)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        [make_env(env_id, 0, capture_video, run_name, *env_args)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
-    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    return gym.wrappers.vector.RecordEpisodeStatistics(envs) if episode_statistics else envs
+
+
+@contextmanager
+def closed_on_error(env: gym.Env | gym.vector.VectorEnv) -> Iterator[None]:
+    """Close `env` if the body (reading a model file into a network) fails, so a bad file leaves nothing running."""
+    try:
+        yield
+    except Exception:
+        env.close()
+        raise
 
 
 def _collect(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
@@ -34,50 +67,94 @@ def _collect(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
     return episodic_returns[:eval_episodes]
 
 
-def vector_env_returns(envs: gym.vector.VectorEnv, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
-    """Step a vector env (with vector RecordEpisodeStatistics) until `eval_episodes` episodes end."""
+def single_env_returns(env: gym.Env, act: Act, eval_episodes: int, seed: int = 0, whole_games: bool = False) -> list[float]:
+    """Step one env (wrapped in RecordEpisodeStatistics) until `eval_episodes` episodes end.
 
-    def step(obs):
-        obs, _, _, _, infos = envs.step(act(obs))
-        return obs, [float(infos["episode"]["r"][i]) for i in np.flatnonzero(infos.get("_episode", []))]
+    `whole_games` is for the Atari factories: they end an episode at each lost life, for learning, but
+    put `info["episode"]` (the raw score, below the life and reward-clipping wrappers) only where the
+    game ends. So only those count: a return is a whole game's score, not one life's clipped rewards.
+    """
 
-    return _collect(envs, step, eval_episodes, seed)
-
-
-def single_env_returns(env: gym.Env, act: Callable, eval_episodes: int, seed: int = 0) -> list[float]:
-    """Step one env (wrapped in RecordEpisodeStatistics) until `eval_episodes` episodes end."""
-
-    def step(obs):
+    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
         obs, _, terminated, truncated, info = env.step(act(obs))
-        if terminated or truncated:
-            return env.reset()[0], [float(info["episode"]["r"])]
-        return obs, []
+        if not (terminated or truncated):
+            return obs, []
+        # a lost life ends the episode but not the game: the next life starts from this reset
+        counted = not whole_games or "episode" in info
+        return env.reset()[0], [float(info["episode"]["r"])] if counted else []
 
     return _collect(env, step, eval_episodes, seed)
 
 
-def epsilon_greedy(
-    q_network: torch.nn.Module, action_space: gym.Space, epsilon: float, device: torch.device | str
-) -> Callable[[np.ndarray], int | np.ndarray]:
-    """Act greedily on `q_network(obs)`, at random with probability `epsilon` (decided per sub-env for a batch)."""
+def recorded_returns(infos: dict) -> list[float]:
+    """Returns of the episodes that ended in a vector-env step, from `make_eval_vector_env`'s episode statistics."""
+    return [float(infos["episode"]["r"][i]) for i in np.flatnonzero(infos.get("_episode", []))]
 
-    def act(obs: np.ndarray) -> int | np.ndarray:
-        batched = isinstance(action_space, gym.spaces.MultiDiscrete)  # a vector env's action space
-        if not batched and random.random() < epsilon:
-            return action_space.sample()
+
+def final_info_returns(infos: dict) -> list[float]:
+    """Returns recorded inside the sub-envs of a SAME_STEP vector env, for the episodes that ended in this step."""
+    final = infos.get("final_info", {})
+    return [float(final["episode"]["r"][i]) for i in np.flatnonzero(final.get("_episode", ()))]
+
+
+def vector_env_returns_with_memory(
+    envs: gym.vector.VectorEnv,
+    act: Callable[[np.ndarray, np.ndarray], Any],
+    eval_episodes: int,
+    seed: int = 0,
+    returns: Callable[[dict], list[float]] = recorded_returns,
+) -> list[float]:
+    """Step a vector env until `eval_episodes` episodes end, counted by `returns(infos)`.
+
+    The policy is `act(obs, ended)`: `ended` flags the sub-envs whose episode ended at the previous step
+    (none before the first), for a policy whose memory must not cross into the next episode.
+    """
+    ended = np.zeros(envs.num_envs, dtype=bool)
+
+    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        nonlocal ended
+        obs, _, terminations, truncations, infos = envs.step(act(obs, ended))
+        ended = terminations | truncations
+        return obs, returns(infos)
+
+    return _collect(envs, step, eval_episodes, seed)
+
+
+def vector_env_returns(
+    envs: gym.vector.VectorEnv,
+    act: Act,
+    eval_episodes: int,
+    seed: int = 0,
+    returns: Callable[[dict], list[float]] = recorded_returns,
+) -> list[float]:
+    """Step a vector env until `eval_episodes` episodes end, with a policy of the observations alone."""
+    return vector_env_returns_with_memory(envs, lambda obs, _: act(obs), eval_episodes, seed, returns)
+
+
+def on_numpy(
+    fn: Callable[[torch.Tensor], torch.Tensor], device: torch.device | str, dtype: torch.dtype | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """`fn` of tensors as a function of numpy arrays, without gradients: the form the loops and action rules take.
+
+    `dtype` converts the observations first (float32 for the networks of vector observations); None
+    keeps theirs (the uint8 Atari frames, which the networks scale themselves).
+    """
+
+    def numpy_fn(obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            greedy = q_network(torch.as_tensor(obs, dtype=torch.float32, device=device)).argmax(-1).cpu().numpy()
-        if not batched:
-            return int(greedy)
-        return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
+            return fn(torch.as_tensor(obs, dtype=dtype, device=device)).cpu().numpy()
 
-    return act
+    return numpy_fn
 
 
 def epsilon_greedy_fn(
-    q_values_fn: Callable[[np.ndarray], np.ndarray], action_space: gym.Space, epsilon: float
+    q_values_fn: Callable[[np.ndarray], Any], action_space: gym.Space, epsilon: float
 ) -> Callable[[np.ndarray], int | np.ndarray]:
-    """`epsilon_greedy` for any `q_values_fn(obs) -> Q-values` (array-like, last axis the actions): e.g. a jitted JAX function."""
+    """Act greedily on `q_values_fn(obs)` (array-like, last axis the actions), at random with probability `epsilon`.
+
+    For a vector env (a MultiDiscrete action space) the draw is made per sub-env. `q_values_fn` may be a
+    PyTorch network through `on_numpy` or a jitted JAX function.
+    """
 
     def act(obs: np.ndarray) -> int | np.ndarray:
         batched = isinstance(action_space, gym.spaces.MultiDiscrete)  # a vector env's action space
@@ -89,3 +166,18 @@ def epsilon_greedy_fn(
         return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
 
     return act
+
+
+def epsilon_greedy(
+    q_network: torch.nn.Module, action_space: gym.Space, epsilon: float, device: torch.device | str
+) -> Callable[[np.ndarray], int | np.ndarray]:
+    """`epsilon_greedy_fn` on a PyTorch Q-network of float32 observations."""
+    return epsilon_greedy_fn(on_numpy(q_network, device, torch.float32), action_space, epsilon)
+
+
+def whole_game_returns(
+    env: gym.Env, q_values: Callable[[np.ndarray], Any], epsilon: float, eval_episodes: int, seed: int
+) -> list[float]:
+    """Scores of `eval_episodes` whole Atari games, epsilon-greedy on `q_values` of a batch of one frame stack."""
+    act = epsilon_greedy_fn(lambda obs: np.asarray(q_values(obs[None]))[0], env.action_space, epsilon)
+    return single_env_returns(env, act, eval_episodes, seed, whole_games=True)

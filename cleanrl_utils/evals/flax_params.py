@@ -1,5 +1,6 @@
 """Read Flax parameters saved by the JAX algorithm files (`flax.serialization.to_bytes`) back into a network."""
 
+from collections.abc import Callable
 from typing import Any
 
 import flax
@@ -34,7 +35,23 @@ def read_saved_state(model_path: str) -> dict:
     return state
 
 
+def restore_into(model: nn.Module, sample_obs: np.ndarray, state: Any, model_path: str) -> Any:
+    """`state` read into the parameters of `model`, initialised on one observation like `sample_obs`."""
+    return restore_params(state, model.init(jax.random.PRNGKey(0), sample_obs[None]), model_path)
+
+
 def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
     """The Flax parameters saved at `model_path`, for `model` initialised on one observation like `sample_obs`."""
-    template = model.init(jax.random.PRNGKey(0), sample_obs[None])
-    return restore_params(read_saved_state(model_path), template, model_path)
+    return restore_into(model, sample_obs, read_saved_state(model_path), model_path)
+
+
+def load_params_with_args(
+    model_path: str, build: Callable[[dict], nn.Module], sample_obs: np.ndarray, script: str
+) -> tuple[nn.Module, Any, dict]:
+    """For a file of {"model_weights": params, "args": training arguments} (the C51 files, whose network needs its
+    support from the args): the network `build(args)` makes, its saved parameters, and the args."""
+    saved = read_saved_state(model_path)
+    if not {"model_weights", "args"} <= saved.keys():
+        raise ValueError(f"{model_path} is not a {script} model (expected Flax bytes of a dict with model_weights and args)")
+    model = build(saved["args"])
+    return model, restore_into(model, sample_obs, saved["model_weights"], model_path), saved["args"]

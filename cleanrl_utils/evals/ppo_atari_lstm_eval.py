@@ -7,12 +7,11 @@ restarts. Returns are counted per whole game, with its raw score (see `ppo_atari
 
 from collections.abc import Callable
 
-import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import _collect
-from cleanrl_utils.evals.ppo_atari_eval import finished_game_returns
+from cleanrl_utils.evals.episodes import final_info_returns, make_eval_vector_env, vector_env_returns_with_memory
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -26,21 +25,15 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    envs = gym.vector.SyncVectorEnv(
-        [make_env(env_id, 0, capture_video, run_name)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
-    )
-    agent = Model(envs).to(device)
-    agent.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
-    agent.eval()
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video, episode_statistics=False)
+    agent = with_weights(Model(envs), read_model_file(model_path, device), device)
     lstm_state = agent.initial_state(1, device)
-    start = torch.zeros(1, device=device)  # 1 after an episode ended: the state is zeroed before the next step
 
-    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
-        nonlocal lstm_state, start
+    def act(obs: np.ndarray, ended: np.ndarray) -> np.ndarray:
+        nonlocal lstm_state
+        start = torch.tensor(ended, dtype=torch.float32, device=device)  # 1: the state is zeroed before this step
         with torch.inference_mode():
             action, _, _, lstm_state = agent.act(torch.as_tensor(obs, device=device), lstm_state, start)
-        obs, _, terminations, truncations, infos = envs.step(action.cpu().numpy())
-        start = torch.tensor(terminations | truncations, dtype=torch.float32, device=device)
-        return obs, finished_game_returns(infos)
+        return action.cpu().numpy()
 
-    return _collect(envs, step, eval_episodes, seed)
+    return vector_env_returns_with_memory(envs, act, eval_episodes, seed, returns=final_info_returns)

@@ -12,15 +12,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import _collect
+from cleanrl_utils.evals.episodes import final_info_returns, make_eval_vector_env, on_numpy, vector_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def load_model(model_path: str, device: torch.device | str = "cpu") -> dict:
     """The saved dict: {"agent": state_dict, "obs_rms": {"mean", "var", "count"}}."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
-    if not isinstance(saved, dict) or not {"agent", "obs_rms"} <= set(saved):
-        raise ValueError(f"{model_path} holds no agent weights with observation statistics")
-    return saved
+    return read_model_file(model_path, device, {"agent", "obs_rms"}, "holds no agent weights with observation statistics")
 
 
 def restore_obs_rms(envs: gym.vector.SyncVectorEnv, obs_rms: dict) -> None:
@@ -48,23 +46,10 @@ def evaluate(
     deterministic: bool = False,
 ) -> list[float]:
     """Play `eval_episodes` episodes; the policy samples as in training (`deterministic`: acts with its mean)."""
-    envs = gym.vector.SyncVectorEnv(
-        [make_env(env_id, 0, capture_video, run_name, gamma)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    # the returns are counted inside the env, before the reward scaling that follows its statistics
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video, gamma, episode_statistics=False)
     saved = load_model(model_path, device)
-    agent = Model(envs).to(device)
-    agent.load_state_dict(saved["agent"])
-    agent.eval()
+    agent = with_weights(Model(envs), saved["agent"], device)
     restore_obs_rms(envs, saved["obs_rms"])
-
-    def step(obs):
-        with torch.inference_mode():
-            action = agent.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic=deterministic)
-        obs, _, _, _, infos = envs.step(action.cpu().numpy())
-        if "final_info" not in infos:
-            return obs, []
-        episode = infos["final_info"]["episode"]
-        return obs, [float(episode["r"][i]) for i in np.flatnonzero(infos["final_info"]["_episode"])]
-
-    return _collect(envs, step, eval_episodes, seed)
+    act = on_numpy(lambda x: agent.act(x, deterministic=deterministic), device, torch.float32)
+    return vector_env_returns(envs, act, eval_episodes, seed, returns=final_info_returns)

@@ -2,10 +2,10 @@
 
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import make_eval_vector_env, vector_env_returns
+from cleanrl_utils.evals.episodes import make_eval_vector_env, on_numpy, vector_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -20,13 +20,5 @@ def evaluate(
     seed: int = 0,
 ) -> list[float]:
     envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
-    agent = Model(envs).to(device)
-    agent.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
-    agent.eval()
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            action = agent.act(torch.as_tensor(obs, dtype=torch.float32, device=device))
-        return action.cpu().numpy()
-
-    return vector_env_returns(envs, act, eval_episodes, seed)
+    agent = with_weights(Model(envs), read_model_file(model_path, device), device)
+    return vector_env_returns(envs, on_numpy(agent.act, device, torch.float32), eval_episodes, seed)

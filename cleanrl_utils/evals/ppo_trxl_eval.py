@@ -11,16 +11,18 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import _collect, make_eval_vector_env
+from cleanrl_utils.evals.episodes import make_eval_vector_env, vector_env_returns_with_memory
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
-def load_agent(model_path: str, Model: type[torch.nn.Module], envs: gym.vector.VectorEnv, device: torch.device | str):
+def load_agent(
+    model_path: str, Model: type[torch.nn.Module], envs: gym.vector.VectorEnv, device: torch.device | str
+) -> torch.nn.Module:
     """The agent of a saved model, rebuilt from its stored arguments, in eval mode."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
+    saved = read_model_file(model_path, device)
     args = SimpleNamespace(**saved["args"])
-    agent = Model(args, envs.single_observation_space, envs.single_action_space, saved["max_episode_steps"]).to(device)
-    agent.load_state_dict(saved["model_weights"])
-    return agent.eval()
+    agent = Model(args, envs.single_observation_space, envs.single_action_space, saved["max_episode_steps"])
+    return with_weights(agent, saved["model_weights"], device)
 
 
 def memory_policy(agent: torch.nn.Module, device: torch.device | str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -53,12 +55,4 @@ def evaluate(
 ) -> list[float]:
     envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     act = memory_policy(load_agent(model_path, Model, envs, device), device)
-    done = np.ones(1, dtype=bool)  # the first step starts an episode
-
-    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
-        nonlocal done
-        obs, _, terminations, truncations, infos = envs.step(act(obs, done))
-        done = terminations | truncations
-        return obs, [float(infos["episode"]["r"][i]) for i in np.flatnonzero(infos.get("_episode", []))]
-
-    return _collect(envs, step, eval_episodes, seed)
+    return vector_env_returns_with_memory(envs, act, eval_episodes, seed)

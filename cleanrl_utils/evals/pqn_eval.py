@@ -5,6 +5,7 @@ from collections.abc import Callable
 import torch
 
 from cleanrl_utils.evals.episodes import epsilon_greedy, make_eval_vector_env, vector_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -21,7 +22,5 @@ def evaluate(
 ) -> list[float]:
     envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     envs.action_space.seed(seed)
-    model = Model(envs).to(device)
-    model.load_state_dict(torch.load(model_path, map_location=device, weights_only=True))
-    model.eval()
+    model = with_weights(Model(envs), read_model_file(model_path, device), device)
     return vector_env_returns(envs, epsilon_greedy(model, envs.action_space, epsilon, device), eval_episodes, seed)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import torch
 
-from cleanrl_utils.evals.c51_atari_eval import load_distributional, whole_game_returns
+from cleanrl_utils.evals.episodes import make_eval_env, on_numpy, whole_game_returns
+from cleanrl_utils.evals.torch_models import load_distributional
 
 
 def evaluate(
@@ -23,7 +24,6 @@ def evaluate(
     capture_video: bool = True,
     seed: int = 0,
 ) -> list[float]:
-    env = make_env(env_id, 0, capture_video, run_name)()
-    env.action_space.seed(seed)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
     model = load_distributional(model_path, env, Model, device, "rainbow_atari.py")  # in eval mode: no noise
-    return whole_game_returns(env, model, epsilon, device, eval_episodes, seed)
+    return whole_game_returns(env, on_numpy(model, device), epsilon, eval_episodes, seed)

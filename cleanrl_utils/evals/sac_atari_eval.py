@@ -9,18 +9,10 @@ the whole game ends (its raw score, from `info["episode"]`).
 
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import _collect
-
-
-def load_actor_weights(model_path: str, device: torch.device | str = "cpu") -> dict:
-    """The actor's state_dict from a saved model file."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
-    if not isinstance(saved, dict) or "actor" not in saved:
-        raise ValueError(f"{model_path} holds no actor weights (saved by sac_atari.py?)")
-    return saved["actor"]
+from cleanrl_utils.evals.episodes import make_eval_env, on_numpy, single_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -36,20 +28,9 @@ def evaluate(
     deterministic: bool = False,
 ) -> list[float]:
     """Play `eval_episodes` whole games, sampling from the policy (`deterministic=True`: its argmax)."""
-    env = make_env(env_id, 0, capture_video, run_name)()
-    actor = Model(env).to(device)
-    actor.load_state_dict(load_actor_weights(model_path, device))
-    actor.eval()
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+    saved = read_model_file(model_path, device, {"actor"}, "holds no actor weights (saved by sac_atari.py?)")
+    actor = with_weights(Model(env), saved["actor"], device)
     torch.manual_seed(seed)  # the sampled actions
-
-    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
-        with torch.inference_mode():
-            x = torch.as_tensor(obs, device=device).unsqueeze(0)
-            action = actor(x).argmax().item() if deterministic else actor.get_action(x)[0].item()
-        obs, _, terminated, truncated, info = env.step(action)
-        if not (terminated or truncated):
-            return obs, []
-        # a lost life ends the episode but not the game: the next life starts from this reset
-        return env.reset()[0], [float(info["episode"]["r"])] if "episode" in info else []
-
-    return _collect(env, step, eval_episodes, seed)
+    policy = on_numpy(lambda x: actor(x).argmax(-1) if deterministic else actor.get_action(x)[0], device)
+    return single_env_returns(env, lambda obs: policy(obs[None]).item(), eval_episodes, seed, whole_games=True)

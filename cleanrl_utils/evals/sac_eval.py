@@ -7,18 +7,10 @@ tanh(mean) rescaled to the action bounds, the usual way to report SAC's learned 
 
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from cleanrl_utils.evals.episodes import make_eval_vector_env, vector_env_returns
-
-
-def load_actor_weights(model_path: str, device: torch.device | str = "cpu") -> dict:
-    """The actor's state_dict from a saved model file."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
-    if not isinstance(saved, dict) or "actor" not in saved:
-        raise ValueError(f"{model_path} holds no actor weights (saved by sac_continuous_action.py?)")
-    return saved["actor"]
+from cleanrl_utils.evals.episodes import make_eval_vector_env, on_numpy, vector_env_returns
+from cleanrl_utils.evals.torch_models import read_model_file, with_weights
 
 
 def evaluate(
@@ -35,13 +27,8 @@ def evaluate(
 ) -> list[float]:
     """Play `eval_episodes` episodes with the mean action (`deterministic=False`: sample as in training)."""
     envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
-    actor = Model(envs).to(device)
-    actor.load_state_dict(load_actor_weights(model_path, device))
-    actor.eval()
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            sampled, _, mean = actor.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
-        return (mean if deterministic else sampled).cpu().numpy()
-
+    saved = read_model_file(model_path, device, {"actor"}, "holds no actor weights (saved by sac_continuous_action.py?)")
+    actor = with_weights(Model(envs), saved["actor"], device)
+    chosen = 2 if deterministic else 0  # get_action gives (sampled action, its log-probability, mean action)
+    act = on_numpy(lambda x: actor.get_action(x)[chosen], device, torch.float32)
     return vector_env_returns(envs, act, eval_episodes, seed)
