@@ -74,7 +74,7 @@ KILL_CASES = {
         1200,
     ),
     # BeamRider: learning from step 100 on, a checkpoint (actor, twin critics, targets, three optimisers,
-    # log alpha, the 300-frame memory, so it wraps) every 200 steps; no game ends this early, the losses
+    # log alpha, the memory of 300 transitions, so it wraps) every 200 steps; no game ends this early, the losses
     # are what must match
     "sac_atari.py": KillCase(
         "sac_atari.py",
