@@ -6,12 +6,10 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/qdagger/#qdagger_dqn_ata
 import functools
 import os
 import random
-import signal
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 import flax
 import flax.linen as nn
@@ -22,16 +20,13 @@ import numpy as np
 import optax
 import tyro
 from flax.training.train_state import TrainState
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-from torch.utils.tensorboard import SummaryWriter
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-try:  # the Atari games come with the `atari` extra; without it, make_checked_env says how to install it
+from cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval import evaluate
+from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.frame_replay import FrameReplayBuffer
+
+try:  # the Atari games come with the `atari` extra; without it, the checks in __main__ say how to install it
     import ale_py
 
     gym.register_envs(ale_py)
@@ -91,7 +86,7 @@ class Args:
     train_frequency: int = 4
     """environment steps between gradient updates"""
 
-    # QDagger specific arguments
+    # the teacher and the offline phase
     teacher_model_path: Annotated[str | None, tyro.conf.arg(aliases=("--teacher-policy-hf-repo",))] = None
     """the teacher: a local .cleanrl_model file of dqn_atari_jax.py, or a Hugging Face Hub repo id holding one (None: cleanrl/{env-id}-{teacher-model-exp-name}-seed1)"""
     teacher_model_exp_name: str = "dqn_atari_jax"
@@ -106,31 +101,6 @@ class Args:
     """score (and save) the student every this many offline steps (0: never)"""
     temperature: float = 1.0
     """the temperature of the softmax that turns Q-values into the policies of the distillation loss"""
-
-
-# the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
-ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari"}
-
-
-def fail(message: str):
-    """Bad input: one line on stderr and exit code 2, no traceback."""
-    message = " ".join(message.split())  # library messages can span lines
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-stop_signals = []  # Ctrl-C / SIGTERM received so far
-
-
-def request_stop(signum, frame):
-    """Note the signal: the loop stops at its next step, through `finally` (a second signal stops at once).
-
-    Raising wherever the signal lands could hit TensorBoard's event writer mid-call and deadlock its
-    close, losing the logs; the check at the top of each step cannot.
-    """
-    if stop_signals:
-        raise KeyboardInterrupt
-    stop_signals.append(signum)
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -163,33 +133,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-def make_checked_env(env_id, capture_video, run_name):
-    """The training env, or one clear error line for an env this script cannot learn."""
-    spec = gym.registry.get(env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        if spec is None and ale_py is None:
-            fail(f'{env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-        try:  # made once to tell what is wrong with it
-            env = gym.make(env_id, disable_env_checker=True)
-        except gym.error.DependencyNotInstalled as e:
-            extra = next((extra for family, extra in ENV_EXTRAS.items() if family in str(spec.entry_point)), "all")
-            fail(f'{env_id}: {str(e).split(",")[0]}; install it with pip install -e ".[{extra}]"')
-        except (gym.error.Error, ModuleNotFoundError) as e:
-            fail(f"cannot make env {env_id!r}: {e}")
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            fail(
-                f"{env_id} has {env.action_space} actions; qdagger_dqn_atari_jax_impalacnn.py needs Discrete ones (see sac_continuous_action.py)"
-            )
-        fail(
-            f"{env_id} is not an Atari game of ale-py; qdagger_dqn_atari_jax_impalacnn.py needs one (see dqn_jax.py for vector observations)"
-        )
-    try:
-        return make_env(env_id, 0, capture_video, run_name)()
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        fail(f"cannot make env {env_id!r}: {e}")
-
-
-# the networks
 class TeacherModel(nn.Module):
     """The Q-network of dqn_atari_jax.py (Nature-CNN), same layers in the same order, so its saved parameters load here."""
 
@@ -291,207 +234,90 @@ def is_local_file(source):
 
 
 def load_teacher(source, exp_name, env):
-    """The teacher network and its parameters, from a local model file or the model file of a Hub repo (cached)."""
+    """The teacher network and its parameters, from a local model file or a Hub repo's (cached); ValueError saying why."""
     path = source if is_local_file(source) else download_teacher(source, f"{exp_name}.cleanrl_model")
     try:
         with open(path, "rb") as f:
             saved = flax.serialization.msgpack_restore(f.read())
     except Exception as e:  # not a file of Flax parameters: msgpack's errors have no common base
-        fail(f"--teacher-model-path: {path} is not a model file saved by dqn_atari_jax.py ({type(e).__name__})")
+        raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari_jax.py ({type(e).__name__})") from None
     if not isinstance(saved, dict):
-        fail(f"--teacher-model-path: {path} is not a model file saved by dqn_atari_jax.py (it holds a {type(saved).__name__})")
+        raise ValueError(
+            f"the teacher {path} is not a model file saved by dqn_atari_jax.py (it holds a {type(saved).__name__})"
+        )
     teacher = TeacherModel(action_dim=env.action_space.n)
     template = teacher.init(jax.random.PRNGKey(0), env.observation_space.sample()[None])
     try:  # freshly initialised parameters take the saved ones, which must have the same layers and shapes
         params = flax.serialization.from_state_dict(template, saved)
-        fits = jax.tree.map(np.shape, params) == jax.tree.map(np.shape, template)
+        reason = None if jax.tree.map(np.shape, params) == jax.tree.map(np.shape, template) else "its parameter shapes differ"
     except (ValueError, TypeError, KeyError, AttributeError) as e:
-        fail(
-            f"the teacher {path} does not fit {env.spec.id}: {str(e).splitlines()[0]} (a dqn_atari_jax.py model of this game?)"
-        )
-    if not fits:
-        fail(
-            f"the teacher {path} does not fit {env.spec.id}: its parameter shapes differ (a dqn_atari_jax.py model of this game?)"
-        )
+        reason = str(e).splitlines()[0]
+    if reason:
+        raise ValueError(f"the teacher {path} does not fit {env.spec.id}: {reason} (a dqn_atari_jax.py model of it?)")
     return teacher, params
 
 
 def download_teacher(repo_id, filename):
-    """The local path of `filename` of the Hub repo `repo_id`, or one clear error line."""
-    try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import (
-            EntryNotFoundError,
-            HfHubHTTPError,
-            HFValidationError,
-            LocalEntryNotFoundError,
-            RepositoryNotFoundError,
-        )
-        from huggingface_hub.utils import logging as hf_logging
-    except ImportError:
-        fail(f"downloading the teacher {repo_id} needs huggingface_hub: pip install huggingface_hub")
+    """The local path of `filename` of the Hub repo `repo_id`; ValueError with the reason when it cannot be had."""
+    from huggingface_hub import errors, hf_hub_download
+    from huggingface_hub.utils import logging as hf_logging
+
     hf_logging.set_verbosity_error()  # its retry warnings would make the error below more than one line
     try:
         return hf_hub_download(repo_id, filename)
-    except RepositoryNotFoundError:
-        fail(f"teacher: Hub repo {repo_id} not found (or private without a token); give --teacher-model-path")
-    except LocalEntryNotFoundError as e:  # before EntryNotFoundError: it is one of them
+    except errors.RepositoryNotFoundError:
+        reason = "no such Hub repo (or a private one, without a token); give --teacher-model-path"
+    except errors.LocalEntryNotFoundError:  # before EntryNotFoundError: it is one of them
         offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
         reason = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
-        fail(f"teacher: cannot get {filename} of {repo_id}: {reason} ({type(e).__name__})")
-    except EntryNotFoundError:
-        fail(f"teacher: Hub repo {repo_id} has no file {filename}; check --teacher-model-exp-name")
-    except HFValidationError:
-        fail(f"--teacher-model-path {repo_id}: neither a model file nor a Hub repo id (user/name)")
-    except HfHubHTTPError as e:
-        fail(f"teacher: cannot get {filename} of {repo_id}: {str(e).splitlines()[0]}")
-
-
-class ReplayBatch(NamedTuple):
-    frames: np.ndarray  # uint8 (batch, stack + 1, 84, 84): the observation is [:, :-1], the next one [:, 1:]
-    actions: np.ndarray  # int32 (batch,)
-    dones: np.ndarray  # float32 (batch,): 1 after a termination (a lost life), 0 after a time-limit cut
-    rewards: np.ndarray  # float32 (batch,)
-
-
-class FrameReplayBuffer:
-    """A replay memory that stores each 84x84 frame once, ~7 KB per transition.
-
-    Consecutive stacked observations share all but one frame, and a transition's next observation is
-    the following one, so storing both stacks (as a generic buffer does) keeps every frame 8 times.
-    Here slot `i` of a ring holds one frame (the newest of an observation) and the action, clipped
-    reward and termination flag of the transition that starts from it; its next observation ends at
-    slot `i + 1`. Stacks are rebuilt when sampling, and never reach across an episode start: slots
-    flagged `first` hold the first frame of an episode, which the env's frame stack repeats to fill
-    up the stack, and so does the rebuild. An episode's last frame takes a slot of its own, with no
-    transition from it, so a stored next observation is always the real one, also after a time-limit
-    cut (which then bootstraps from it).
-    """
-
-    ARRAYS = ("frames", "actions", "rewards", "terminated", "first", "valid")
-
-    def __init__(self, capacity, frame_shape, stack):
-        if capacity < 2 * stack:
-            raise ValueError(f"a replay memory of {capacity} frames cannot hold stacks of {stack}")
-        self.capacity, self.stack = capacity, stack
-        self.frames = np.zeros((capacity, *frame_shape), dtype=np.uint8)
-        self.actions = np.zeros(capacity, dtype=np.uint8)  # Atari games have at most 18 actions
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=bool)
-        self.first = np.zeros(capacity, dtype=bool)  # the frame starts an episode
-        self.valid = np.zeros(capacity, dtype=bool)  # a transition starts here and all its frames are stored
-        self.pos = self.size = 0  # next slot to write; slots filled
-        self.last = None  # slot of the current observation's newest frame; None between episodes
-        self._window = np.arange(-stack + 1, 2)  # a stack and the next frame, relative to the sampled slot
-        self._ahead = np.arange(1, stack)  # the slots whose stacks reach back to a slot being written
-
-    @property
-    def nbytes(self):
-        return sum(getattr(self, name).nbytes for name in self.ARRAYS)
-
-    def _write(self, frame, first):
-        slot = self.pos
-        self.frames[slot], self.first[slot], self.valid[slot] = frame, first, False
-        # The transitions of the next slots, now the oldest, would rebuild their stacks from this new frame.
-        self.valid[(slot + self._ahead) % self.capacity] = False
-        self.pos, self.size = (slot + 1) % self.capacity, min(self.size + 1, self.capacity)
-        return slot
-
-    def add(self, obs, next_obs, action, reward, terminated, episode_end):
-        """Store a transition between stacked observations (only their newest frames are kept)."""
-        if self.last is None:  # an episode starts: its first observation is one frame, repeated
-            self.last = self._write(obs[-1], first=True)
-        slot = self.last
-        self.actions[slot], self.rewards[slot], self.terminated[slot] = action, reward, terminated
-        self.last = self._write(next_obs[-1], first=False)
-        self.valid[slot] = True
-        if episode_end:
-            self.last = None
-
-    def sample(self, batch_size):
-        slots = np.random.randint(0, self.size, size=batch_size)
-        while not (ok := self.valid[slots]).all():  # the few slots with no transition are drawn again
-            slots[~ok] = np.random.randint(0, self.size, size=int((~ok).sum()))
-        return self.fetch(slots)
-
-    def fetch(self, slots):
-        """The transitions that start at these (valid) slots."""
-        # Rebuild the window of stack + 1 frames backwards: before the first frame of an episode, repeat it.
-        window = (slots[:, None] + self._window) % self.capacity
-        for k in range(self.stack - 2, -1, -1):
-            window[:, k] = np.where(self.first[window[:, k + 1]], window[:, k + 1], window[:, k])
-        return ReplayBatch(  # one copy of the frames serves both stacks, and crosses to the device once
-            self.frames[window],
-            self.actions[slots].astype(np.int32),
-            self.terminated[slots].astype(np.float32),
-            self.rewards[slots],
-        )
+    except errors.EntryNotFoundError:
+        reason = "the Hub repo has no such file; check --teacher-model-exp-name"
+    except errors.HFValidationError:
+        reason = "neither a model file nor a Hub repo id (user/name)"
+    except errors.HfHubHTTPError as e:
+        reason = str(e).splitlines()[0]
+    raise ValueError(f"teacher {repo_id}: cannot get {filename}: {reason}")
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
-    for name in ("total_timesteps", "batch_size", "train_frequency", "target_network_frequency", "teacher_eval_episodes"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    args = parse_args(Args)
+    exp = Experiment(args, __file__)
+    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    exp.require_positive("teacher_eval_episodes")
     for name in ("teacher_steps", "offline_steps", "offline_eval_frequency", "learning_starts"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must be 0 or positive, got {getattr(args, name)}")
-    if args.offline_steps and not args.teacher_steps:
-        fail("--offline-steps learns from the teacher's replay memory: give --teacher-steps too")
-    if args.buffer_size < 8:
-        fail(f"--buffer-size {args.buffer_size}: the replay memory needs room for 8 frames at least")
-    if args.num_envs != 1:
-        fail(f"--num-envs {args.num_envs}: qdagger_dqn_atari_jax_impalacnn.py runs a single environment")
-    if not 0 < args.exploration_fraction <= 1 or not 0 < args.tau <= 1 or args.temperature <= 0:
-        fail("need 0 < --exploration-fraction <= 1, 0 < --tau <= 1 and --temperature > 0")
+        exp.require(getattr(args, name) >= 0, f"--{name.replace('_', '-')} must be 0 or positive, got {getattr(args, name)}")
+    exp.require(args.teacher_steps or not args.offline_steps, "--offline-steps needs --teacher-steps (the teacher's memory)")
+    exp.require(
+        args.num_envs == 1, f"--num-envs {args.num_envs}: qdagger_dqn_atari_jax_impalacnn.py runs a single environment"
+    )
+    exp.require(0 < args.exploration_fraction <= 1, "need 0 < --exploration-fraction <= 1")
+    exp.require(0 < args.tau <= 1 and args.temperature > 0, "need 0 < --tau <= 1 and --temperature > 0")
     teacher_source = args.teacher_model_path or f"cleanrl/{args.env_id}-{args.teacher_model_exp_name}-seed1"
-    if is_local_file(teacher_source) and not os.path.isfile(teacher_source):
-        fail(f"--teacher-model-path: no teacher model file at {teacher_source}")
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    if args.upload_model and not args.save_model:
-        fail("--upload-model uploads the saved model: add --save-model")
-    if args.save_model:
-        try:  # checked now, not after training: the evaluator and uploader come with this project's package
-            from cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval import evaluate
+    no_file = is_local_file(teacher_source) and not os.path.isfile(teacher_source)
+    exp.require(not no_file, f"--teacher-model-path: no teacher model file at {teacher_source}")
+    run_name = exp.run_name
 
-            if args.upload_model:
-                from cleanrl_utils.huggingface import UploadError, push_to_hub, require_token
-
-                require_token()
-        except ImportError:
-            fail("--save-model evaluates the model with cleanrl_utils: install this project first (pip install -e .)")
-        except UploadError as e:
-            fail(str(e))
-
-    # seeds
-    random.seed(args.seed)
-    np.random.seed(args.seed)
+    exp.seed()  # Python and NumPy; JAX takes its key below
     key = jax.random.PRNGKey(args.seed)
     key, q_key = jax.random.split(key, 2)
 
-    # env setup and the teacher (before any file is written, so bad input leaves nothing behind)
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
-    env = make_checked_env(args.env_id, args.capture_video, run_name)
-    env.action_space.seed(args.seed)
-    teacher_model, teacher_params = load_teacher(teacher_source, args.teacher_model_exp_name, env)
-
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
+    # env setup and the teacher, before any file is written
+    spec = gym.registry.get(args.env_id)
+    exp.require(spec or ale_py, f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
+    if "ale_py" not in str(getattr(spec, "entry_point", "")):  # made once, to say what is wrong with it
+        other = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
+        exp.require_action_space(other.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
+        exp.fail(
+            f"{args.env_id} is not an Atari game of ale-py; qdagger_dqn_atari_jax_impalacnn.py needs one (see dqn_jax.py)"
         )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated; read back by cleanrl_utils.rlops
+    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
+    env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
+    env.action_space.seed(args.seed)
+    try:
+        teacher_model, teacher_params = load_teacher(teacher_source, args.teacher_model_exp_name, env)
+    except ValueError as e:
+        exp.fail(str(e))
+    writer = exp.start_logging()
 
     q_network = QNetwork(action_dim=env.action_space.n)
     q_params = q_network.init(q_key, env.observation_space.sample()[None])
@@ -545,10 +371,7 @@ if __name__ == "__main__":
     rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
     teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
 
-    # Ctrl-C and SIGTERM (a scheduler, the benchmark runner) end the run through `finally`, logs saved.
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
         # 1. Score the teacher: the online phase measures the student against this mean.
         teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
         teacher_env.reset(seed=args.seed)
@@ -566,8 +389,7 @@ if __name__ == "__main__":
         teacher_env.action_space.seed(args.seed + 1)
         obs, _ = teacher_env.reset(seed=args.seed + 1)
         for step in range(args.teacher_steps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             if random.random() < linear_schedule(args.start_e, args.end_e, args.teacher_steps, step):
                 action = teacher_env.action_space.sample()
             else:
@@ -580,8 +402,7 @@ if __name__ == "__main__":
         # 3. Offline phase: the student learns from the teacher's memory alone, TD loss + distillation (coefficient 1).
         start_time = time.time()
         for offline_step in range(args.offline_steps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, *teacher_rb.sample(args.batch_size), 1.0)
 
             if offline_step % 100 == 0:  # reading the losses waits for the update: only when logged
@@ -618,8 +439,7 @@ if __name__ == "__main__":
         student_returns = deque(maxlen=10)  # the last 10 games: the distillation coefficient's measure
         start_time = time.time()
         for step in range(args.total_timesteps):
-            if stop_signals:
-                raise KeyboardInterrupt
+            exp.raise_if_stopped()
             global_step = args.offline_steps + step
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             if random.random() < epsilon:
@@ -641,7 +461,6 @@ if __name__ == "__main__":
                 student_returns.append(episodic_return)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     distill_coeff = distill_coefficient(student_returns, teacher_return)
@@ -665,38 +484,16 @@ if __name__ == "__main__":
                     q_state = update_target(q_state)
 
         if args.save_model:
-            model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-            with open(model_path, "wb") as f:
+            with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes(q_state.params))
-            print(f"model saved to {model_path}")
             episodic_returns = evaluate(
-                model_path,
+                exp.model_path,
                 make_env,
                 args.env_id,
-                eval_episodes=10,
-                run_name=f"{run_name}-eval",
-                Model=QNetwork,
+                10,
+                f"{run_name}-eval",
+                QNetwork,
                 epsilon=args.end_e,
                 capture_video=args.capture_video,
             )
-            for idx, episodic_return in enumerate(episodic_returns):
-                writer.add_scalar("eval/episodic_return", episodic_return, idx)
-            if args.upload_model:
-                writer.flush()  # the uploaded event file then holds the evaluation too
-                try:
-                    push_to_hub(args, episodic_returns, "Qdagger", f"runs/{run_name}", f"videos/{run_name}-eval", __file__)
-                except UploadError as e:
-                    fail(str(e))
-        if stop_signals:  # one came during the evaluation
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print(f"{os.path.basename(__file__)}: interrupted; what was logged is in runs/{run_name}", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        # Runs on a crash or an interruption too: the event file is flushed and videos are closed.
-        env.close()
-        writer.close()
-        if args.track:
-            for video in sorted(os.listdir(f"videos/{run_name}")) if args.capture_video else []:
-                wandb.log({"videos": wandb.Video(f"videos/{run_name}/{video}", format="mp4")})
-            wandb.finish()
+            exp.report_evaluation(episodic_returns, "Qdagger")

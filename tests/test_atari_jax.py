@@ -15,7 +15,7 @@ from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
 from cleanrl_utils.evals import c51_atari_jax_eval, dqn_atari_jax_eval, flax_params
 from tests.atari_jax_teacher import save_jax_teacher
 from tests.helpers import run_script
-from tests.test_dqn_atari import FRAME, STACK, synthetic_steps
+from tests.test_frame_replay import FRAME, STACK
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 
@@ -57,7 +57,7 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["not a model file", "a PyTorch model", "another game's teacher"])
-def test_bad_local_teachers_are_one_clear_line(case, tmp_path, capsys):
+def test_bad_local_teachers_are_one_clear_line(case, tmp_path):
     path = tmp_path / "teacher.cleanrl_model"
     if case == "not a model file":
         path.write_text("not a model\n")
@@ -71,29 +71,10 @@ def test_bad_local_teachers_are_one_clear_line(case, tmp_path, capsys):
         save_jax_teacher(path, "PongNoFrameskip-v4")
         expected = f"does not fit {BREAKOUT}: its parameter shapes differ"
     env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(ValueError) as error:  # the script ends with it as its one line
         qdagger_jax.load_teacher(str(path), "dqn_atari_jax", env)
     env.close()
-    assert exit_info.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0], lines
-
-
-def test_frame_buffer_fetches_what_the_pytorch_twin_fetches():
-    steps = synthetic_steps(np.random.default_rng(1), 300)
-    rb, twin = dqn_atari_jax.FrameReplayBuffer(40, FRAME, STACK), dqn_atari.FrameReplayBuffer(40, FRAME, STACK, "cpu")
-    for obs, action, reward, next_obs, terminated, episode_end in steps:
-        rb.add(obs, next_obs, action, reward, terminated, episode_end)
-        twin.add(obs, next_obs, action, reward, terminated, episode_end)
-    slots = np.flatnonzero(rb.valid)
-    assert len(slots) > 20 and np.array_equal(slots, np.flatnonzero(twin.valid))
-    batch, expected = rb.fetch(slots), twin.fetch(slots)
-    np.testing.assert_array_equal(batch.frames[:, :-1], expected.observations.numpy())  # both stacks from one copy
-    np.testing.assert_array_equal(batch.frames[:, 1:], expected.next_observations.numpy())
-    np.testing.assert_array_equal(batch.actions, expected.actions[:, 0].numpy())
-    np.testing.assert_array_equal(batch.rewards, expected.rewards.numpy())
-    np.testing.assert_array_equal(batch.dones, expected.dones.numpy())
-    assert rb.nbytes == twin.nbytes == 40 * (84 * 84 + 8)
+    assert expected in str(error.value) and "\n" not in str(error.value), str(error.value)
 
 
 def test_projection_matches_the_pytorch_twin():
