@@ -208,3 +208,12 @@ def test_same_scalars_tells_identical_runs_from_different_ones(tmp_path, capsys)
     assert main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
     assert "losses/td_loss" in capsys.readouterr().out
     assert main([str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
+
+
+def test_algorithm_files_keep_the_length_rule():
+    """The contract's length rule: median ratio to the original file at most 1.00, none above 1.25, no packing."""
+    from benchmark.script_lengths import problems, ratios
+
+    found = ratios()
+    assert len(found) == 35  # every original variant has its file here
+    assert problems(found) == []
