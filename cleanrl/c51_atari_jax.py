@@ -216,20 +216,19 @@ if __name__ == "__main__":
         return jnp.argmax(q_network.apply(params, obs[None])[0])
 
     @jax.jit
-    def update(q_state, frames, actions, rewards, dones):
+    def update(q_state, batch):
         """One gradient step on the distributional loss of a batch: the whole update is one compiled call."""
-        observations, next_observations = frames[:, :-1], frames[:, 1:]
-        batch_index = jnp.arange(len(actions))
+        batch_index = jnp.arange(len(batch.actions))
         # the target network's distribution for its greedy next action, moved by the Bellman update
-        next_pmfs = q_network.apply(q_state.target_params, next_observations, method="pmfs")
+        next_pmfs = q_network.apply(q_state.target_params, batch.next_observations, method="pmfs")
         next_actions = (next_pmfs * atoms).sum(-1).argmax(-1)
-        next_atoms = rewards[:, None] + args.gamma * atoms * (1 - dones[:, None])
+        next_atoms = batch.rewards[:, None] + args.gamma * atoms * (1 - batch.dones[:, None])
         target_pmfs = project(next_atoms, next_pmfs[batch_index, next_actions], atoms)
 
         def cross_entropy(params):
             # on log-softmax outputs: clipping probabilities before the log zeroes the gradient of a saturated
             # distribution, which then never moves again
-            old_log_pmfs = q_network.apply(params, observations, log=True, method="pmfs")[batch_index, actions]
+            old_log_pmfs = q_network.apply(params, batch.observations, log=True, method="pmfs")[batch_index, batch.actions]
             return (-(target_pmfs * old_log_pmfs).sum(-1)).mean(), jnp.exp(old_log_pmfs)
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
@@ -261,7 +260,7 @@ if __name__ == "__main__":
 
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
-                    q_state, loss, q_values = update(q_state, *rb.sample(args.batch_size))
+                    q_state, loss, q_values = update(q_state, rb.sample(args.batch_size))
 
                     if global_step % 100 == 0:  # reading the loss waits for the update: only when logged
                         writer.add_scalar("losses/loss", float(loss), global_step)

@@ -176,14 +176,13 @@ if __name__ == "__main__":
         return jnp.argmax(q_network.apply(params, obs[None])[0])
 
     @jax.jit
-    def update(q_state, frames, actions, rewards, dones):
+    def update(q_state, batch):
         """One gradient step on the TD error of a batch: the whole update is one compiled call."""
-        observations, next_observations = frames[:, :-1], frames[:, 1:]
-        target_max = q_network.apply(q_state.target_params, next_observations).max(axis=-1)
-        td_target = rewards + args.gamma * target_max * (1 - dones)
+        target_max = q_network.apply(q_state.target_params, batch.next_observations).max(axis=-1)
+        td_target = batch.rewards + args.gamma * target_max * (1 - batch.dones)
 
         def mse_loss(params):
-            old_val = q_network.apply(params, observations)[jnp.arange(len(actions)), actions]
+            old_val = q_network.apply(params, batch.observations)[jnp.arange(len(batch.actions)), batch.actions]
             return ((td_target - old_val) ** 2).mean(), old_val
 
         (loss, old_val), grads = jax.value_and_grad(mse_loss, has_aux=True)(q_state.params)
@@ -219,7 +218,7 @@ if __name__ == "__main__":
 
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
-                    q_state, loss, q_values = update(q_state, *rb.sample(args.batch_size))
+                    q_state, loss, q_values = update(q_state, rb.sample(args.batch_size))
 
                     if global_step % 100 == 0:  # reading the loss waits for the update: only when logged
                         writer.add_scalar("losses/td_loss", float(loss), global_step)

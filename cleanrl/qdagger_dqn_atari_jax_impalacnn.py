@@ -337,19 +337,18 @@ if __name__ == "__main__":
         return jnp.argmax(teacher_model.apply(params, obs[None])[0])
 
     @functools.partial(jax.jit, static_argnames="distill")
-    def update(q_state, teacher_params, frames, actions, rewards, dones, distill_coeff, distill=True):
+    def update(q_state, teacher_params, batch, distill_coeff, distill=True):
         """One gradient step on TD loss + distill_coeff * distillation loss, as one compiled call.
 
         With `distill=False` (a coefficient of 0) the teacher's forward pass is left out of the compiled call.
         """
-        observations, next_observations = frames[:, :-1], frames[:, 1:]
-        target_max = q_network.apply(q_state.target_params, next_observations).max(axis=-1)
-        td_target = rewards + args.gamma * target_max * (1 - dones)
-        teacher_q_values = teacher_model.apply(teacher_params, observations) if distill else None
+        target_max = q_network.apply(q_state.target_params, batch.next_observations).max(axis=-1)
+        td_target = batch.rewards + args.gamma * target_max * (1 - batch.dones)
+        teacher_q_values = teacher_model.apply(teacher_params, batch.observations) if distill else None
 
         def loss_fn(params):
-            student_q_values = q_network.apply(params, observations)
-            old_val = student_q_values[jnp.arange(len(actions)), actions]
+            student_q_values = q_network.apply(params, batch.observations)
+            old_val = student_q_values[jnp.arange(len(batch.actions)), batch.actions]
             q_loss = ((td_target - old_val) ** 2).mean()
             if distill:
                 distill_loss = kl_divergence_with_logits(
@@ -403,7 +402,7 @@ if __name__ == "__main__":
         start_time = time.time()
         for offline_step in range(args.offline_steps):
             exp.raise_if_stopped()
-            q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, *teacher_rb.sample(args.batch_size), 1.0)
+            q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, teacher_rb.sample(args.batch_size), 1.0)
 
             if offline_step % 100 == 0:  # reading the losses waits for the update: only when logged
                 writer.add_scalar("charts/offline/loss", float(loss), offline_step)
@@ -466,7 +465,7 @@ if __name__ == "__main__":
                     distill_coeff = distill_coefficient(student_returns, teacher_return)
                     # the teacher's forward pass only while it is needed (a second compiled form of the update)
                     q_state, loss, q_loss, distill_loss, q_values = update(
-                        q_state, teacher_params, *rb.sample(args.batch_size), distill_coeff, distill=distill_coeff > 0
+                        q_state, teacher_params, rb.sample(args.batch_size), distill_coeff, distill=distill_coeff > 0
                     )
 
                     if global_step % 100 == 0:

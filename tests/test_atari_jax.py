@@ -13,8 +13,9 @@ import torch
 from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_dqn_atari_impalacnn
 from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
 from cleanrl_utils.evals import c51_atari_jax_eval, dqn_atari_jax_eval, flax_params
+from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.atari_jax_teacher import save_jax_teacher
-from tests.helpers import run_script
+from tests.helpers import run_in_process, run_script
 from tests.test_frame_replay import FRAME, STACK
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
@@ -161,3 +162,47 @@ def test_the_env_factory_is_the_twins():
     np.testing.assert_array_equal(env.reset(seed=3)[0], twin.reset(seed=3)[0])
     env.close()
     twin.close()
+
+
+@pytest.fixture
+def memory_paying(monkeypatch):
+    """Every transition the frame memory hands out pays `reward` and does not end the episode."""
+
+    def pay(reward: float) -> None:
+        fetch = FrameReplayBuffer.fetch
+
+        def fetch_paying(self, slots):
+            batch = fetch(self, slots)
+            return batch._replace(rewards=np.full_like(batch.rewards, reward), dones=np.zeros_like(batch.dones))
+
+        monkeypatch.setattr(FrameReplayBuffer, "fetch", fetch_paying)
+
+    return pay
+
+
+@pytest.mark.parametrize("script", ["dqn_atari_jax.py", "qdagger_dqn_atari_jax_impalacnn.py"])
+def test_td_targets_are_the_sampled_rewards_when_gamma_is_0(script, memory_paying, tmp_path):
+    """Rewards of 1000, no termination, γ = 0: each TD target is 1000, so the first loss is about 1000², whatever
+    the fresh network's (small) Q-values. Taking the batch's termination flags for its rewards gives about 0."""
+    memory_paying(1000.0)
+    budget = ("--buffer-size", "200", "--gamma", "0", "--learning-starts", "96", "--total-timesteps", "101")
+    if script.startswith("qdagger"):  # the offline phase's first update: one game scores the teacher, 50 steps fill its memory
+        budget = (*budget, "--teacher-model-path", str(save_jax_teacher(tmp_path / "teacher.cleanrl_model")))
+        budget = (*budget, "--teacher-eval-episodes", "1", "--teacher-steps", "50", "--offline-steps", "1")
+    run = run_in_process(script, *budget, cwd=tmp_path, timeout_s=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    tag = "charts/offline/q_loss" if script.startswith("qdagger") else "losses/td_loss"
+    first_loss = run.scalars()[tag][0][1]
+    assert first_loss == pytest.approx(1000.0**2, rel=0.05)
+
+
+def test_c51_target_distribution_sits_on_the_sampled_rewards(memory_paying, tmp_path):
+    """Two atoms, 0 and 1; every reward 1, no termination, γ = 0: the target puts all mass on atom 1, so the
+    predicted mean (losses/q_values) climbs from about 0.5 towards 1. Termination flags taken for rewards sink it."""
+    memory_paying(1.0)
+    support = ("--n-atoms", "2", "--v-min", "0", "--v-max", "1", "--gamma", "0", "--learning-rate", "0.01")
+    budget = ("--buffer-size", "200", "--learning-starts", "96", "--train-frequency", "1", "--total-timesteps", "301")
+    run = run_in_process("c51_atari_jax.py", *support, *budget, cwd=tmp_path, timeout_s=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    q_values = [value for _, value in run.scalars()["losses/q_values"]]
+    assert len(q_values) == 3 and q_values[-1] > 0.9, q_values
