@@ -26,18 +26,14 @@ def random_frames(batch: int = 3, seed: int = 0) -> np.ndarray:
 
 
 def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
-    teacher_run = run_script(
-        "dqn_atari_jax.py", "--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200",
-        "--save-model", cwd=tmp_path / "teacher",
-    )  # fmt: skip
+    budget = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200")
+    teacher_run = run_script("dqn_atari_jax.py", *budget, "--save-model", cwd=tmp_path / "teacher")
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari_jax.cleanrl_model"
 
-    run = run_script(
-        "qdagger_dqn_atari_jax_impalacnn.py", "--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1",
-        "--buffer-size", "1000", "--teacher-steps", "100", "--offline-steps", "10", "--learning-starts", "150",
-        "--total-timesteps", "250", cwd=tmp_path / "student",
-    )  # fmt: skip
+    teacher = ("--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1", "--teacher-steps", "100")
+    budget = ("--buffer-size", "1000", "--offline-steps", "10", "--learning-starts", "150", "--total-timesteps", "250")
+    run = run_script("qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, cwd=tmp_path / "student")
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]

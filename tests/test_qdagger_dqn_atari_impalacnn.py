@@ -29,17 +29,15 @@ def frames(batch: int = 3) -> torch.Tensor:
 
 
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
-    teacher_run = run_script(
-        "dqn_atari.py", "--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200", "--save-model",
-        cwd=tmp_path / "teacher",
-    )  # fmt: skip
+    budget = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200")
+    teacher_run = run_script("dqn_atari.py", *budget, "--save-model", cwd=tmp_path / "teacher")
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari.cleanrl_model"
 
+    phases = ("--teacher-steps", "100", "--offline-steps", "10", "--total-timesteps", "250")
     run = run_script(
-        "qdagger_dqn_atari_impalacnn.py", "--teacher-model-path", str(teacher_path), *QUICK,
-        "--teacher-steps", "100", "--offline-steps", "10", "--total-timesteps", "250", cwd=tmp_path / "student",
-    )  # fmt: skip
+        "qdagger_dqn_atari_impalacnn.py", "--teacher-model-path", str(teacher_path), *QUICK, *phases, cwd=tmp_path / "student"
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]
