@@ -41,6 +41,10 @@ ZOO: dict[str, ZooEntry] = {
     "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.pqn_eval", {"epsilon": 0.05}),
     "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
     "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
+    # a batch of Playground envs: make_env(env_id, num_envs, episode_length, impl); the weights hold the observation statistics
+    "ppo_continuous_action_playground": ZooEntry(
+        "cleanrl.ppo_continuous_action_playground", "Agent", "cleanrl_utils.evals.ppo_playground_eval"
+    ),
     "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.sac_eval"),
     "ddpg_continuous_action": ZooEntry("cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.ddpg_eval"),
     "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),

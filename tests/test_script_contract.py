@@ -4,7 +4,9 @@ Each script is run as a user runs it, in a scratch folder, and what it wrote is 
 Add a row to SCRIPTS for every new algorithm file.
 """
 
+import importlib.util
 import math
+import os
 import re
 import signal
 import subprocess
@@ -713,6 +715,29 @@ SCRIPTS["ppg_procgen.py"] = Script(
     returns_are_lengths=False,
     run_args=("--num-envs", "8", "--n-iteration", "2"),  # a small auxiliary buffer (default: 6.4 GB)
 )
+# MuJoCo Playground through MJX (the `playground` extra, which the test extra brings; elsewhere the row is left out
+# and tests/test_ppo_playground.py says why): 4 envs whose episodes the time limit ends after 50 steps
+PLAYGROUND_ARGS = ("--num-envs", "4", "--num-steps", "16", "--episode-length", "50")
+if importlib.util.find_spec("mujoco_playground") is not None or os.environ.get("CI") == "true":
+    SCRIPTS["ppo_continuous_action_playground.py"] = Script(
+        name="ppo_continuous_action_playground.py",
+        smoke_args=(*PLAYGROUND_ARGS, "--total-timesteps", "640"),
+        tags=PPO_TAGS,
+        determinism_args=(*PLAYGROUND_ARGS, "--total-timesteps", "640"),
+        bad_input={
+            **CHECKPOINT_BAD_INPUT,
+            **NORM_ADV_BAD_INPUT,
+            "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+            "a Gymnasium id": (("--env-id", "CartPole-v1"), "unknown Playground task 'CartPole-v1'; e.g. CartpoleBalance"),
+            "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
+            "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+            "missing mujoco": ((), '.[playground]"'),  # mujoco is blocked: mujoco_playground cannot be imported
+            "upload-model without save-model": (("--upload-model",), "add --save-model"),
+        },
+        env_id="CartpoleBalance",
+        returns_are_lengths=False,
+        run_args=PLAYGROUND_ARGS,
+    )
 
 SMOKE_TAGS = "smoke,v2.0.0-3-gabc1234"
 LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_loss", "losses/qf1_loss")
@@ -795,6 +820,7 @@ SLOW_DETERMINISM = {
     "qdagger_dqn_atari_impalacnn.py", "qdagger_dqn_atari_jax_impalacnn.py", "sac_atari.py", "rainbow_atari.py",
     "ppo_atari_envpool_xla_jax.py", "ppo_atari_envpool_xla_jax_scan.py", "ppg_procgen.py", "ppo_atari_lstm.py",
 }  # fmt: skip
+SLOW_DETERMINISM |= {"ppo_continuous_action_playground.py"}  # each run loads (or compiles) the MJX step
 
 
 @pytest.mark.parametrize(

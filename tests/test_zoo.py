@@ -126,6 +126,8 @@ def save_untrained(exp_name: str, path: Path) -> Path:
 
         envs = gym.vector.SyncVectorEnv([make_env("CartPole-v1", 0, False, "unused")])
         torch.save(model_class(envs).state_dict(), path)
+    elif exp_name == "ppo_continuous_action_playground":  # the Agent's state_dict, observation statistics included
+        torch.save(model_class(SimpleNamespace(observation_size=5, action_size=1)).state_dict(), path)  # CartpoleBalance
     elif exp_name == "c51":
         support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
         model = model_class(make_env("CartPole-v1", 0, False, "unused")(), **support)
@@ -164,6 +166,11 @@ def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
         out = capsys.readouterr().out
         assert len(returns) == 3 and all(-2000 < r < 0 for r in returns)  # 200 steps of a cost in [-16.3, 0]
         assert len(re.findall(r"^eval_episode=\d+, episodic_return=-[\d.]+$", out, re.M)) == 3
+        return
+    if exp_name == "ppo_continuous_action_playground":  # a batch of 2 CartpoleBalance envs: 1000 steps paying at most 1
+        returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="CartpoleBalance"))
+        assert len(returns) == 2 and all(0 < r <= 1000 for r in returns)
+        assert len(RETURN_LINE.findall(capsys.readouterr().out)) == 2
         return
     if exp_name in ATARI:
         env_id = "Breakout-v5" if "envpool" in exp_name else "BreakoutNoFrameskip-v4"  # envpool's own Atari ids

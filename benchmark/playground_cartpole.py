@@ -1,0 +1,232 @@
+"""MuJoCo Playground's CartpoleBalance on the CPU: the learning check of ppo_continuous_action_playground.py, and its speed.
+
+    python benchmark/playground_cartpole.py learn             # 2 seeds, one after the other, through the runner
+    python benchmark/playground_cartpole.py speed --rounds 2  # steady SPS beside ppo_continuous_action.py
+    python benchmark/playground_cartpole.py report            # the tables, also into benchmark/results/playground_cartpole.md
+
+The learning check (issue 24): CartpoleBalance pays at most 1 per step for 1000 steps, so its maximum
+return is 1000; a seed passes when the mean return of its last wave of episodes (one per env: the time
+limit ends them all together) is at least 800. Each seed runs `python -m cleanrl_utils.benchmark` with
+one seed in a folder of its own under --out; the run writes a checkpoint every CHECKPOINT_EVERY
+iterations, and `learn` started again resumes a stopped run from its newest checkpoint (first delete a
+`.running` file it left) and skips seeds already summarised. Summaries: one JSON per seed under --out,
+and the report in benchmark/results/playground_cartpole.md.
+
+Speed: the steady rate (after the compiling first iteration) of ppo_continuous_action_playground.py at
+each --num-envs of the speed runs, beside ppo_continuous_action.py with its published settings (1 env,
+2048 steps per rollout) on the same task through Gymnasium: dm_control's `cartpole-balance` via Shimmy
+(`dm_control/cartpole-balance-v0`, the `dm_control` extra). One torch thread each, one process at a
+time, rounds interleaved. Beside them, each side's task alone (random actions, no learner): Playground's
+jitted batch step at each batch size, and dm_control's one env through Gymnasium and Shimmy.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import claim, newest_run_dir, one_thread_env, resumable_args, steady_rate  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
+
+SCRIPT = "ppo_continuous_action_playground"
+ENV_ID = "CartpoleBalance"
+MAX_RETURN, BAR = 1000.0, 0.8
+SEEDS = (1, 2)
+# CPU settings: tens of envs, smaller batches than the Isaac Gym variant's 4096 x 16 and a smaller step size for them
+LEARN_ARGS = ("--num-envs", "64", "--num-steps", "32", "--num-minibatches", "4", "--learning-rate", "0.001")
+TOTAL_TIMESTEPS = 1_000_000
+CHECKPOINT_EVERY = 50  # iterations of 64 x 32 steps: about every 100k steps
+SPEED_ITERATIONS = 8
+DM_CONTROL_ID = "dm_control/cartpole-balance-v0"
+
+
+def result_path(out: Path, seed: int, total: int) -> Path:
+    return out / f"learn__{SCRIPT}__{ENV_ID}__{total}__{seed}.json"
+
+
+def summarize(run_dir: Path, result: Path, seed: int, total: int) -> dict:
+    """The seed's episodes, its last wave's mean return, when the waves first reached the bar, and its time."""
+    returns = read_scalars(run_dir).get("charts/episodic_return", [])
+    waves: dict[int, list[float]] = {}
+    for step, value in returns:
+        waves.setdefault(step, []).append(value)
+    wave_means = [(step, statistics.fmean(values)) for step, values in sorted(waves.items())]
+    times = read_wall_times(run_dir, "charts/SPS")
+    summary = {
+        "script": SCRIPT,
+        "env_id": ENV_ID,
+        "seed": seed,
+        "args": [*LEARN_ARGS, "--total-timesteps", str(total)],
+        "last_wave_mean": wave_means[-1][1] if wave_means else None,  # None: no episode ended
+        "first_step_at_bar": next((step for step, mean in wave_means if mean >= BAR * MAX_RETURN), None),
+        "minutes": (times[-1][1] - times[0][1]) / 60,  # from the first iteration's log to the last (resumes included)
+        "sps": read_scalars(run_dir)["charts/SPS"][-1][1],
+        "wave_means": wave_means,
+    }
+    result.write_text(json.dumps(summary))
+    return summary
+
+
+def learn(out: Path, total: int) -> None:
+    """Each seed not summarised yet: started, or resumed from its checkpoint, through the benchmark runner."""
+    for seed in SEEDS:
+        result = result_path(out, seed, total)
+        if not claim(result):
+            continue
+        workdir = out / f"seed{seed}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        args = [*LEARN_ARGS, "--total-timesteps", str(total), "--no-cuda"]
+        args = resumable_args(workdir, args, CHECKPOINT_EVERY)
+        command = shlex.join([sys.executable, str(REPO / "cleanrl" / f"{SCRIPT}.py"), *args])
+        runner = [sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", ENV_ID, "--command", command]
+        runner += ["--num-seeds", "1", "--start-seed", str(seed), "--workers", "1", "--log-dir", "logs"]
+        print(f"learn: seed {seed}: {' '.join(args)}", flush=True)
+        env = one_thread_env() | {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+        subprocess.run(runner, cwd=workdir, env=env, check=True)
+        summary = summarize(newest_run_dir(workdir), result, seed, total)
+        result.with_suffix(".running").unlink(missing_ok=True)
+        print(f"learn: seed {seed}: last wave {summary['last_wave_mean']} in {summary['minutes']:.1f} min", flush=True)
+
+
+def speed_runs(num_envs: list[int]) -> dict[str, list[str]]:
+    """name -> (script, arguments) of each speed run."""
+    runs = {}
+    for n in num_envs:
+        steps = 32
+        budget = str(SPEED_ITERATIONS * n * steps)
+        runs[f"playground_{n}envs"] = [SCRIPT, "--env-id", ENV_ID, "--num-envs", str(n), "--num-steps", str(steps)]
+        runs[f"playground_{n}envs"] += ["--num-minibatches", "4", "--total-timesteps", budget, "--no-cuda"]
+    runs["ppo_continuous_action"] = ["ppo_continuous_action", "--env-id", DM_CONTROL_ID, "--total-timesteps", "12288"]
+    return runs
+
+
+def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
+    for round_ in range(1, rounds + 1):
+        for name, (script, *args) in speed_runs(num_envs).items():
+            result = out / f"speed__{name}__{round_}.json"
+            if result.exists():
+                continue
+            workdir = out / result.stem
+            workdir.mkdir(parents=True, exist_ok=True)
+            command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
+            subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
+            run_dir = newest_run_dir(workdir)
+            rate, _ = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
+            result.write_text(json.dumps({"name": name, "sps": rate}))
+            print(f"speed: {name} round {round_}: {rate:.0f} steps/s", flush=True)
+
+
+ENV_ONLY_STEPS = 2000  # vector steps of random actions
+
+
+def env_only_rate(name: str, num_envs: int = 1) -> float:
+    """Env steps per second of the task alone, random actions: Playground batched, or dm_control one env via Shimmy."""
+    import time
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    if name == "ppo_continuous_action":
+        import gymnasium as gym
+        import shimmy
+
+        gym.register_envs(shimmy)
+        env = gym.make(DM_CONTROL_ID)
+        env.reset(seed=0)
+        start = time.perf_counter()
+        for _ in range(ENV_ONLY_STEPS):
+            if any(env.step(rng.uniform(-1, 1, 1))[2:4]):
+                env.reset()
+        return ENV_ONLY_STEPS / (time.perf_counter() - start)
+    import importlib.util
+
+    import jax
+
+    spec = importlib.util.spec_from_file_location(SCRIPT, REPO / "cleanrl" / f"{SCRIPT}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    envs = module.make_env(ENV_ID, num_envs)
+    state, fresh = envs.reset(jax.random.PRNGKey(0)), envs.reset(jax.random.PRNGKey(1))
+    actions = jax.numpy.asarray(rng.uniform(-1, 1, (ENV_ONLY_STEPS, num_envs, envs.action_size)), dtype="float32")
+    jax.block_until_ready(envs.step(state, actions[0], fresh))  # compiled before the clock starts
+    start = time.perf_counter()
+    for action in actions:
+        state = envs.step(state, action, fresh)[0]
+    jax.block_until_ready(state)
+    return ENV_ONLY_STEPS * num_envs / (time.perf_counter() - start)
+
+
+def env_only(out: Path, rounds: int, num_envs: list[int]) -> None:
+    for round_ in range(1, rounds + 1):
+        for name, n in [*((f"playground_{n}envs", n) for n in num_envs), ("ppo_continuous_action", 1)]:
+            result = out / f"envonly__{name}__{round_}.json"
+            if not result.exists():
+                result.write_text(json.dumps({"name": name, "sps": (rate := env_only_rate(name, n))}))
+                print(f"env only: {name} round {round_}: {rate:.0f} env steps/s", flush=True)
+
+
+def rate_rows(out: Path, kind: str) -> list[str]:
+    rows = []
+    for name in sorted({p.name.split("__")[1] for p in out.glob(f"{kind}__*.json")}):
+        rates = [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{name}__*.json"))]
+        label = f"ppo_continuous_action ({DM_CONTROL_ID}, 1 env)" if name == "ppo_continuous_action" else name
+        rows.append(f"| {label} | {statistics.median(rates):.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
+    return rows
+
+
+def report(out: Path, total: int) -> str:
+    lines = [
+        f"| script | env | steps | seed | last wave's mean return | first step ≥ {BAR * MAX_RETURN:g} | minutes | passes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for seed in SEEDS:
+        if not (result := result_path(out, seed, total)).exists() or result.with_suffix(".running").exists():
+            continue  # not run (or not finished): no row rather than a made-up one
+        s = json.loads(result.read_text())
+        mean = s["last_wave_mean"]
+        passes = "yes" if mean is not None and mean >= BAR * MAX_RETURN else "**no**"
+        first = f"{s['first_step_at_bar']:,}" if s["first_step_at_bar"] else "never"
+        row = (
+            f"| {SCRIPT} | {ENV_ID} | {total // 1000}k | {seed} | {'none ended' if mean is None else f'{mean:.1f}'} | {first} "
+        )
+        lines.append(row + f"| {s['minutes']:.1f} | {passes} |")
+    lines += [
+        "",
+        "| training run (one torch thread) | steady SPS, median | rounds |",
+        "|---|---|---|",
+        *rate_rows(out, "speed"),
+    ]
+    lines += ["", "| the task alone, random actions | env steps/s, median | rounds |", "|---|---|---|"]
+    return "\n".join([*lines, *rate_rows(out, "envonly")])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["learn", "speed", "report"])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "playground_cartpole")
+    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64, 256], help="speed: batch sizes of ours")
+    parser.add_argument("--total-timesteps", type=int, default=TOTAL_TIMESTEPS, help="learn, report: budget per seed")
+    parser.add_argument("--results", type=Path, default=REPO / "benchmark" / "results" / "playground_cartpole.md")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.command == "learn":
+        learn(args.out, args.total_timesteps)
+    elif args.command == "speed":
+        speed(args.out, args.rounds, args.num_envs)
+        env_only(args.out, args.rounds, args.num_envs)
+    else:
+        table = report(args.out, args.total_timesteps)
+        args.results.write_text(table + "\n")
+        print(table)
+
+
+if __name__ == "__main__":
+    main()
