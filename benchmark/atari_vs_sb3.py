@@ -14,7 +14,8 @@ published scores. The checks:
   last 20 episodes is at least 0.8 x SB3's, and both are at least 3 x the random policy's.
 - `dqn_atari.py`, `c51_atari.py`, `rainbow_atari.py` on Breakout, 200k steps, learning from step 20k,
   epsilon annealed over the first 100k (Rainbow explores with noisy nets), 1 seed; `sac_atari.py`
-  likewise on its default game: the mean of the last 20 episodes is at least 2 x random.
+  likewise on its default game; the JAX twins `dqn_atari_jax.py` and `c51_atari_jax.py` with their
+  twins' settings: the mean of the last 20 episodes is at least 2 x random.
 - Speed: `ppo_atari.py` against SB3 (8 iterations of 8 x 128 steps, alternating), and
   `ppo_atari_multigpu.py` as 2 processes (one per core, 4 envs each) against `ppo_atari.py` with the
   same global batch (8 envs) in one process with 1 and with 2 torch threads.
@@ -23,8 +24,9 @@ published scores. The checks:
 steps; a queue stopped during it leaves its `.running` file and the checkpoints: delete the file and
 start the queue again, and the run goes on from its newest checkpoint (`--resume`).
 
-Returns are whole games' scores (all lives), on both sides. Every learning run uses one torch thread,
-so two queues share a 2-core machine; their logged speeds are not used (the runs share the CPUs).
+Returns are whole games' scores (all lives), on both sides. Every learning run of ours goes through the
+benchmark runner (`python -m cleanrl_utils.benchmark`, one seed) with one torch/XLA thread, so two queues
+share a 2-core machine; their logged speeds are not used (the runs share the CPUs).
 """
 
 import argparse
@@ -45,6 +47,7 @@ from benchmark.benchlib import (  # noqa: E402
     one_thread_env,
     result_last_mean,
     resumable_args,
+    run_through_runner,
     summarize_run,
 )
 from cleanrl_utils.summarize import mean_std  # noqa: E402
@@ -95,6 +98,17 @@ CHECKS = [
         variant="target1k",
     ),
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
+    # the JAX twins of dqn_atari.py and c51_atari.py: the same checks (their logged SPS sits beside the twin's)
+    Check("dqn_atari_jax", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
+    Check(
+        "c51_atari_jax",
+        BREAKOUT,
+        200_000,
+        (1,),
+        2.0,
+        (*EPSILON_SCHEDULE, "--target-network-frequency", "1000"),
+        variant="target1k",
+    ),
     # ~15 steps/s on one core here: 200k steps take longer than a session, so the run checkpoints
     Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
 ]
@@ -131,15 +145,22 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def run_ours(script: str, args: list[str], result: Path, threads: int = 1, checkpoint_every: int = 0) -> None:
-    """Run a script in the result's own folder; with `checkpoint_every`, resume a run stopped there before."""
+def run_ours(
+    script: str,
+    args: list[str],
+    result: Path,
+    env_id: str = BREAKOUT,
+    seed: int = 1,
+    threads: int = 1,
+    checkpoint_every: int = 0,
+) -> None:
+    """Run a script through the runner in the result's own folder; with `checkpoint_every`, resume a run stopped there."""
     workdir = result.with_suffix("")
     workdir.mkdir(parents=True, exist_ok=True)
     env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     if checkpoint_every:
         args = resumable_args(workdir, args, checkpoint_every)
-    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
-    subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
+    run_through_runner(script, args, env_id, seed, workdir, env)
     summarize_run(newest_run_dir(workdir), result, impl="ours", algo=script)
 
 
@@ -172,8 +193,8 @@ def run_queue(out: Path, only: list[str] | None) -> None:
                     continue
                 print(f"{impl}: {check.label if impl == 'ours' else check.sb3_algo} {check.env_id} seed {seed}", flush=True)
                 if impl == "ours":
-                    budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps)]
-                    run_ours(check.script, [*budget, *check.args, "--seed", str(seed)], result, 1, check.checkpoint_every)
+                    args = ["--total-timesteps", str(check.total_timesteps), *check.args]
+                    run_ours(check.script, args, result, check.env_id, seed, checkpoint_every=check.checkpoint_every)
                 else:
                     run_sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, result)
 

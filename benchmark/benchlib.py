@@ -7,16 +7,24 @@ where it stopped (a queue killed mid-run leaves its `.running` file: delete it t
 
 import json
 import os
+import shlex
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 from cleanrl_utils.summarize import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
 
 def one_thread_env() -> dict[str, str]:
-    """One torch/BLAS thread per run: on a 2-core machine two queues then share it without oversubscribing."""
-    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUJOCO_GL": "egl"}
+    """One torch/BLAS/XLA thread per run: on a 2-core machine two queues then share it without oversubscribing."""
+    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": ONE_XLA_THREAD, "MUJOCO_GL": "egl"}
 
 
 # glibc hands every allocation above 32 MiB straight back to the kernel, so a CNN whose minibatch
@@ -67,6 +75,19 @@ def resumable_args(workdir: Path, args: list[str], checkpoint_every: int) -> lis
     if stopped:
         return ["--resume", str(stopped[-1].relative_to(workdir))]
     return [*args, "--checkpoint-frequency", str(checkpoint_every)]
+
+
+def run_through_runner(script: str, args: list[str], env_id: str, seed: int, workdir: Path, env: dict[str, str]) -> None:
+    """One training run of `cleanrl/<script>.py` as users launch them: `python -m cleanrl_utils.benchmark`, one seed.
+
+    The runner adds `--env-id` and `--seed` to the command and keeps the run's log under `workdir/logs`.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = shlex.join([sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args])
+    runner = [sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", env_id, "--command", command]
+    runner += ["--num-seeds", "1", "--start-seed", str(seed), "--workers", "1", "--log-dir", "logs"]
+    env = env | {"PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])}
+    subprocess.run(runner, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def result_last_mean(result: Path, last: int) -> float:

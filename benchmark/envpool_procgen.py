@@ -130,7 +130,7 @@ def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0
     workdir.mkdir(parents=True, exist_ok=True)
     if checkpoint_every:
         args = resumable_args(workdir, args, checkpoint_every)
-    env = one_thread_env() | {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    env = one_thread_env()
     env = keep_large_allocations(env | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
     subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)

@@ -33,8 +33,6 @@ from benchmark.benchlib import claim, newest_run_dir, one_thread_env, steady_rat
 from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
-ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-
 
 @dataclass(frozen=True)
 class SpeedPair:
@@ -62,15 +60,11 @@ LEARNING_CHECKS = [LearningCheck("dqn_jax", (498.38, 2.29)), LearningCheck("c51_
 LEARNING_STEPS, LEARNING_SEEDS, WINDOW, WINDOW_BAR = 500_000, (1, 2, 3), 50_000, 475.0
 
 
-def script_env() -> dict[str, str]:
-    return one_thread_env() | {"XLA_FLAGS": ONE_XLA_THREAD}
-
-
 def train(script: str, args: list[str], workdir: Path) -> tuple[Path, float | None]:
     """(run folder, the compile seconds the script printed, if it is a JAX file that prints them)."""
     workdir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
-    proc = subprocess.run(command, cwd=workdir, env=script_env(), check=True, capture_output=True, text=True)
+    proc = subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, capture_output=True, text=True)
     printed = re.search(r"compile time: ([\d.]+) s", proc.stdout)
     return newest_run_dir(workdir), float(printed.group(1)) if printed else None
 

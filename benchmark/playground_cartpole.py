@@ -22,8 +22,6 @@ jitted batch step at each batch size, and dm_control's one env through Gymnasium
 
 import argparse
 import json
-import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -32,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, newest_run_dir, one_thread_env, resumable_args, steady_rate  # noqa: E402
+from benchmark.benchlib import claim, newest_run_dir, one_thread_env, resumable_args, run_through_runner, steady_rate  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 SCRIPT = "ppo_continuous_action_playground"
@@ -84,12 +82,8 @@ def learn(out: Path, total: int) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         args = [*LEARN_ARGS, "--total-timesteps", str(total), "--no-cuda"]
         args = resumable_args(workdir, args, CHECKPOINT_EVERY)
-        command = shlex.join([sys.executable, str(REPO / "cleanrl" / f"{SCRIPT}.py"), *args])
-        runner = [sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", ENV_ID, "--command", command]
-        runner += ["--num-seeds", "1", "--start-seed", str(seed), "--workers", "1", "--log-dir", "logs"]
         print(f"learn: seed {seed}: {' '.join(args)}", flush=True)
-        env = one_thread_env() | {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-        subprocess.run(runner, cwd=workdir, env=env, check=True)
+        run_through_runner(SCRIPT, args, ENV_ID, seed, workdir, one_thread_env())
         summary = summarize(newest_run_dir(workdir), result, seed, total)
         result.with_suffix(".running").unlink(missing_ok=True)
         print(f"learn: seed {seed}: last wave {summary['last_wave_mean']} in {summary['minutes']:.1f} min", flush=True)

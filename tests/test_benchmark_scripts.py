@@ -76,8 +76,8 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
 def test_atari_run_with_checkpoints_goes_on_from_where_a_stopped_queue_left_it(tmp_path, monkeypatch):
     from benchmark import atari_vs_sb3 as bench
 
-    commands = []
-    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kwargs: commands.append(command[2:]))
+    commands = []  # the arguments each run gets through the runner (which adds --env-id and --seed)
+    monkeypatch.setattr(bench, "run_through_runner", lambda script, args, *rest: commands.append(args))
     monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
     monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
     result = tmp_path / "ours__sac_atari__BeamRiderNoFrameskip-v4__200000__1.json"
@@ -161,6 +161,16 @@ def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
     # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
     assert all(-1.6 <= float(mean) <= 1.0 for _, mean, _ in rows)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory1", "memory16"]
+
+
+def test_benchmark_runs_go_through_the_runner(tmp_path):
+    from benchmark.benchlib import newest_run_dir, one_thread_env, run_through_runner
+
+    args = ["--total-timesteps", "256", "--num-steps", "64"]
+    run_through_runner("ppo", args, "CartPole-v1", 3, tmp_path, one_thread_env() | {"WANDB_MODE": "offline"})
+    assert newest_run_dir(tmp_path).name.startswith("CartPole-v1__ppo__3__")  # the runner gave the env and seed
+    (log,) = (tmp_path / "logs").glob("*.log")
+    assert "global_step=" in log.read_text()  # the run's output is kept in the runner's log
 
 
 def test_jax_speed_leaves_the_compiling_interval_out():
