@@ -51,10 +51,14 @@ def claim(result: Path) -> bool:
         return False
 
 
-def summarize_run(run_dir: Path, result: Path, **identity: object) -> None:
-    """Write `result`: `identity`, the last logged SPS and every finished episode's return, from a run's events."""
+def summarize_run(run_dir: Path, result: Path, tag: str = "charts/episodic_return", **identity: object) -> None:
+    """Write `result`: `identity`, the last logged SPS and every value of `tag`, from a run's events.
+
+    `tag` is each finished episode's return, or for the XLA files (`charts/avg_episodic_return`) the mean
+    of every env's last finished game, logged once per iteration.
+    """
     scalars = read_scalars(run_dir)
-    episodes = [value for _, value in scalars["charts/episodic_return"]]
+    episodes = [value for _, value in scalars[tag]]
     result.write_text(json.dumps(identity | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
 
 

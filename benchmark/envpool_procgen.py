@@ -9,7 +9,10 @@
 The checks (1 seed each, 1M steps, far below the published 10M/25M: the point is to catch a file
 that does not learn, not to reproduce the published scores): `ppo_atari_envpool.py` and
 `pqn_atari_envpool.py` on envpool's Breakout-v5, `ppo_procgen.py` on Procgen's starpilot (easy
-levels). Each passes when the mean of its last 20 games is at least 3 x the random policy's.
+levels); likewise `pqn_atari_envpool_lstm.py` and the two XLA-JAX PPO files on Breakout-v5 and
+`ppg_procgen.py` on starpilot. Each passes when the mean of its last 20 games is at least 3 x the
+random policy's (for the XLA files, which log the mean of every env's last game once per iteration,
+the mean of the last 20 of those).
 ppo_procgen's 1M steps take ~65 min alone on 2 cores (`--threads 2`): its run writes a checkpoint
 every 2 iterations, and `run` resumes a run it finds stopped (first delete the stopped queue's
 `.running` file). envpool cannot save its games, so the resumed run plays new ones. Every run gets
@@ -66,6 +69,9 @@ class Check:
     seeds: tuple[int, ...] = (1,)
     args: tuple[str, ...] = ()
     checkpoint_every: int = 0  # iterations; a run longer than a working session goes on from its checkpoint
+    # the XLA files log charts/avg_episodic_return once per iteration (the mean of every env's last game):
+    # their "last 20" is the mean of the last 20 of those averages
+    return_tag: str = "charts/episodic_return"
 
     def result_name(self, seed: int) -> str:
         return f"ours__{self.script}__{self.env_id}__{self.total_timesteps}__{seed}.json"
@@ -76,6 +82,11 @@ CHECKS = [
     Check("pqn_atari_envpool", "Breakout-v5"),
     # ~45 steps/s on one core: 1M steps take about 6 h, so the run is resumable (a checkpoint per 2 iterations, ~12 min)
     Check("ppo_procgen", "starpilot", checkpoint_every=2),
+    # issue 23: the files without a learning result of their own, with the same bar
+    Check("pqn_atari_envpool_lstm", "Breakout-v5"),
+    Check("ppo_atari_envpool_xla_jax", "Breakout-v5", return_tag="charts/avg_episodic_return"),
+    Check("ppo_atari_envpool_xla_jax_scan", "Breakout-v5", return_tag="charts/avg_episodic_return"),
+    Check("ppg_procgen", "starpilot"),
 ]
 
 
@@ -150,7 +161,7 @@ def run_queue(out: Path, only: list[str] | None, threads: int = 1) -> None:
             print(f"run: {check.script} {check.env_id} seed {seed}", flush=True)
             budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps), "--seed", str(seed)]
             run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""), check.checkpoint_every, threads)
-            summarize_run(run_dir, result, impl="ours", algo=check.script, env_id=check.env_id)
+            summarize_run(run_dir, result, check.return_tag, impl="ours", algo=check.script, env_id=check.env_id)
 
 
 # speed: (script, env id), the same 8 envs x 128 steps, SPEED_ITERATIONS iterations each
