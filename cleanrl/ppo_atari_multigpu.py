@@ -17,14 +17,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.ppo_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
-
-try:  # the Atari games come with the `atari` extra; without it, the script says how to install it
-    import ale_py
-
-    gym.register_envs(ale_py)
-except ImportError:
-    ale_py = None
+from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
 
 
 @dataclass
@@ -114,10 +107,7 @@ BACKENDS = ("gloo", "nccl", "mpi")
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        if ale_py is None:
-            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
-        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
-            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        check_atari_game(env_id)  # enjoy and the evaluators call this directly
         # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
@@ -249,13 +239,7 @@ if __name__ == "__main__":
     exp.seed()
 
     # env setup, before any file is written; a non-Atari id is made once to say what is wrong with it
-    spec = gym.registry.get(args.env_id)
-    if spec is None or "ale_py" not in str(spec.entry_point):
-        missing_ale = f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"'
-        exp.require(spec is not None or ale_py is not None, missing_ale)
-        env = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
-        exp.require_action_space(env.action_space, gym.spaces.Discrete, see="ppo_continuous_action.py")
-        exp.fail(f"{args.env_id} is not an Atari game of ale-py; {exp.script} needs one (see ppo.py for vector observations)")
+    exp.require_atari_game(see="ppo.py for vector observations", see_continuous="ppo_continuous_action.py")
     video = args.capture_video and rank == 0  # rank 0 alone records videos and writes TensorBoard, W&B and the model
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.local_num_envs, video, run_name), args.env_id)
     envs.action_space.seed(args.seed + rank)

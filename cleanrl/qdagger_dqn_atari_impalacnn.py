@@ -20,16 +20,15 @@ import tyro
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
-try:  # the Atari games come with the `atari` extra; without it, the checks in __main__ say how to install it
+try:  # no ALE banner: an error about the teacher stays one line (without ale-py, __main__ says what to install)
     import ale_py
 
-    gym.register_envs(ale_py)
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner: an error about the teacher stays one line
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 except ImportError:
-    ale_py = None
+    pass
 
 
 @dataclass
@@ -106,10 +105,7 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        if ale_py is None:
-            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
-        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
-            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        check_atari_game(env_id)  # enjoy and the evaluators call this directly
         # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
@@ -317,12 +313,7 @@ if __name__ == "__main__":
     device = exp.seed()
 
     # env setup and the teacher, before any file is written
-    spec = gym.registry.get(args.env_id)
-    exp.require(spec or ale_py, f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-    if "ale_py" not in str(getattr(spec, "entry_point", "")):  # made once, to say what is wrong with it
-        other = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
-        exp.require_action_space(other.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
-        exp.fail(f"{args.env_id} is not an Atari game of ale-py; qdagger_dqn_atari_impalacnn.py needs one (see dqn.py)")
+    exp.require_atari_game(see="dqn.py", see_continuous="sac_continuous_action.py")
     # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)

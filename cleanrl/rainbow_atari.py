@@ -24,14 +24,7 @@ from stable_baselines3.common.atari_wrappers import (
 )
 
 from cleanrl_utils.evals.rainbow_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
-
-try:  # the Atari games come with the `atari` extra; without it, the script says how to install it
-    import ale_py
-
-    gym.register_envs(ale_py)
-except ImportError:
-    ale_py = None
+from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
 
 
 @dataclass
@@ -106,10 +99,7 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        if ale_py is None:
-            raise gym.error.DependencyNotInstalled('the Atari games need ale-py: pip install -e ".[atari]"')
-        if "ale_py" not in str(gym.spec(env_id).entry_point):  # enjoy and the evaluators call this directly
-            raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+        check_atari_game(env_id)  # enjoy and the evaluators call this directly
         # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
@@ -380,12 +370,7 @@ if __name__ == "__main__":
     device = exp.seed()
 
     # env setup, before any file is written
-    spec = gym.registry.get(args.env_id)
-    exp.require(spec or ale_py, f'{args.env_id}: not a known env, and the Atari games need ale-py: pip install -e ".[atari]"')
-    if "ale_py" not in str(getattr(spec, "entry_point", "")):  # made once, to say what is wrong with it
-        other = exp.make_envs(lambda: gym.make(args.env_id, disable_env_checker=True), args.env_id)
-        exp.require_action_space(other.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
-        exp.fail(f"{args.env_id} is not an Atari game of ale-py; {exp.script} needs one (see c51.py for vector observations)")
+    exp.require_atari_game(see="c51.py for vector observations", see_continuous="sac_continuous_action.py")
     # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     env.action_space.seed(args.seed)

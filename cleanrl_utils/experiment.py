@@ -44,6 +44,7 @@ E = TypeVar("E")
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
 ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control", "ALE": "atari"}
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes"}, {"false", "0", "no"}
+ATARI_INSTALL = 'the Atari games need ale-py: pip install -e ".[atari]"'
 
 
 def bool_words_as_flags(Args: type, argv: Sequence[str]) -> list[str]:
@@ -164,6 +165,17 @@ class Experiment:
         """One line when the env's actions are not of the `kind` the script handles; `see` names a script that does."""
         env_id, name = self.args.env_id, kind.__name__
         self.require(isinstance(space, kind), f"{env_id} has {space} actions; {self.script} needs {name} ones (see {see})")
+
+    def require_atari_game(self, see: str, see_continuous: str) -> None:
+        """One line unless --env-id is an ale-py game, saying what it is instead: ale-py missing, an unknown id,
+        an env with other actions (`see_continuous` names a script for them) or another env (`see`)."""
+        env_id, installed = self.args.env_id, register_atari_games()
+        spec = gym.registry.get(env_id)
+        if spec is None or "ale_py" not in str(spec.entry_point):
+            self.require(spec or installed, f"{env_id}: not a known env, and {ATARI_INSTALL}")
+            env = self.make_envs(lambda: gym.make(env_id, disable_env_checker=True), env_id)  # made to say what it is
+            self.require_action_space(env.action_space, gym.spaces.Discrete, see=see_continuous)
+            self.fail(f"{env_id} is not an Atari game of ale-py; {self.script} needs one (see {see})")
 
     def require_flat_observations(self, space: Any, see: str) -> None:
         """One line when observations are not a flat Box (vectors); `see` names a script for the others."""
@@ -299,6 +311,24 @@ class Experiment:
                 push_to_hub(self.args, list(episodic_returns), algorithm, run_dir, videos, self.script_file)
             except UploadError as e:
                 self.fail(str(e))
+
+
+def register_atari_games() -> bool:
+    """Register ale-py's games with Gymnasium; False when ale-py (the `atari` extra) is not installed."""
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    gym.register_envs(ale_py)
+    return True
+
+
+def check_atari_game(env_id: str) -> None:
+    """Gymnasium's error unless `env_id` is an ale-py game: for the scripts' make_env, which enjoy and the evaluators call too."""
+    if not register_atari_games():
+        raise gym.error.DependencyNotInstalled(ATARI_INSTALL)
+    if "ale_py" not in str(gym.spec(env_id).entry_point):
+        raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
 
 
 def extra_for(env_id: str) -> str:
