@@ -4,7 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ddpg/#ddpg_continuous_ac
 """
 
 import os
-import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -86,16 +85,10 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
-    # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        )
-    for warning in caught:
-        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    return envs
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
 
 
 # (layer names as in the reference, so its saved models load into these classes)

@@ -5,7 +5,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-continuous/#rpo_cont
 
 import math
 import os
-import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -120,17 +119,11 @@ def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
     # Sub-envs reset in the same step they end; `infos["final_obs"]` keeps the last observation.
-    # Warnings (e.g. "HalfCheetah-v4 is out of date") wait until the env exists: bad input gets one line.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            copy=False,  # the loop copies the observations into its buffer itself
-        )
-    for warning in caught:
-        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    return envs
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        copy=False,  # the loop copies the observations into its buffer itself
+    )
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):

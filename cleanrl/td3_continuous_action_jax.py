@@ -6,7 +6,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_acti
 import os
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -97,16 +96,10 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     """Sub-envs reset in the same step they end, and `infos["final_obs"]` keeps the last observation."""
-    # Warnings (e.g. "Hopper-v4 is out of date") are held back until the env exists: bad input gets one line.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        )
-    for warning in caught:
-        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    return envs
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
 
 
 # (Flax's default layer names Dense_0..2, as in the reference, so its saved models load)

@@ -30,6 +30,7 @@ import random
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any, NoReturn, TypeVar
@@ -151,14 +152,21 @@ class Experiment:
 
     # environments
     def make_envs(self, make: Callable[[], E], env_id: str) -> E:
-        """`make()`, with a missing dependency or a bad env id turned into one line naming what to install."""
-        try:
-            self.envs = make()
-        except gym.error.DependencyNotInstalled as e:
-            reason = str(e).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
-            self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
-        except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
-            self.fail(f"cannot make env {env_id!r}: {e}")
+        """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
+
+        Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
+        a failure stays one line.
+        """
+        with warnings.catch_warnings(record=True) as held:
+            try:
+                self.envs = make()
+            except gym.error.DependencyNotInstalled as e:
+                reason = str(e).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
+                self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
+            except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
+                self.fail(f"cannot make env {env_id!r}: {e}")
+        for warning in held:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs
 
     def require_action_space(self, space: Any, kind: type, see: str) -> None:
