@@ -169,10 +169,13 @@ class Experiment:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs
 
-    def require_action_space(self, space: Any, kind: type, see: str) -> None:
-        """One line when the env's actions are not of the `kind` the script handles; `see` names a script that does."""
-        env_id, name = self.args.env_id, kind.__name__
-        self.require(isinstance(space, kind), f"{env_id} has {space} actions; {self.script} needs {name} ones (see {see})")
+    def require_action_space(self, space: Any, kind: type | tuple[type, ...], see: str | None = None) -> None:
+        """One line when the env's actions are not of the `kind`(s) the script handles; `see` names a script that does."""
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        names, hint = " or ".join(k.__name__ for k in kinds), f" (see {see})" if see else ""
+        self.require(
+            isinstance(space, kinds), f"{self.args.env_id} has {space} actions; {self.script} needs {names} ones{hint}"
+        )
 
     def require_atari_game(self, see: str, see_continuous: str) -> None:
         """One line unless --env-id is an ale-py game, saying what it is instead: ale-py missing, an unknown id,

@@ -396,8 +396,7 @@ if __name__ == "__main__":
     obs_space, action_space = envs.single_observation_space, envs.single_action_space
     flat_or_image = isinstance(obs_space, gym.spaces.Box) and (len(obs_space.shape) == 1 or obs_space.shape == (84, 84, 3))
     exp.require(flat_or_image, f"{env_id} observations are {obs_space}; ppo_trxl.py needs a flat Box or 84x84 RGB images")
-    discrete = isinstance(action_space, gym.spaces.Discrete | gym.spaces.MultiDiscrete)
-    exp.require(discrete, f"{env_id} has {action_space} actions; ppo_trxl.py needs Discrete or MultiDiscrete ones")
+    exp.require_action_space(action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete))
     exp.require(len(obs_space.shape) == 3 or args.reconstruction_coef <= 0, "--reconstruction-coef needs image observations")
     max_episode_steps = envs.envs[0].spec.max_episode_steps
     writer = exp.start_logging()
