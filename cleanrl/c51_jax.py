@@ -246,7 +246,7 @@ if __name__ == "__main__":
         ]
         jax.block_until_ready((greedy_action(q_state.params, obs), update(q_state, atoms, *warmup_batch, args.gamma)))
         print(f"compile time: {time.time() - compile_start:.2f} s (the update and the greedy action)")
-        exp.start_time = time.time()
+        exp.restart_clock()
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)

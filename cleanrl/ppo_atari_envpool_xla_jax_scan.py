@@ -387,7 +387,7 @@ if __name__ == "__main__":
     print(f"compile time: {time.time() - compile_start:.2f} s (the rollout and the update)")
 
     global_step = 0
-    start_time = time.time()  # after compiling: SPS counts training only
+    exp.restart_clock()  # after compiling: SPS counts training only
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for _iteration in range(args.num_iterations):
             exp.raise_if_stopped()
@@ -415,7 +415,7 @@ if __name__ == "__main__":
             writer.add_scalar("losses/entropy", float(entropy_loss), global_step)
             writer.add_scalar("losses/approx_kl", float(approx_kl), global_step)
             writer.add_scalar("losses/loss", float(loss), global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
             writer.add_scalar("charts/SPS_update", int(args.batch_size / update_time), global_step)

@@ -4,7 +4,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-rnd/#ppo_rnd_envpool
 """
 
 import os
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -374,7 +373,7 @@ if __name__ == "__main__":
         frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
         frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
 
-        start_time = time.time()  # after the random play: SPS counts training only
+        exp.restart_clock()  # after the random play: SPS counts training only
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -506,6 +505,6 @@ if __name__ == "__main__":
             writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
             writer.add_scalar("losses/fwd_loss", forward_loss.item(), global_step)
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            sps = int(global_step / (time.time() - start_time))
+            sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)

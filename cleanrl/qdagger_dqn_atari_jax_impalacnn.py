@@ -6,7 +6,6 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/qdagger/#qdagger_dqn_ata
 import functools
 import os
 import random
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Annotated
@@ -388,7 +387,7 @@ if __name__ == "__main__":
         teacher_env.close()
 
         # 3. Offline phase: the student learns from the teacher's memory alone, TD loss + distillation (coefficient 1).
-        start_time = time.time()
+        exp.restart_clock()
         for offline_step in range(args.offline_steps):
             exp.raise_if_stopped()
             q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, teacher_rb.sample(args.batch_size), 1.0)
@@ -398,9 +397,7 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/offline/q_loss", float(q_loss), offline_step)
                 writer.add_scalar("charts/offline/distill_loss", float(distill_loss), offline_step)
                 if offline_step % 10000 == 0:
-                    print(
-                        f"offline_step={offline_step}, loss={float(loss):.4f}, SPS={int(offline_step / (time.time() - start_time))}"
-                    )
+                    print(f"offline_step={offline_step}, loss={float(loss):.4f}, SPS={int(offline_step / exp.elapsed)}")
 
             if offline_step % args.target_network_frequency == 0:
                 q_state = update_target(q_state)
@@ -425,7 +422,7 @@ if __name__ == "__main__":
         # offline-steps + the online step.
         obs, _ = env.reset(seed=args.seed)
         student_returns = deque(maxlen=10)  # the last 10 games: the distillation coefficient's measure
-        start_time = time.time()
+        exp.restart_clock()
         for step in range(args.total_timesteps):
             exp.raise_if_stopped()
             global_step = args.offline_steps + step
@@ -463,7 +460,7 @@ if __name__ == "__main__":
                         writer.add_scalar("losses/distill_loss", float(distill_loss), global_step)
                         writer.add_scalar("losses/q_values", float(q_values), global_step)
                         writer.add_scalar("charts/distill_coeff", distill_coeff, global_step)
-                        sps = int(step / (time.time() - start_time))
+                        sps = int(step / exp.elapsed)
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 

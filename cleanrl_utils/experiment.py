@@ -299,6 +299,10 @@ class Experiment:
         self.start_time = time.time() - self.checkpoint["elapsed_time"]
         return self.checkpoint
 
+    def restart_clock(self) -> None:
+        """Start the SPS clock now: after JIT compilation or warm-up play, which are not training."""
+        self.start_time = time.time()
+
     @property
     def elapsed(self) -> float:
         """Seconds of training, across resumes (for the SPS)."""
