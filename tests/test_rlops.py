@@ -2,6 +2,7 @@
 
 The runs are made by the benchmark runner with WANDB_TAGS set, as a user (or the runner's --auto-tag)
 tags them: `base` (seeds 1-4), `broken` (learning rate 1e-7, seeds 1-4), and seeds 5-8 with no tags.
+`base` and the untagged runs learn at learning rate 2.5e-3, so a few thousand steps tell them from `broken`.
 """
 
 import shutil
@@ -17,7 +18,10 @@ from cleanrl_utils.report import collect_runs, parse_tags
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, script_env
 
-STEPS = 20480  # ppo.py on CartPole-v1 is clearly learning by then (last-10 returns ~100 against ~22 at lr 1e-7)
+# ppo.py on CartPole-v1 at learning rate 2.5e-3 is clearly learning by then: last-10 returns 108-148 on seeds 1-8,
+# against 20-27 at lr 1e-7 (8 updates of 512 steps; the runs cost little more than their start-up)
+STEPS = 4096
+LEARNING = ["--learning-rate", "2.5e-3"]
 WINDOW = ["--metric-last-n-average-window", "10"]
 
 
@@ -154,9 +158,9 @@ def benchmark_runs(cwd: Path, tags: str | None, seeds: range, *extra: str) -> No
 @pytest.fixture(scope="module")
 def tagged_runs(tmp_path_factory) -> Path:
     cwd = tmp_path_factory.mktemp("rlops")
-    benchmark_runs(cwd, "base,extra-tag", range(1, 5))
+    benchmark_runs(cwd, "base,extra-tag", range(1, 5), *LEARNING)
     benchmark_runs(cwd, "broken", range(1, 5), "--learning-rate", "1e-7")
-    benchmark_runs(cwd, None, range(5, 9))
+    benchmark_runs(cwd, None, range(5, 9), *LEARNING)
     return cwd
 
 
@@ -186,6 +190,14 @@ def run_rlops(runs_dir: Path, tmp_path: Path, *args: str) -> tuple[int, str, str
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def rlops_in_process(runs_dir: Path, tmp_path: Path, capsys, *args: str) -> tuple[int, str, str]:
+    """The same command through `rlops.main` in this process: the command line's exit code is main's return value."""
+    argv = ["--runs-dir", str(runs_dir), "--output-filename", str(tmp_path / "compare"), "--exp-name", "ppo", *WINDOW]
+    code = rlops.main([*argv, *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 def test_runs_record_their_tags_and_untagged_runs_stay_readable(tagged_runs):
     runs = collect_runs([tagged_runs / "runs"], split_by_dir=False)
     by_seed = {(run.seed, run.tags) for run in runs}
@@ -193,7 +205,7 @@ def test_runs_record_their_tags_and_untagged_runs_stay_readable(tagged_runs):
     assert len(runs) == 12
 
 
-def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, tmp_path):
+def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, tmp_path, capsys):
     code, out, err = run_rlops(tagged_runs / "runs", tmp_path, "--tags", "broken", "base", "--fail-on-regression")
     assert code == 1, err
     assert "rlops: broken vs base: regression" in out
@@ -203,21 +215,22 @@ def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, 
     for suffix in (".md", ".png", ".svg"):
         assert (tmp_path / f"compare{suffix}").stat().st_size > 0
     # without the gate the same comparison exits 0
-    assert run_rlops(tagged_runs / "runs", tmp_path, "--tags", "broken", "base")[0] == 0
+    assert rlops_in_process(tagged_runs / "runs", tmp_path, capsys, "--tags", "broken", "base")[0] == 0
 
 
-def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_runs, tmp_path):
-    code, out, err = run_rlops(tagged_runs / "runs", tmp_path, "--tags", "untagged", "base", "--fail-on-regression")
+def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_runs, tmp_path, capsys):
+    args = ("--tags", "untagged", "base", "--fail-on-regression")
+    code, out, err = rlops_in_process(tagged_runs / "runs", tmp_path, capsys, *args)
     assert code == 0, err
     assert "rlops: untagged vs base: no detectable difference" in out
 
 
-def test_one_seed_per_tag_says_the_interval_is_undefined(tagged_runs, tmp_path):
+def test_one_seed_per_tag_says_the_interval_is_undefined(tagged_runs, tmp_path, capsys):
     one = tmp_path / "one"
     for run in collect_runs([tagged_runs / "runs"], split_by_dir=False):
         if run.seed == "1":
             shutil.copytree(run.path, one / run.path.name)
-    code, out, err = run_rlops(one, tmp_path, "--tags", "broken", "base")
+    code, out, err = rlops_in_process(one, tmp_path, capsys, "--tags", "broken", "base")
     assert code == 0, err
     assert "undefined" in out
 
