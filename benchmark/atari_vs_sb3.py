@@ -1,7 +1,7 @@
 """The Atari files on this machine: learning on small budgets beside SB3 and a random policy, and speed.
 
     python benchmark/atari_vs_sb3.py random                # the random policy's whole-game score in each game
-    python benchmark/atari_vs_sb3.py run                   # a queue of the learning runs (start one per core)
+    python benchmark/atari_vs_sb3.py run --workers 2       # the learning runs not done yet, 2 at a time
     python benchmark/atari_vs_sb3.py speed --rounds 2      # steps per second, one process at a time
     python benchmark/atari_vs_sb3.py report                # the Markdown tables for the docs
 
@@ -21,33 +21,31 @@ published scores. The checks:
   same global batch (8 envs) in one process with 1 and with 2 torch threads.
 
 `sac_atari.py` takes longer than a working session here, so its run writes a checkpoint every 10k
-steps; a queue stopped during it leaves its `.running` file and the checkpoints: delete the file and
-start the queue again, and the run goes on from its newest checkpoint (`--resume`).
+steps; `run` started again after a stop goes on from its newest checkpoint (`--resume`).
 
-Returns are whole games' scores (all lives), on both sides. Every learning run of ours goes through the
-benchmark runner (`python -m cleanrl_utils.benchmark`, one seed) with one torch/XLA thread, so two queues
-share a 2-core machine; their logged speeds are not used (the runs share the CPUs).
+Returns are whole games' scores (all lives), on both sides. The runs go through the project's runner
+(benchmark/benchlib.py's queue), each with one torch/XLA thread, so two at a time share a 2-core machine;
+their logged speeds are not used (the runs share the CPUs).
 """
 
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmark.benchlib import (  # noqa: E402
-    claim,
-    newest_run_dir,
+    QueuedRun,
     one_thread_env,
     result_last_mean,
-    resumable_args,
-    run_through_runner,
+    run_queue,
+    script,
     summarize_run,
 )
 from cleanrl_utils.summarize import mean_std  # noqa: E402
@@ -145,68 +143,52 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def run_ours(
-    script: str,
-    args: list[str],
-    result: Path,
-    env_id: str = BREAKOUT,
-    seed: int = 1,
-    threads: int = 1,
-    checkpoint_every: int = 0,
-) -> None:
-    """Run a script through the runner in the result's own folder; with `checkpoint_every`, resume a run stopped there."""
-    workdir = result.with_suffix("")
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    if checkpoint_every:
-        args = resumable_args(workdir, args, checkpoint_every)
-    run_through_runner(script, args, env_id, seed, workdir, env)
-    summarize_run(newest_run_dir(workdir), result, impl="ours", algo=script)
+def ours(name: str, args: tuple[str, ...], result: Path, env_id: str = BREAKOUT, seed: int = 1, **kwargs) -> QueuedRun:
+    """A run of cleanrl/<name>.py (or of `program`, e.g. under torchrun), summarised from its events."""
+    program = kwargs.pop("program", script(name))
+    summarize = partial(summarize_run, result=result, impl="ours", algo=name)
+    return QueuedRun(result, program, args, env_id, seed, summarize=summarize, **kwargs)
 
 
-def run_multigpu(args: list[str], result: Path, processes: int = 2) -> None:
-    """ppo_atari_multigpu.py under torchrun, one torch thread per process; rank 0 writes the events."""
-    workdir = result.with_suffix("")
-    workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
-    command += [str(REPO / "cleanrl" / "ppo_atari_multigpu.py"), *args]
-    subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-    summarize_run(newest_run_dir(workdir), result, impl="ours", algo="ppo_atari_multigpu")
+def sb3(algo: str, env_id: str, total_timesteps: int, seed: int, result: Path) -> QueuedRun:
+    """A run of benchmark/sb3_baselines.py, which writes its summary itself."""
+    args = ("--total-timesteps", str(total_timesteps), "--threads", "1", "--json", str(result))
+    return QueuedRun(result, (str(REPO / "benchmark" / "sb3_baselines.py"), algo), args, env_id, seed)
 
 
-def run_sb3(algo: str, env_id: str, total_timesteps: int, seed: int, result: Path) -> None:
-    command = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), algo, "--env-id", env_id]
-    command += ["--total-timesteps", str(total_timesteps), "--seed", str(seed), "--threads", "1", "--json", str(result)]
-    subprocess.run(command, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-
-
-def run_queue(out: Path, only: list[str] | None) -> None:
-    """Every learning run not done or taken yet: check by check, seed by seed, ours before SB3."""
-    out.mkdir(parents=True, exist_ok=True)
+def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
+    """Every learning run, check by check, seed by seed, ours before SB3."""
+    runs = []
     for check in CHECKS:
         if only and not {check.script, check.env_id} & set(only):
             continue
         for seed in check.seeds:
-            for impl in ("ours", "sb3") if check.sb3_algo else ("ours",):
-                result = out / check.result_name(impl, seed)
-                if not claim(result):
-                    continue
-                print(f"{impl}: {check.label if impl == 'ours' else check.sb3_algo} {check.env_id} seed {seed}", flush=True)
-                if impl == "ours":
-                    args = ["--total-timesteps", str(check.total_timesteps), *check.args]
-                    run_ours(check.script, args, result, check.env_id, seed, checkpoint_every=check.checkpoint_every)
-                else:
-                    run_sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, result)
+            args = ("--total-timesteps", str(check.total_timesteps), *check.args)
+            result = out / check.result_name("ours", seed)
+            runs.append(ours(check.script, args, result, check.env_id, seed, checkpoint_every=check.checkpoint_every))
+            if check.sb3_algo:
+                runs.append(
+                    sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, out / check.result_name("sb3", seed))
+                )
+    return runs
 
 
-# speed runs: (name, how to run it) on 8 iterations of 8 x 128 steps
+# speed runs: (name -> (the run, torch threads)) on 8 iterations of 8 x 128 steps
 SPEED_STEPS = 8 * 8 * 128
+SPEED_ARGS = ("--total-timesteps", str(SPEED_STEPS))
+TORCHRUN_2 = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
 SPEED_RUNS = {
-    "ppo_atari": lambda result: run_ours("ppo_atari", ["--total-timesteps", str(SPEED_STEPS)], result),
-    "sb3_ppo_atari": lambda result: run_sb3("ppo_atari", BREAKOUT, SPEED_STEPS, 1, result),
-    "ppo_atari_2_threads": lambda result: run_ours("ppo_atari", ["--total-timesteps", str(SPEED_STEPS)], result, threads=2),
-    "ppo_atari_multigpu_2_processes": lambda result: run_multigpu(
-        ["--local-num-envs", "4", "--total-timesteps", str(SPEED_STEPS)], result
+    "ppo_atari": lambda result: (ours("ppo_atari", SPEED_ARGS, result), 1),
+    "sb3_ppo_atari": lambda result: (sb3("ppo_atari", BREAKOUT, SPEED_STEPS, 1, result), 1),
+    "ppo_atari_2_threads": lambda result: (ours("ppo_atari", SPEED_ARGS, result), 2),
+    "ppo_atari_multigpu_2_processes": lambda result: (
+        ours(
+            "ppo_atari_multigpu",
+            ("--local-num-envs", "4", *SPEED_ARGS),
+            result,
+            program=(*TORCHRUN_2, *script("ppo_atari_multigpu")),
+        ),
+        1,
     ),
 }
 
@@ -215,12 +197,15 @@ def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
     """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits all alike."""
     out.mkdir(parents=True, exist_ok=True)
     for round_ in range(1, rounds + 1):
-        for name, run in SPEED_RUNS.items():
+        for name, make_run in SPEED_RUNS.items():
             result = out / f"speed__{name}__{round_}.json"
             if (only and name not in only) or result.exists():
                 continue
             print(f"speed: {name} round {round_}", flush=True)
-            run(result)
+            run, threads = make_run(result)
+            env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+            if run_queue([run], 1, env, out / "logs"):
+                raise SystemExit(f"atari_vs_sb3.py: error: the speed run {name} failed (log under {out / 'logs'})")
 
 
 def speeds(out: Path, name: str) -> list[float]:
@@ -269,12 +254,13 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per Atari game")
     parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "atari_vs_sb3")
+    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch thread each)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these speed runs")
     args = parser.parse_args()
     if args.command == "random":
         measure_random(args.out, args.games)
     elif args.command == "run":
-        run_queue(args.out, args.only)
+        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, one_thread_env(), args.out / "logs"))
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
     else:

@@ -1,18 +1,21 @@
-"""What the side-by-side benchmark scripts share: one-thread runs, work queues, summaries.
+"""What the side-by-side benchmark scripts share: one-thread runs, the queue of learning runs, summaries.
 
-Several queues (one per core) can work through the same list of runs: each takes a run by
-creating its `.running` file first, so no run is done twice, and a stopped benchmark continues
-where it stopped (a queue killed mid-run leaves its `.running` file: delete it to redo that run).
+A benchmark's learning runs go through the project's runner (`cleanrl_utils.benchmark.LocalRunner`, the
+engine of `python -m cleanrl_utils.benchmark`), `--workers` at a time, each in a folder of its own with its
+log under `<out>/logs/<summary name>.log`. A run is done once its summary file exists; a stopped benchmark started again runs
+what is not done: runs that write checkpoints go on from their newest one, the others start over.
 """
 
 import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from cleanrl_utils.benchmark import LocalRunner, RunSpec
 from cleanrl_utils.summarize import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
 
@@ -40,15 +43,50 @@ def keep_large_allocations(env: dict[str, str]) -> dict[str, str]:
     return env | {"GLIBC_TUNABLES": tunables}
 
 
-def claim(result: Path) -> bool:
-    """Take the run that writes `result` for this queue (False: it is done or another queue has it)."""
-    if result.exists():
-        return False
-    try:
-        os.close(os.open(result.with_suffix(".running"), os.O_CREAT | os.O_EXCL))
-        return True
-    except FileExistsError:
-        return False
+@dataclass(frozen=True)
+class QueuedRun:
+    """One learning run of a benchmark: `program` with `args`, then `--env-id` and `--seed` as the runner adds them."""
+
+    result: Path  # its summary: the run is done once this file exists
+    program: tuple[str, ...]  # after `python`: a cleanrl/ script, another program (sb3_baselines.py), `-m torch...`
+    args: tuple[str, ...]
+    env_id: str
+    seed: int
+    checkpoint_every: int = 0  # with checkpoints (in the script's unit), a stopped run is resumed
+    # writes `result` from the run's folder after a successful run (None: the program writes it itself)
+    summarize: Callable[[Path], None] | None = None
+
+    @property
+    def workdir(self) -> Path:
+        return self.result.with_suffix("")
+
+
+def script(name: str) -> tuple[str, ...]:
+    """The program of a run of `cleanrl/<name>.py`."""
+    return (str(REPO / "cleanrl" / f"{name}.py"),)
+
+
+def run_queue(runs: list[QueuedRun], workers: int, env: dict[str, str], log_dir: Path) -> int:
+    """Every run not done yet, through the runner, `workers` at a time; each summarised as it ends. The exit code."""
+    pending = [run for run in runs if not run.result.exists()]
+    specs = []
+    for index, run in enumerate(pending):
+        run.workdir.mkdir(parents=True, exist_ok=True)
+        args = resumable_args(run.workdir, list(run.args), run.checkpoint_every) if run.checkpoint_every else list(run.args)
+        argv = [sys.executable, *run.program, *args, "--env-id", run.env_id, "--seed", str(run.seed)]
+        specs.append(RunSpec(index, run.env_id, run.seed, argv, cwd=run.workdir, name=run.result.stem))
+        print(f"queued: {shlex.join(argv[1:])}", flush=True)
+
+    def summarize(spec: RunSpec) -> None:
+        run = pending[spec.index]
+        if run.summarize is not None:
+            run.summarize(newest_run_dir(run.workdir))
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = env | {"PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]), "PYTHONUNBUFFERED": "1"}
+    runner = LocalRunner(specs, workers, log_dir, env, on_success=summarize)
+    runner.install_signal_handlers()
+    return runner.run()
 
 
 def summarize_run(run_dir: Path, result: Path, tag: str = "charts/episodic_return", **identity: object) -> None:
@@ -79,19 +117,6 @@ def resumable_args(workdir: Path, args: list[str], checkpoint_every: int) -> lis
     if stopped:
         return ["--resume", str(stopped[-1].relative_to(workdir))]
     return [*args, "--checkpoint-frequency", str(checkpoint_every)]
-
-
-def run_through_runner(script: str, args: list[str], env_id: str, seed: int, workdir: Path, env: dict[str, str]) -> None:
-    """One training run of `cleanrl/<script>.py` as users launch them: `python -m cleanrl_utils.benchmark`, one seed.
-
-    The runner adds `--env-id` and `--seed` to the command and keeps the run's log under `workdir/logs`.
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    command = shlex.join([sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args])
-    runner = [sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", env_id, "--command", command]
-    runner += ["--num-seeds", "1", "--start-seed", str(seed), "--workers", "1", "--log-dir", "logs"]
-    env = env | {"PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])}
-    subprocess.run(runner, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def result_last_mean(result: Path, last: int) -> float:

@@ -1,16 +1,15 @@
 """Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
 same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 3 seeds each.
 
-    python benchmark/continuous_vs_sb3.py run                # a queue: ours then SB3, per comparison and seed
-    python benchmark/continuous_vs_sb3.py run                # a second queue (another shell) shares the work
+    python benchmark/continuous_vs_sb3.py run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
     python benchmark/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
     python benchmark/continuous_vs_sb3.py report             # the Markdown table for the docs
 
-Every run uses one torch thread (`OMP_NUM_THREADS=1`): on a 2-core machine, run two queues. A
-run's result is a JSON file in `--out` (returns of every finished training episode, steps per
-second); a queue skips the runs that are done or that another queue has taken (its `.running`
-file), so queues share the work and a stopped benchmark continues where it stopped. Our runs also
-keep their TensorBoard folders there.
+Every run uses one torch thread (`OMP_NUM_THREADS=1`): on a 2-core machine, two at a time. The runs
+go through the project's runner (benchmark/benchlib.py's queue, logs under `--out`/logs). A run's
+result is a JSON file in `--out` (returns of every finished training episode, steps per second);
+`run` skips the runs whose result exists, so a stopped benchmark continues where it stopped. Our
+runs also keep their TensorBoard folders there.
 
 The table scores each (algorithm, env) with the mean over seeds of each seed's last 10 training
 episodes, and passes it when ours is at least SB3's mean minus one standard deviation (over
@@ -24,15 +23,15 @@ alternating, one process at a time. The table's speed columns come from those ru
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, one_thread_env, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run  # noqa: E402
 from cleanrl_utils.summarize import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
@@ -48,9 +47,10 @@ class Comparison:
     learning_starts: int | None = None  # given to both sides; None keeps each one's default (the same)
 
     @property
-    def ours_args(self) -> list[str]:
-        args = ["--env-id", self.env_id, "--total-timesteps", str(self.total_timesteps)]
-        return args + (["--learning-starts", str(self.learning_starts)] if self.learning_starts is not None else [])
+    def budget_args(self) -> tuple[str, ...]:
+        """What both sides get besides the env and seed."""
+        starts = ("--learning-starts", str(self.learning_starts)) if self.learning_starts is not None else ()
+        return ("--total-timesteps", str(self.total_timesteps), *starts)
 
     def result_name(self, impl: str, seed: int) -> str:
         name = self.script if impl == "ours" else self.sb3_algo
@@ -75,27 +75,18 @@ COMPARISONS = [
 ]
 
 
-def run_sb3(comparison: Comparison, seed: int, result: Path) -> None:
-    command = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), comparison.sb3_algo]
-    command += ["--env-id", comparison.env_id, "--total-timesteps", str(comparison.total_timesteps)]
-    command += ["--seed", str(seed), "--threads", "1", "--json", str(result)]
-    if comparison.learning_starts is not None:
-        command += ["--learning-starts", str(comparison.learning_starts)]
-    subprocess.run(command, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-
-
-def run_ours(comparison: Comparison, seed: int, result: Path) -> None:
-    workdir = result.with_suffix("")
-    workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(REPO / "cleanrl" / f"{comparison.script}.py"), *comparison.ours_args, "--seed", str(seed)]
-    subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-    summarize_ours(comparison, seed, result)
-
-
-def summarize_ours(comparison: Comparison, seed: int, result: Path) -> None:
-    """The result file of one of our runs, from the TensorBoard events it wrote."""
-    (run_dir,) = sorted((result.with_suffix("") / "runs").iterdir())[-1:]
-    summarize_run(run_dir, result, impl="ours", algo=comparison.script, env_id=comparison.env_id, seed=seed)
+def queued(comparison: Comparison, impl: str, seed: int, result: Path) -> QueuedRun:
+    """Our script's run (summarised from its events) or SB3's (benchmark/sb3_baselines.py writes its summary)."""
+    if impl == "ours":
+        summarize = partial(
+            summarize_run, result=result, impl="ours", algo=comparison.script, env_id=comparison.env_id, seed=seed
+        )
+        return QueuedRun(
+            result, script(comparison.script), comparison.budget_args, comparison.env_id, seed, summarize=summarize
+        )
+    program = (str(REPO / "benchmark" / "sb3_baselines.py"), comparison.sb3_algo)
+    args = (*comparison.budget_args, "--threads", "1", "--json", str(result))
+    return QueuedRun(result, program, args, comparison.env_id, seed)
 
 
 def speed_comparison(comparison: Comparison) -> Comparison:
@@ -116,7 +107,8 @@ def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
                 result = out / f"speed__{short.result_name(impl, round_)}"
                 if not result.exists():
                     print(f"speed {impl}: {short.script if impl == 'ours' else short.sb3_algo} {short.env_id} round {round_}")
-                    (run_ours if impl == "ours" else run_sb3)(short, 1, result)
+                    if run_queue([queued(short, impl, 1, result)], 1, one_thread_env(), out / "logs"):
+                        raise SystemExit(f"continuous_vs_sb3.py: error: a speed run failed (logs under {out / 'logs'})")
 
 
 def load_speeds(out: Path, comparison: Comparison, impl: str) -> list[float]:
@@ -125,20 +117,14 @@ def load_speeds(out: Path, comparison: Comparison, impl: str) -> list[float]:
     return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{name}__*.json"))]
 
 
-def run_queue(impls: list[str], out: Path, only: list[str] | None) -> None:
-    """Every run not done or taken yet, in order: comparison, seed, then ours before SB3 (with both sides)."""
-    out.mkdir(parents=True, exist_ok=True)
+def learning_runs(impls: list[str], out: Path, only: list[str] | None) -> list[QueuedRun]:
+    """Every learning run, in order: comparison, seed, then ours before SB3 (with both sides)."""
+    runs = []
     for comparison in COMPARISONS:
         if only and not {comparison.script, comparison.sb3_algo, comparison.env_id} & set(only):
             continue
-        for seed in SEEDS:
-            for impl in impls:
-                result = out / comparison.result_name(impl, seed)
-                if not claim(result):
-                    continue
-                name = comparison.script if impl == "ours" else comparison.sb3_algo
-                print(f"{impl}: {name} {comparison.env_id} seed {seed}", flush=True)
-                (run_ours if impl == "ours" else run_sb3)(comparison, seed, result)
+        runs += [queued(comparison, impl, seed, out / comparison.result_name(impl, seed)) for seed in SEEDS for impl in impls]
+    return runs
 
 
 def load(out: Path, comparison: Comparison, impl: str) -> tuple[list[float], list[float]]:
@@ -180,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["run", "speed", "report"])
     parser.add_argument("--rounds", type=int, default=2, help="speed: alternating rounds per comparison")
+    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch thread each)")
     parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
     parser.add_argument(
@@ -187,7 +174,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.command == "run":
-        run_queue(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
+        runs = learning_runs(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
+        sys.exit(run_queue(runs, args.workers, one_thread_env(), args.out / "logs"))
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
     else:

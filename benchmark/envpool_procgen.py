@@ -1,8 +1,8 @@
 """The envpool and Procgen files on this machine: learning on 1M steps against a random policy, and speed.
 
     python benchmark/envpool_procgen.py random                 # the random policy's whole-game score in each game
-    python benchmark/envpool_procgen.py run                    # a queue of the learning runs (start one per core)
-    python benchmark/envpool_procgen.py run --threads 2        # one queue alone on the machine: 2 torch threads
+    python benchmark/envpool_procgen.py run --workers 2        # the learning runs not done yet, 2 at a time
+    python benchmark/envpool_procgen.py run --workers 1 --threads 2   # one run alone on the machine: 2 torch threads
     python benchmark/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
     python benchmark/envpool_procgen.py report                 # the Markdown tables for the docs
 
@@ -14,8 +14,9 @@ levels); likewise `pqn_atari_envpool_lstm.py` and the two XLA-JAX PPO files on B
 random policy's (for the XLA files, which log the mean of every env's last game once per iteration,
 the mean of the last 20 of those).
 ppo_procgen's 1M steps take ~65 min alone on 2 cores (`--threads 2`): its run writes a checkpoint
-every 2 iterations, and `run` resumes a run it finds stopped (first delete the stopped queue's
-`.running` file). envpool cannot save its games, so the resumed run plays new ones. Every run gets
+every 2 iterations, and `run` started again resumes it. envpool cannot save its games, so the
+resumed run plays new ones. The runs go through the project's runner (benchlib's queue, logs under
+`--out`/logs). Every run gets
 glibc's large-block setting (`keep_large_allocations`): it halves the Procgen CNN's update time.
 
 The random policy plays through the same envpool env and is scored by the same `EpisodeStatistics`
@@ -34,22 +35,22 @@ import importlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmark import benchlib  # noqa: E402
 from benchmark.benchlib import (  # noqa: E402
-    claim,
+    QueuedRun,
     keep_large_allocations,
-    newest_run_dir,
     one_thread_env,
     result_last_mean,
-    resumable_args,
+    run_queue,
     steady_rate,
     summarize_run,
 )
@@ -133,35 +134,38 @@ def measure_random(out: Path, games: int) -> None:
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
-def train(script: str, args: list[str], workdir: Path, checkpoint_every: int = 0, threads: int = 1) -> Path:
-    """Run a script with `threads` torch threads (one XLA thread) in `workdir`; its run folder.
-
-    With `checkpoint_every`, the run writes checkpoints, and a run stopped there before is resumed.
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    if checkpoint_every:
-        args = resumable_args(workdir, args, checkpoint_every)
-    env = one_thread_env()
-    env = keep_large_allocations(env | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
-    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
-    subprocess.run(command, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
-    return newest_run_dir(workdir)
+def queued(name: str, args: tuple[str, ...], env_id: str, seed: int, result: Path, **kwargs) -> QueuedRun:
+    """A run of cleanrl/<name>.py, summarised from its events (`tag`: the return it logs)."""
+    tag = kwargs.pop("tag", "charts/episodic_return")
+    summarize = partial(summarize_run, result=result, tag=tag, impl="ours", algo=name, env_id=env_id)
+    return QueuedRun(result, benchlib.script(name), args, env_id, seed, summarize=summarize, **kwargs)
 
 
-def run_queue(out: Path, only: list[str] | None, threads: int = 1) -> None:
-    """Every learning run not done or taken by another queue yet (`threads`: torch threads per run)."""
-    out.mkdir(parents=True, exist_ok=True)
+def run_env(threads: int) -> dict[str, str]:
+    """One XLA thread, `threads` torch threads, and glibc's large-block setting (`keep_large_allocations`)."""
+    return keep_large_allocations(one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
+
+
+def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
+    runs = []
     for check in CHECKS:
         if only and not {check.script, check.env_id} & set(only):
             continue
         for seed in check.seeds:
+            args = ("--total-timesteps", str(check.total_timesteps), *check.args)
             result = out / check.result_name(seed)
-            if not claim(result):
-                continue
-            print(f"run: {check.script} {check.env_id} seed {seed}", flush=True)
-            budget = ["--env-id", check.env_id, "--total-timesteps", str(check.total_timesteps), "--seed", str(seed)]
-            run_dir = train(check.script, [*budget, *check.args], result.with_suffix(""), check.checkpoint_every, threads)
-            summarize_run(run_dir, result, check.return_tag, impl="ours", algo=check.script, env_id=check.env_id)
+            runs.append(
+                queued(
+                    check.script,
+                    args,
+                    check.env_id,
+                    seed,
+                    result,
+                    tag=check.return_tag,
+                    checkpoint_every=check.checkpoint_every,
+                )
+            )
+    return runs
 
 
 # speed: (script, env id), the same 8 envs x 128 steps, SPEED_ITERATIONS iterations each
@@ -170,19 +174,29 @@ SPEED_ITERATIONS = 6
 SPEED_ARGS = ("--num-envs", "8", "--num-steps", "128", "--total-timesteps", str(SPEED_ITERATIONS * 8 * 128))
 
 
+def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
+    rate, first_iteration_extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
+    result.write_text(json.dumps({"script": name, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s}))
+
+
 def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
     """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits both alike."""
     out.mkdir(parents=True, exist_ok=True)
     for round_ in range(1, rounds + 1):
-        for script, env_id in SPEED_RUNS.items():
-            result = out / f"speed__{script}__{round_}.json"
-            if (only and script not in only) or result.exists():
+        for name, env_id in SPEED_RUNS.items():
+            result = out / f"speed__{name}__{round_}.json"
+            if (only and name not in only) or result.exists():
                 continue
-            print(f"speed: {script} round {round_}", flush=True)
-            run_dir = train(script, ["--env-id", env_id, *SPEED_ARGS], out / result.stem)
-            rate, first_iteration_extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-            result.write_text(json.dumps({"script": script, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s}))
-            print(f"speed: {script} round {round_}: {rate:.0f} steps/s", flush=True)
+            print(f"speed: {name} round {round_}", flush=True)
+            summarize = partial(write_steady_rate, result=result, name=name)
+            if run_queue(
+                [QueuedRun(result, benchlib.script(name), SPEED_ARGS, env_id, 1, summarize=summarize)],
+                1,
+                run_env(1),
+                out / "logs",
+            ):
+                raise SystemExit(f"envpool_procgen.py: error: the speed run {name} failed (log under {out / 'logs'})")
+            print(f"speed: {name} round {round_}: {json.loads(result.read_text())['sps']:.0f} steps/s", flush=True)
 
 
 ENV_ONLY_STEPS = 256  # per env: 2048 agent steps, random actions
@@ -296,13 +310,14 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per env")
     parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "envpool_procgen")
-    parser.add_argument("--threads", type=int, default=1, help="run: torch threads per run (2 for one queue alone)")
+    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time")
+    parser.add_argument("--threads", type=int, default=1, help="run: torch threads per run (2 for one run alone: --workers 1)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
     args = parser.parse_args()
     if args.command == "random":
         measure_random(args.out, args.games)
     elif args.command == "run":
-        run_queue(args.out, args.only, args.threads)
+        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, run_env(args.threads), args.out / "logs"))
     elif args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
         run_env_only(args.out, args.rounds)

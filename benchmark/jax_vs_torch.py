@@ -1,7 +1,7 @@
 """The JAX files beside their PyTorch twins: speed on the same runs, and the JAX DQN/C51 learning checks.
 
     python benchmark/jax_vs_torch.py speed --rounds 2     # one run at a time, JAX and PyTorch alternating
-    python benchmark/jax_vs_torch.py learn                # a queue of learning runs (start one per core)
+    python benchmark/jax_vs_torch.py learn --workers 2    # the learning runs not done yet, 2 at a time
     python benchmark/jax_vs_torch.py report               # the Markdown tables for the docs
 
 Speed compares the learning phase only. Both sides log `charts/SPS` every 100 steps; the TensorBoard
@@ -13,7 +13,8 @@ table gives the first update's warm-up: the extra time of that interval over a s
 
 Learning: dqn_jax.py and c51_jax.py on CartPole-v1, 500k steps, seeds 1-3: each seed needs a 50k-step
 window whose mean return is at least 475; the mean of the last 100 episodes is reported beside the
-published results. Every run uses one CPU thread (torch and XLA), so two queues share a 2-core machine.
+published results. Every run uses one CPU thread (torch and XLA), so two at a time share a 2-core
+machine; the runs go through the project's runner (benchmark/benchlib.py's queue).
 """
 
 import argparse
@@ -21,15 +22,16 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, newest_run_dir, one_thread_env, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, steady_rate  # noqa: E402
 from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
@@ -60,48 +62,53 @@ LEARNING_CHECKS = [LearningCheck("dqn_jax", (498.38, 2.29)), LearningCheck("c51_
 LEARNING_STEPS, LEARNING_SEEDS, WINDOW, WINDOW_BAR = 500_000, (1, 2, 3), 50_000, 475.0
 
 
-def train(script: str, args: list[str], workdir: Path) -> tuple[Path, float | None]:
-    """(run folder, the compile seconds the script printed, if it is a JAX file that prints them)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
-    proc = subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, capture_output=True, text=True)
-    printed = re.search(r"compile time: ([\d.]+) s", proc.stdout)
-    return newest_run_dir(workdir), float(printed.group(1)) if printed else None
+def run_one(name: str, env_id: str, args: tuple[str, ...], result: Path, summarize: Callable[[Path], None]) -> None:
+    """One run of cleanrl/<name>.py (seed 1) through the runner, its log beside the results."""
+    if run_queue(
+        [QueuedRun(result, script(name), args, env_id, 1, summarize=summarize)], 1, one_thread_env(), result.parent / "logs"
+    ):
+        raise SystemExit(f"jax_vs_torch.py: error: {name} failed (log under {result.parent / 'logs'})")
+
+
+def write_speed(run_dir: Path, result: Path, name: str, learning_starts: int) -> None:
+    rate, extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), learning_starts)
+    # JAX files compile before their clock starts and print how long it took; otherwise the
+    # first update's interval holds the warm-up
+    printed = re.search(r"compile time: ([\d.]+) s", (result.parent / "logs" / f"{result.stem}.log").read_text())
+    warm_up = float(printed.group(1)) if printed else extra_s
+    result.write_text(json.dumps({"script": name, "sps": rate, "first_update_extra_s": warm_up}))
+
+
+def write_returns(run_dir: Path, result: Path, name: str, seed: int) -> None:
+    returns = read_scalars(run_dir)["charts/episodic_return"]
+    result.write_text(json.dumps({"script": name, "seed": seed, "episodic_returns": returns}))
 
 
 def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for round_ in range(1, rounds + 1):
         for pair in SPEED_PAIRS:
-            for script in (pair.jax, pair.torch):
-                result = out / f"speed__{script}__{round_}.json"
-                if (only and script not in only and pair.jax not in only) or result.exists():
+            for name in (pair.jax, pair.torch):
+                result = out / f"speed__{name}__{round_}.json"
+                if (only and name not in only and pair.jax not in only) or result.exists():
                     continue
-                print(f"speed: {script} round {round_}", flush=True)
-                budget = ["--env-id", pair.env_id, "--total-timesteps", str(pair.total_timesteps)]
-                run_dir, compile_s = train(
-                    script, [*budget, "--learning-starts", str(pair.learning_starts)], out / result.stem
-                )
-                rate, extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), pair.learning_starts)
-                # JAX files compile before their clock starts and print how long it took; otherwise the
-                # first update's interval holds the warm-up
-                warm_up = compile_s if compile_s is not None else extra_s
-                result.write_text(json.dumps({"script": script, "sps": rate, "first_update_extra_s": warm_up}))
+                print(f"speed: {name} round {round_}", flush=True)
+                args = ("--total-timesteps", str(pair.total_timesteps), "--learning-starts", str(pair.learning_starts))
+                summarize = partial(write_speed, result=result, name=name, learning_starts=pair.learning_starts)
+                run_one(name, pair.env_id, args, result, summarize)
 
 
-def run_learning(out: Path, only: list[str] | None) -> None:
-    """Every learning run not done or taken by another queue yet."""
-    out.mkdir(parents=True, exist_ok=True)
+def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
+    runs = []
     for check in LEARNING_CHECKS:
         for seed in LEARNING_SEEDS:
-            result = out / f"learn__{check.script}__{seed}.json"
-            if (only and check.script not in only) or not claim(result):
+            if only and check.script not in only:
                 continue
-            print(f"learn: {check.script} seed {seed}", flush=True)
-            budget = ["--env-id", "CartPole-v1", "--total-timesteps", str(LEARNING_STEPS), "--seed", str(seed)]
-            run_dir, _ = train(check.script, budget, out / result.stem)
-            returns = read_scalars(run_dir)["charts/episodic_return"]
-            result.write_text(json.dumps({"script": check.script, "seed": seed, "episodic_returns": returns}))
+            result = out / f"learn__{check.script}__{seed}.json"
+            summarize = partial(write_returns, result=result, name=check.script, seed=seed)
+            args = ("--total-timesteps", str(LEARNING_STEPS))
+            runs.append(QueuedRun(result, script(check.script), args, "CartPole-v1", seed, summarize=summarize))
+    return runs
 
 
 def report(out: Path) -> str:
@@ -146,12 +153,13 @@ def main() -> None:
     parser.add_argument("command", choices=["speed", "learn", "report"])
     parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "jax_vs_torch")
+    parser.add_argument("--workers", type=int, default=2, help="learn: runs at a time (one torch/XLA thread each)")
     parser.add_argument("--only", nargs="+", help="only these scripts")
     args = parser.parse_args()
     if args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
     elif args.command == "learn":
-        run_learning(args.out, args.only)
+        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, one_thread_env(), args.out / "logs"))
     else:
         print(report(args.out))
 

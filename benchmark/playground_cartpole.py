@@ -1,15 +1,15 @@
 """MuJoCo Playground's CartpoleBalance on the CPU: the learning check of ppo_continuous_action_playground.py, and its speed.
 
-    python benchmark/playground_cartpole.py learn             # 2 seeds, one after the other, through the runner
+    python benchmark/playground_cartpole.py learn --workers 1 # 2 seeds, one after the other, through the runner
     python benchmark/playground_cartpole.py speed --rounds 2  # steady SPS beside ppo_continuous_action.py
     python benchmark/playground_cartpole.py report            # the tables, also into benchmark/results/playground_cartpole.md
 
 The learning check (issue 24): CartpoleBalance pays at most 1 per step for 1000 steps, so its maximum
 return is 1000; a seed passes when the mean return of its last wave of episodes (one per env: the time
-limit ends them all together) is at least 800. Each seed runs `python -m cleanrl_utils.benchmark` with
-one seed in a folder of its own under --out; the run writes a checkpoint every CHECKPOINT_EVERY
-iterations, and `learn` started again resumes a stopped run from its newest checkpoint (first delete a
-`.running` file it left) and skips seeds already summarised. Summaries: one JSON per seed under --out,
+limit ends them all together) is at least 800. Each seed's run goes through the project's runner
+(benchmark/benchlib.py's queue) in a folder of its own under --out; it writes a checkpoint every
+CHECKPOINT_EVERY iterations, and `learn` started again resumes a stopped run from its newest checkpoint
+and skips seeds already summarised. Summaries: one JSON per seed under --out,
 and the report in benchmark/results/playground_cartpole.md.
 
 Speed: the steady rate (after the compiling first iteration) of ppo_continuous_action_playground.py at
@@ -23,14 +23,14 @@ jitted batch step at each batch size, and dm_control's one env through Gymnasium
 import argparse
 import json
 import statistics
-import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import claim, newest_run_dir, one_thread_env, resumable_args, run_through_runner, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, steady_rate  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 SCRIPT = "ppo_continuous_action_playground"
@@ -72,49 +72,51 @@ def summarize(run_dir: Path, result: Path, seed: int, total: int) -> dict:
     return summary
 
 
-def learn(out: Path, total: int) -> None:
-    """Each seed not summarised yet: started, or resumed from its checkpoint, through the benchmark runner."""
-    for seed in SEEDS:
-        result = result_path(out, seed, total)
-        if not claim(result):
-            continue
-        workdir = out / f"seed{seed}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        args = [*LEARN_ARGS, "--total-timesteps", str(total), "--no-cuda"]
-        args = resumable_args(workdir, args, CHECKPOINT_EVERY)
-        print(f"learn: seed {seed}: {' '.join(args)}", flush=True)
-        run_through_runner(SCRIPT, args, ENV_ID, seed, workdir, one_thread_env())
-        summary = summarize(newest_run_dir(workdir), result, seed, total)
-        result.with_suffix(".running").unlink(missing_ok=True)
-        print(f"learn: seed {seed}: last wave {summary['last_wave_mean']} in {summary['minutes']:.1f} min", flush=True)
+def learning_runs(out: Path, total: int) -> list[QueuedRun]:
+    """A run per seed: started, or resumed from its checkpoint, and summarised when it ends."""
+    args = (*LEARN_ARGS, "--total-timesteps", str(total), "--no-cuda")
+    return [
+        QueuedRun(
+            result_path(out, seed, total),
+            script(SCRIPT),
+            args,
+            ENV_ID,
+            seed,
+            CHECKPOINT_EVERY,
+            summarize=partial(summarize, result=result_path(out, seed, total), seed=seed, total=total),
+        )
+        for seed in SEEDS
+    ]
 
 
-def speed_runs(num_envs: list[int]) -> dict[str, list[str]]:
-    """name -> (script, arguments) of each speed run."""
+def speed_runs(num_envs: list[int]) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """name -> (script, env id, arguments) of each speed run."""
     runs = {}
     for n in num_envs:
-        steps = 32
-        budget = str(SPEED_ITERATIONS * n * steps)
-        runs[f"playground_{n}envs"] = [SCRIPT, "--env-id", ENV_ID, "--num-envs", str(n), "--num-steps", str(steps)]
-        runs[f"playground_{n}envs"] += ["--num-minibatches", "4", "--total-timesteps", budget, "--no-cuda"]
-    runs["ppo_continuous_action"] = ["ppo_continuous_action", "--env-id", DM_CONTROL_ID, "--total-timesteps", "12288"]
+        budget = str(SPEED_ITERATIONS * n * 32)
+        args = ("--num-envs", str(n), "--num-steps", "32", "--num-minibatches", "4", "--total-timesteps", budget, "--no-cuda")
+        runs[f"playground_{n}envs"] = (SCRIPT, ENV_ID, args)
+    runs["ppo_continuous_action"] = ("ppo_continuous_action", DM_CONTROL_ID, ("--total-timesteps", "12288"))
     return runs
+
+
+def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
+    rate, _ = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
+    result.write_text(json.dumps({"name": name, "sps": rate}))
 
 
 def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
     for round_ in range(1, rounds + 1):
-        for name, (script, *args) in speed_runs(num_envs).items():
+        for name, (name_of_script, env_id, args) in speed_runs(num_envs).items():
             result = out / f"speed__{name}__{round_}.json"
             if result.exists():
                 continue
-            workdir = out / result.stem
-            workdir.mkdir(parents=True, exist_ok=True)
-            command = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
-            subprocess.run(command, cwd=workdir, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-            run_dir = newest_run_dir(workdir)
-            rate, _ = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-            result.write_text(json.dumps({"name": name, "sps": rate}))
-            print(f"speed: {name} round {round_}: {rate:.0f} steps/s", flush=True)
+            run = QueuedRun(
+                result, script(name_of_script), args, env_id, 1, summarize=partial(write_steady_rate, result=result, name=name)
+            )
+            if run_queue([run], 1, one_thread_env(), out / "logs"):
+                raise SystemExit(f"playground_cartpole.py: error: the speed run {name} failed (log under {out / 'logs'})")
+            print(f"speed: {name} round {round_}: {json.loads(result.read_text())['sps']:.0f} steps/s", flush=True)
 
 
 ENV_ONLY_STEPS = 2000  # vector steps of random actions
@@ -181,7 +183,7 @@ def report(out: Path, total: int) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for seed in SEEDS:
-        if not (result := result_path(out, seed, total)).exists() or result.with_suffix(".running").exists():
+        if not (result := result_path(out, seed, total)).exists():
             continue  # not run (or not finished): no row rather than a made-up one
         s = json.loads(result.read_text())
         mean = s["last_wave_mean"]
@@ -206,13 +208,14 @@ def main() -> None:
     parser.add_argument("command", choices=["learn", "speed", "report"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "playground_cartpole")
     parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--workers", type=int, default=1, help="learn: seeds at a time")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64, 256], help="speed: batch sizes of ours")
     parser.add_argument("--total-timesteps", type=int, default=TOTAL_TIMESTEPS, help="learn, report: budget per seed")
     parser.add_argument("--results", type=Path, default=REPO / "benchmark" / "results" / "playground_cartpole.md")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.command == "learn":
-        learn(args.out, args.total_timesteps)
+        sys.exit(run_queue(learning_runs(args.out, args.total_timesteps), args.workers, one_thread_env(), args.out / "logs"))
     elif args.command == "speed":
         speed(args.out, args.rounds, args.num_envs)
         env_only(args.out, args.rounds, args.num_envs)

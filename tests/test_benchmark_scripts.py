@@ -1,29 +1,34 @@
 """The benchmark scripts run end to end (with few steps) and print what the docs quote."""
 
+import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.helpers import REPO, script_env
 
 
 def test_speed_vs_sb3_prints_both_rates_and_the_ratio(tmp_path):
-    command = [sys.executable, str(REPO / "benchmark" / "speed_vs_sb3.py"), "--total-timesteps", "10240", "--rounds", "2"]
-    proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    cell = r"(\d+) \((\d+), (\d+)\)"  # median (round 1, round 2)
-    rows = re.findall(
-        rf"^\| (ppo|dqn) \(10240 steps, SB3 default threads\) \| {cell} \| {cell} \| ([\d.]+)x \|$", proc.stdout, re.M
-    )
-    assert [row[0] for row in rows] == ["ppo", "dqn"]
-    for row in rows:
-        ours, ours_1, ours_2, theirs, theirs_1, theirs_2 = map(int, row[1:7])
-        assert min(ours_1, ours_2, theirs_1, theirs_2) > 0
-        # the median of two rounds is their mean
-        assert abs(ours - (ours_1 + ours_2) / 2) <= 1 and abs(theirs - (theirs_1 + theirs_2) / 2) <= 1
-        assert abs(float(row[7]) - ours / theirs) < 0.01
+    # one run per algorithm, each with few steps: ppo.py logs its SPS after each 512-step update, dqn.py only once
+    # it learns, after its 10000 learning-starts steps
+    for algo, steps in (("ppo", 1024), ("dqn", 10240)):
+        command = [sys.executable, str(REPO / "benchmark" / "speed_vs_sb3.py"), "--algos", algo]
+        command += ["--total-timesteps", str(steps), "--rounds", "2"]
+        proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        cell = r"(\d+) \((\d+), (\d+)\)"  # median (round 1, round 2)
+        rows = re.findall(
+            rf"^\| (ppo|dqn) \({steps} steps, SB3 default threads\) \| {cell} \| {cell} \| ([\d.]+)x \|$", proc.stdout, re.M
+        )
+        assert [row[0] for row in rows] == [algo]
+        for row in rows:
+            ours, ours_1, ours_2, theirs, theirs_1, theirs_2 = map(int, row[1:7])
+            assert min(ours_1, ours_2, theirs_1, theirs_2) > 0
+            # the median of two rounds is their mean
+            assert abs(ours - (ours_1 + ours_2) / 2) <= 1 and abs(theirs - (theirs_1 + theirs_2) / 2) <= 1
+            assert abs(float(row[7]) - ours / theirs) < 0.01
 
 
 def test_learning_benchmark_script_runs_each_seed_and_summarises(tmp_path):
@@ -73,26 +78,76 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
     assert "| 7.0× | **no** |" in bench.report(tmp_path)  # 7 >= 3 x random, but below 0.8 x 10
 
 
-def test_atari_run_with_checkpoints_goes_on_from_where_a_stopped_queue_left_it(tmp_path, monkeypatch):
+def test_atari_learning_runs_pair_ours_with_sb3_and_checkpoint_the_long_one(tmp_path):
     from benchmark import atari_vs_sb3 as bench
 
-    commands = []  # the arguments each run gets through the runner (which adds --env-id and --seed)
-    monkeypatch.setattr(bench, "run_through_runner", lambda script, args, *rest: commands.append(args))
-    monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
-    monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
-    result = tmp_path / "ours__sac_atari__BeamRiderNoFrameskip-v4__200000__1.json"
-    workdir = result.with_suffix("")
-    bench.run_ours("sac_atari", ["--seed", "1"], result, checkpoint_every=10_000)
-    assert commands[-1] == ["--seed", "1", "--checkpoint-frequency", "10000"]  # a first run: checkpoints on
+    runs = {run.result.name: run for run in bench.learning_runs(tmp_path, ["ppo_atari", "sac_atari"])}
+    ours = runs["ours__ppo_atari__BreakoutNoFrameskip-v4__300000__2.json"]
+    assert ours.args == ("--total-timesteps", "300000") and (ours.env_id, ours.seed) == ("BreakoutNoFrameskip-v4", 2)
+    sb3 = runs["sb3__ppo_atari__BreakoutNoFrameskip-v4__300000__2.json"]
+    assert sb3.program[-1] == "ppo_atari" and sb3.args[-2:] == ("--json", str(sb3.result)) and sb3.summarize is None
+    assert runs["ours__sac_atari__BeamRiderNoFrameskip-v4__200000__1.json"].checkpoint_every == 10_000
+    assert not ours.checkpoint_every
 
-    (workdir / "runs" / "killed_before_its_first_checkpoint").mkdir(parents=True)
-    stopped = workdir / "runs" / "stopped" / "checkpoints"
-    stopped.mkdir(parents=True)
-    (stopped / "checkpoint_30000.pt").write_bytes(b"")
-    bench.run_ours("sac_atari", ["--seed", "1"], result, checkpoint_every=10_000)
-    assert commands[-1] == ["--resume", str(Path("runs") / "stopped")]  # its own arguments come from the checkpoint
-    bench.run_ours("rainbow_atari", ["--seed", "1"], result)  # no checkpoints asked for: always a fresh run
-    assert commands[-1] == ["--seed", "1"]
+
+FAKE_TRAINING = """
+import os, sys
+from pathlib import Path
+Path("argv.txt").write_text(" ".join(sys.argv[1:]))
+if "fail" in sys.argv:
+    sys.exit(3)
+run = Path("runs") / f"run{len(list(Path('runs').glob('*'))) if Path('runs').exists() else 0}"
+run.mkdir(parents=True)
+(run / "events.out.tfevents.0").write_text("")
+print("trained")
+"""
+
+
+def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed_runs(tmp_path):
+    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue
+
+    program = tmp_path / "train.py"
+    program.write_text(FAKE_TRAINING)
+    summarized = []
+
+    def queued(name, *args, checkpoint_every=0):
+        result = tmp_path / "out" / f"{name}.json"
+        summarize = lambda run_dir: (summarized.append(run_dir), result.write_text("{}"))  # noqa: E731
+        return QueuedRun(result, (str(program),), args, "Env-v0", 7, checkpoint_every, summarize)
+
+    done, fresh, stopped, failing = (
+        queued("done"),
+        queued("fresh", "--a"),
+        queued("stopped", "--a", checkpoint_every=5),
+        queued("bad", "fail"),
+    )
+    done.result.parent.mkdir()
+    done.result.write_text("{}")
+    checkpoints = stopped.workdir / "runs" / "Env-v0__x__7__1" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint_10.pt").write_bytes(b"")
+
+    logs = tmp_path / "out" / "logs"
+    assert run_queue([done, fresh, stopped, failing], 2, one_thread_env(), logs) == 1  # one run failed
+    assert not done.workdir.exists()  # done before: not run again
+    assert (fresh.workdir / "argv.txt").read_text() == "--a --env-id Env-v0 --seed 7"  # in its own folder
+    assert fresh.result.exists() and summarized[0] == fresh.workdir / "runs" / "run0"
+    # a run with checkpoints goes on from its newest one, with the arguments it was started with
+    assert (stopped.workdir / "argv.txt").read_text() == "--resume runs/Env-v0__x__7__1 --env-id Env-v0 --seed 7"
+    assert not failing.result.exists() and len(summarized) == 2
+    assert "trained" in (logs / "fresh.log").read_text() and (logs / "bad.log").exists()
+
+
+def test_benchmark_runs_go_through_the_runner(tmp_path):
+    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run
+
+    result = tmp_path / "ppo.json"
+    run = QueuedRun(result, script("ppo"), ("--total-timesteps", "256", "--num-steps", "64"), "CartPole-v1", 3)
+    run = dataclasses.replace(run, summarize=lambda run_dir: summarize_run(run_dir, result, seed=3))
+    assert run_queue([run], 1, one_thread_env() | {"WANDB_MODE": "offline"}, tmp_path / "logs") == 0
+    assert json.loads(result.read_text())["episodic_returns"]  # summarised from the real script's events
+    assert list((run.workdir / "runs").glob("CartPole-v1__ppo__3__*"))  # the runner added the env and seed
+    assert "global_step=" in (tmp_path / "logs" / "ppo.log").read_text()  # the run's output is kept in its log
 
 
 def test_random_policy_scores_whole_games_not_lives():
@@ -161,16 +216,6 @@ def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
     # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
     assert all(-1.6 <= float(mean) <= 1.0 for _, mean, _ in rows)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory1", "memory16"]
-
-
-def test_benchmark_runs_go_through_the_runner(tmp_path):
-    from benchmark.benchlib import newest_run_dir, one_thread_env, run_through_runner
-
-    args = ["--total-timesteps", "256", "--num-steps", "64"]
-    run_through_runner("ppo", args, "CartPole-v1", 3, tmp_path, one_thread_env() | {"WANDB_MODE": "offline"})
-    assert newest_run_dir(tmp_path).name.startswith("CartPole-v1__ppo__3__")  # the runner gave the env and seed
-    (log,) = (tmp_path / "logs").glob("*.log")
-    assert "global_step=" in log.read_text()  # the run's output is kept in the runner's log
 
 
 def test_jax_speed_leaves_the_compiling_interval_out():

@@ -87,36 +87,18 @@ def test_env_only_rate_steps_each_files_own_pipeline(script):
     assert bench.env_only_rate(script, steps=8) > 0
 
 
-def test_procgen_run_writes_checkpoints_and_a_second_queue_resumes_it(tmp_path, monkeypatch):
-    """ppo_procgen's 1M steps outlast a working session: its run goes on from its checkpoint."""
+def test_procgen_run_writes_checkpoints_and_the_runs_keep_large_allocations(tmp_path):
+    """ppo_procgen's 1M steps outlast a working session: its run writes checkpoints (benchlib's queue resumes it)."""
     from benchmark import envpool_procgen as bench
 
-    commands = []
-    threads = []
-
-    def run(command, env, **kwargs):
-        commands.append(command[2:])
-        threads.append(env["OMP_NUM_THREADS"])
-        assert "glibc.malloc.mmap_threshold=4294967296" in env["GLIBC_TUNABLES"]
-
-    monkeypatch.setattr(bench.subprocess, "run", run)
-    monkeypatch.setattr(bench, "summarize_run", lambda *args, **kwargs: None)
-    monkeypatch.setattr(bench, "newest_run_dir", lambda workdir: workdir)
-    bench.run_queue(tmp_path, ["ppo_procgen"])
-    assert commands == [
-        ["--env-id", "starpilot", "--total-timesteps", "1000000", "--seed", "1", "--checkpoint-frequency", "2"]
-    ]
-
-    # the queue was stopped after a checkpoint: remove its claim, as the module's docs say, and run again
-    result = tmp_path / "ours__ppo_procgen__starpilot__1000000__1.json"
-    result.with_suffix(".running").unlink()
-    (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints").mkdir(parents=True)
-    (result.with_suffix("") / "runs" / "starpilot__ppo_procgen__1__1" / "checkpoints" / "checkpoint_32768.pt").touch()
-    bench.run_queue(tmp_path, ["ppo_procgen"], threads=2)  # alone on the machine now
-    assert commands[-1] == ["--resume", "runs/starpilot__ppo_procgen__1__1"]
-    assert threads == ["1", "2"]
-    bench.run_queue(tmp_path, ["pqn_atari_envpool"])
-    assert "--checkpoint-frequency" not in commands[-1] and "--resume" not in commands[-1]  # not asked for: fresh
+    (procgen,) = bench.learning_runs(tmp_path, ["ppo_procgen"])
+    assert (procgen.env_id, procgen.seed, procgen.checkpoint_every) == ("starpilot", 1, 2)
+    assert procgen.args == ("--total-timesteps", "1000000")
+    assert procgen.result == tmp_path / "ours__ppo_procgen__starpilot__1000000__1.json"
+    assert [run.checkpoint_every for run in bench.learning_runs(tmp_path, ["pqn_atari_envpool"])] == [0]  # not asked for
+    env = bench.run_env(2)  # alone on the machine: 2 torch threads, still one XLA thread
+    assert env["OMP_NUM_THREADS"] == "2" and "intra_op_parallelism_threads=1" in env["XLA_FLAGS"]
+    assert "glibc.malloc.mmap_threshold=4294967296" in env["GLIBC_TUNABLES"]
 
 
 FREE_100_MB = """

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class BadInput(Exception):
@@ -20,6 +21,8 @@ class RunSpec:
     env_id: str
     seed: int
     argv: list[str]
+    cwd: Path | None = None  # the folder the run starts in (None: the runner's own)
+    name: str | None = None  # names its log file (None: from its index, env and seed)
 
     @property
     def command(self) -> str:
@@ -28,6 +31,8 @@ class RunSpec:
 
     @property
     def log_name(self) -> str:
+        if self.name:
+            return f"{self.name}.log"
         # Env ids may hold characters that do not belong in file names (e.g. "ALE/Pong-v5").
         safe_env_id = re.sub(r"[^A-Za-z0-9._-]", "_", self.env_id)
         return f"{self.index:03d}__{safe_env_id}__seed{self.seed}.log"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -132,8 +133,16 @@ class LocalRunner:
     reaches only the runner, which then stops every run together with whatever it started.
     """
 
-    def __init__(self, runs: list[RunSpec], workers: int, log_dir: Path, env: dict[str, str]):
+    def __init__(
+        self,
+        runs: list[RunSpec],
+        workers: int,
+        log_dir: Path,
+        env: dict[str, str],
+        on_success: Callable[[RunSpec], None] | None = None,
+    ):
         self.queue = deque(runs)
+        self.on_success = on_success  # called as each run exits with 0 (e.g. to summarise it before the next ends)
         self.total = len(runs)
         self.workers = workers
         self.log_dir = log_dir
@@ -194,6 +203,7 @@ class LocalRunner:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=self.env,
+                    cwd=spec.cwd,
                     start_new_session=True,
                 )
             except OSError as error:
@@ -208,6 +218,8 @@ class LocalRunner:
             if returncode is not None:
                 del self.running[pid]
                 self.outcomes.append(Outcome(run.spec, run.log_path, returncode, time.monotonic() - run.started))
+                if returncode == 0 and self.on_success is not None:
+                    self.on_success(run.spec)
 
     def _counts(self) -> tuple[int, int, int, int]:
         """Succeeded, failed, running and queued runs (runs stopped by the benchmark are in none of them)."""
