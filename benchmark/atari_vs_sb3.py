@@ -16,6 +16,9 @@ published scores. The checks:
   epsilon annealed over the first 100k (Rainbow explores with noisy nets), 1 seed; `sac_atari.py`
   likewise on its default game; the JAX twins `dqn_atari_jax.py` and `c51_atari_jax.py` with their
   twins' settings: the mean of the last 20 episodes is at least 2 x random.
+- `ppo_atari_multigpu.py` as 2 processes of 4 envs (torchrun), Breakout 300k, 2 seeds: within noise of
+  `ppo_atari.py`'s check (at least its mean minus one standard deviation over seeds) and 3 x random;
+  `ppo_atari_lstm.py` on Breakout, 500k steps: at least 3 x random.
 - Speed: `ppo_atari.py` against SB3 (8 iterations of 8 x 128 steps, alternating), and
   `ppo_atari_multigpu.py` as 2 processes (one per core, 4 envs each) against `ppo_atari.py` with the
   same global batch (8 envs) in one process with 1 and with 2 torch threads.
@@ -67,6 +70,8 @@ class Check:
     of_sb3: float = 0.0  # ... and must reach this share of its mean
     variant: str = ""  # names a run whose args change a default beyond the budget, beside the default one
     checkpoint_every: int = 0  # steps; a run longer than a working session goes on from its checkpoint
+    of_ours: str | None = None  # must reach, within noise (its mean - 1 sd over seeds), this check of ours
+    processes: int = 0  # started under torchrun with this many processes (ppo_atari_multigpu.py)
 
     @property
     def label(self) -> str:
@@ -95,6 +100,10 @@ CHECKS = [
         (*EPSILON_SCHEDULE, "--target-network-frequency", "1000"),
         variant="target1k",
     ),
+    # two processes of 4 envs each: the 8 envs and the 300k steps of ppo_atari.py's check
+    Check("ppo_atari_multigpu", BREAKOUT, 300_000, (1, 2), 3.0, ("--local-num-envs", "4"), of_ours="ppo_atari", processes=2),
+    # the LSTM variant learns more slowly per step than the frame stack (no checkpoints: one session, ~1 h)
+    Check("ppo_atari_lstm", BREAKOUT, 500_000, (1,), 3.0),
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
     # the JAX twins of dqn_atari.py and c51_atari.py: the same checks (their logged SPS sits beside the twin's)
     Check("dqn_atari_jax", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
@@ -165,7 +174,10 @@ def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
         for seed in check.seeds:
             args = ("--total-timesteps", str(check.total_timesteps), *check.args)
             result = out / check.result_name("ours", seed)
-            runs.append(ours(check.script, args, result, check.env_id, seed, checkpoint_every=check.checkpoint_every))
+            program = (*torchrun(check.processes), *script(check.script)) if check.processes else script(check.script)
+            runs.append(
+                ours(check.script, args, result, check.env_id, seed, checkpoint_every=check.checkpoint_every, program=program)
+            )
             if check.sb3_algo:
                 runs.append(
                     sb3(check.sb3_algo, check.env_id, check.total_timesteps, seed, out / check.result_name("sb3", seed))
@@ -176,7 +188,12 @@ def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
 # speed runs: (name -> (the run, torch threads)) on 8 iterations of 8 x 128 steps
 SPEED_STEPS = 8 * 8 * 128
 SPEED_ARGS = ("--total-timesteps", str(SPEED_STEPS))
-TORCHRUN_2 = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
+
+
+def torchrun(processes: int) -> tuple[str, ...]:
+    return ("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}")
+
+
 SPEED_RUNS = {
     "ppo_atari": lambda result: (ours("ppo_atari", SPEED_ARGS, result), 1),
     "sb3_ppo_atari": lambda result: (sb3("ppo_atari", BREAKOUT, SPEED_STEPS, 1, result), 1),
@@ -186,7 +203,7 @@ SPEED_RUNS = {
             "ppo_atari_multigpu",
             ("--local-num-envs", "4", *SPEED_ARGS),
             result,
-            program=(*TORCHRUN_2, *script("ppo_atari_multigpu")),
+            program=(*torchrun(2), *script("ppo_atari_multigpu")),
         ),
         1,
     ),
@@ -236,6 +253,16 @@ def report(out: Path) -> str:
                 continue
             sb3_mean, sb3_cell = statistics.fmean(sb3), mean_std(sb3, 1)
             passes = passes and ours_mean >= check.of_sb3 * sb3_mean and sb3_mean >= check.times_random * random_mean
+        if check.of_ours:
+            twin = next(c for c in CHECKS if c.script == check.of_ours and not c.variant)
+            theirs = [
+                result_last_mean(p, LAST_EPISODES) for s in twin.seeds if (p := out / twin.result_name("ours", s)).exists()
+            ]
+            if not theirs:
+                continue
+            noise = statistics.pstdev(theirs)  # the spread the table shows beside the mean
+            sb3_cell = f"{check.of_ours}: {mean_std(theirs, 1)}"
+            passes = passes and ours_mean >= statistics.fmean(theirs) - noise
         lines.append(
             f"| {check.label} | {check.env_id} | {check.total_timesteps // 1000}k | {len(ours)} "
             f"| {mean_std(ours, 1)} | {sb3_cell} | {random_mean:.2f} | {ours_mean / random_mean:.1f}× "

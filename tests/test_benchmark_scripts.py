@@ -78,6 +78,24 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
     assert "| 7.0× | **no** |" in bench.report(tmp_path)  # 7 >= 3 x random, but below 0.8 x 10
 
 
+def test_atari_report_holds_multigpu_to_ppo_atari_within_noise(tmp_path):
+    from benchmark import atari_vs_sb3 as bench
+
+    write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0])
+    for seed, score in ((1, 10.0), (2, 14.0)):  # ppo_atari: 12 ± 2
+        write_result(tmp_path / f"ours__ppo_atari__BreakoutNoFrameskip-v4__300000__{seed}.json", [score] * 20)
+    for seed, score in ((1, 10.0), (2, 11.0)):  # 10.5 >= 12 - 2
+        write_result(tmp_path / f"ours__ppo_atari_multigpu__BreakoutNoFrameskip-v4__300000__{seed}.json", [score] * 20)
+    assert (
+        "| ppo_atari_multigpu | BreakoutNoFrameskip-v4 | 300k | 2 | 10.5 ± 0.5 | ppo_atari: 12.0 ± 2.0 | 1.00 | 10.5× | yes |"
+        in (bench.report(tmp_path))
+    )
+    write_result(tmp_path / "ours__ppo_atari_multigpu__BreakoutNoFrameskip-v4__300000__2.json", [9.0] * 20)
+    assert "| 9.5× | **no** |" in bench.report(tmp_path)  # 9.5 < 12 - 2, though 9.5 x random
+    (run,) = [r for r in bench.learning_runs(tmp_path, ["ppo_atari_multigpu"]) if r.seed == 1]
+    assert run.program[:4] == ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
+
+
 def test_atari_learning_runs_pair_ours_with_sb3_and_checkpoint_the_long_one(tmp_path):
     from benchmark import atari_vs_sb3 as bench
 
