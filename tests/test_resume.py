@@ -14,7 +14,7 @@ import torch
 
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.helpers import REPO, run_script, script_env
+from tests.helpers import REPO, Run, run_script, script_env
 
 TIME_TAGS = {"charts/SPS"}  # depend on the clock, not on the computation
 
@@ -159,32 +159,40 @@ def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_p
     ]
 
 
-def test_resume_with_video_and_checkpoint_arguments_win(tmp_path):
-    args = ("--total-timesteps", "4096", "--num-steps", "128", "--capture-video", "--checkpoint-frequency", "2")
-    first = run_script("ppo.py", *args, cwd=tmp_path)
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Run, dict, Run]:
+    """A tracked ppo.py run recording video with a checkpoint every 2 iterations, its logs, and the run resumed from
+    its older checkpoint with another --learning-rate (one pair of runs for the two tests below)."""
+    cwd = tmp_path_factory.mktemp("resumed")
+    args = ("--total-timesteps", "4096", "--num-steps", "128", "--capture-video", "--checkpoint-frequency", "2", "--track")
+    first = run_script("ppo.py", *args, cwd=cwd)
     assert first.returncode == 0, first.stderr[-3000:]
     before = logged(first.run_dir)
+    oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
+    # tracked, as the run was; the video recorder included
+    resumed = run_script("ppo.py", "--resume", str(oldest), "--learning-rate", "0.1", cwd=cwd)
+    return first, before, resumed
+
+
+def test_resume_with_video_and_checkpoint_arguments_win(trained):
+    first, before, resumed = trained
     checkpoints = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)
     assert [p.name for p in checkpoints] == ["checkpoint_3072.pt", "checkpoint_4096.pt"], "the newest two are kept"
 
-    # Resume from the older one, the video recorder included; a different --learning-rate is overridden.
-    resumed = run_script("ppo.py", "--resume", str(checkpoints[0]), "--learning-rate", "0.1", cwd=tmp_path)
+    # Resumed from the older one, the video recorder included; a different --learning-rate is overridden.
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "the checkpoint's arguments win over --learning-rate 0.1 (the run uses 0.00025)" in resumed.stderr
     assert logged(first.run_dir) == before
     assert first.videos(), "videos keep being written"
 
 
-def test_tracked_run_resumes_its_wandb_run(tmp_path):
-    args = ("--total-timesteps", "2048", "--num-steps", "128", "--checkpoint-frequency", "2", "--track")
-    first = run_script("ppo.py", *args, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+def test_tracked_run_resumes_its_wandb_run(trained):
+    first, _, resumed = trained
     oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
     wandb_id = torch.load(oldest, weights_only=False)["wandb_id"]
     assert wandb_id
-    resumed = run_script("ppo.py", "--resume", str(oldest), cwd=tmp_path)  # tracked, as the run was
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    runs = sorted((first.cwd / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and all(run.name.endswith(f"-{wandb_id}") for run in runs)
 
 
