@@ -28,15 +28,23 @@ def frames(batch: int = 3) -> torch.Tensor:
     return torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8)
 
 
+# the file dqn_atari.py saves is what matters here, not what it learned: no update, and random play (epsilon 1),
+# so the 10 games --save-model evaluates need no forward pass
+RANDOM_TEACHER = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "101")
+RANDOM_TEACHER += ("--start-e", "1", "--end-e", "1")
+# 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged; the IMPALA
+# CNN's updates are most of the run's time, so on batches of 4
+STUDENT = ("--teacher-eval-episodes", "1", "--buffer-size", "1000", "--batch-size", "4", "--teacher-steps", "100")
+STUDENT += ("--offline-steps", "10", "--learning-starts", "199", "--total-timesteps", "191")
+
+
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
-    budget = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200")
-    teacher_run = run_script("dqn_atari.py", *budget, "--save-model", cwd=tmp_path / "teacher")
+    teacher_run = run_script("dqn_atari.py", *RANDOM_TEACHER, "--save-model", cwd=tmp_path / "teacher")
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari.cleanrl_model"
 
-    phases = ("--teacher-steps", "100", "--offline-steps", "10", "--total-timesteps", "250")
     run = run_script(
-        "qdagger_dqn_atari_impalacnn.py", "--teacher-model-path", str(teacher_path), *QUICK, *phases, cwd=tmp_path / "student"
+        "qdagger_dqn_atari_impalacnn.py", "--teacher-model-path", str(teacher_path), *STUDENT, cwd=tmp_path / "student"
     )
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
