@@ -445,7 +445,7 @@ class SlurmCluster:
             if time.monotonic() > deadline:
                 states = {index: task["JobState"] for index, task in tasks.items()}
                 pytest.fail(f"job {job_id} did not finish within {timeout:.0f} s: {states}\n{self.logs()}")
-            time.sleep(1)
+            time.sleep(0.25)
 
 
 def write_munge_key(path: Path) -> None:
@@ -514,6 +514,7 @@ def slurm_conf(folder: Path, munge_socket: Path) -> str:
         JobCompType=jobcomp/none
         ReturnToService=2
         MailProg=/bin/true
+        SchedulerParameters=batch_sched_delay=0
         NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
         PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         """)
