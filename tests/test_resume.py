@@ -35,6 +35,7 @@ EVERY_3RD = ("--policy-frequency", "3")  # sac_continuous_action.py's actor upda
 FEWER_GRADIENT_STEPS = ("--update-epochs", "2", "--num-minibatches", "4")  # ppo_continuous_action.py (see its case)
 # sac_atari.py: a target update every 100 steps, a CNN update every 8th step on 16 frames (see its case)
 SPARSE_CNN_UPDATES = ("--target-network-frequency", "100", "--update-frequency", "8", "--batch-size", "16")
+SPARSE_DQN_UPDATES = ("--target-network-frequency", "100", "--train-frequency", "5", "--batch-size", "16")  # dqn_atari.py
 
 KILL_CASES = {
     # 40 iterations of 4 x 128 steps, a checkpoint every 4
@@ -75,10 +76,11 @@ KILL_CASES = {
         "2",
         1024,
     ),
-    # Breakout: learning from step 200 on, the frame replay memory (500 transitions, so it wraps) checkpointed every 300 steps
+    # Breakout: learning from step 200 on, the frame replay memory (500 transitions, so it wraps) checkpointed every 300 steps;
+    # an update every 5th step (so still one logged every 100) on 16 frames: 25% less CPU than every 4th on 32
     "dqn_atari.py": KillCase(
         "dqn_atari.py",
-        ("--total-timesteps", "1200", "--learning-starts", "200", "--buffer-size", "500", "--target-network-frequency", "100"),
+        ("--total-timesteps", "1200", "--learning-starts", "200", "--buffer-size", "500", *SPARSE_DQN_UPDATES),
         "300",
         1200,
     ),
