@@ -10,7 +10,10 @@ from cleanrl_utils.evals.ppo_continuous_eval import evaluate, load_model
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, run_script
 
-SMOKE = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", "256", "--save-model")
+# one epoch of two minibatches per rollout: nothing here needs the default 10 x 32 gradient steps, which cost more
+# than the rollouts themselves; the observation statistics still see every observation
+FEW_UPDATES = ("--num-minibatches", "2", "--update-epochs", "1")
+SMOKE = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", "256", *FEW_UPDATES, "--save-model")
 
 
 @pytest.fixture(scope="module", params=["ppo_continuous_action", "rpo_continuous_action"])
@@ -103,7 +106,8 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MUJOCO_GL", "egl")
-    argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", "--save-model"]
+    argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", *FEW_UPDATES]
+    argv.append("--save-model")
     monkeypatch.setattr("sys.argv", argv)
     trained = runpy.run_path(str(REPO / "cleanrl" / f"{script}.py"), run_name="__main__")
     trained_agent, trained_env = trained["agent"], trained["envs"].envs[0]
@@ -135,7 +139,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
 def test_dm_control_dict_observations_are_flattened(script, tmp_path):
     """dm_control's cartpole observes {position: 3, velocity: 2}; its episodes are 1000 steps, cut by a time limit."""
     args = ("--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "1024", "--num-steps", "512")
-    run = run_script(f"{script}.py", *args, cwd=tmp_path)
+    run = run_script(f"{script}.py", *args, *FEW_UPDATES, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     # the env id's namespace becomes a folder level: runs/dm_control/cartpole-balance-v0__{script}__1__{time}
     (run_dir,) = (tmp_path / "runs" / "dm_control").glob(f"cartpole-balance-v0__{script}__1__*")
