@@ -36,8 +36,14 @@ def read_saved_state(model_path: str) -> dict:
 
 
 def restore_into(model: nn.Module, sample_obs: np.ndarray, state: Any, model_path: str) -> Any:
-    """`state` read into the parameters of `model`, initialised on one observation like `sample_obs`."""
-    return restore_params(state, model.init(jax.random.PRNGKey(0), sample_obs[None]), model_path)
+    """`state` read into the parameters of `model`, whose structure comes from one observation like `sample_obs`."""
+    return restore_params(state, parameter_shapes(model, sample_obs), model_path)
+
+
+def parameter_shapes(model: nn.Module, sample_obs: np.ndarray) -> Any:
+    """The tree of `model`'s parameters as shapes only: tracing `init` costs a fraction of running it op by op
+    (an Atari CNN: 0.07 s against 15-24 s on a 2-core CPU), and the saved values fill it in anyway."""
+    return jax.eval_shape(model.init, jax.random.PRNGKey(0), sample_obs[None])
 
 
 def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:

@@ -21,14 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from cleanrl_utils.evals.episodes import _collect
-from cleanrl_utils.evals.flax_params import read_saved_state, restore_params
+from cleanrl_utils.evals.flax_params import parameter_shapes, read_saved_state, restore_params
 
 PARTS = ("network", "actor", "critic")  # the order of the saved parameter trees
 
 
 def load_agent_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
     """The saved [args, [network, actor, critic]] parameters as parameters of `model` (an `Agent`)."""
-    template = model.init(jax.random.PRNGKey(0), sample_obs[None])
+    template = parameter_shapes(model, sample_obs)
     saved = read_saved_state(model_path)
     try:
         trees = saved["1"]
