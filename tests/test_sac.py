@@ -13,7 +13,7 @@ import torch
 
 from cleanrl import sac_continuous_action as sac
 from cleanrl_utils.evals.sac_eval import evaluate
-from tests.helpers import run_script
+from tests.helpers import Run, run_in_process, run_script
 
 TINY = ("--total-timesteps", "400", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
 
@@ -125,11 +125,24 @@ def alpha_series(run) -> list[float]:
     return [value for _, value in run.scalars()["losses/alpha"]]
 
 
-def test_autotune_moves_alpha_and_no_autotune_keeps_it(tmp_path):
-    tuned = run_script("sac_continuous_action.py", *TINY, cwd=tmp_path / "tuned")
-    fixed = run_script("sac_continuous_action.py", *TINY, "--no-autotune", "--alpha", "0.2", cwd=tmp_path / "fixed")
-    assert tuned.returncode == 0 and fixed.returncode == 0, tuned.stderr[-2000:] + fixed.stderr[-2000:]
-    # alpha starts at 1; Hopper's fresh policy is far more random than the target entropy -3, so alpha falls
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, Run]:
+    """The two short runs this module's tests read: on Pendulum, the temperature tuned, with --save-model; and on
+    Hopper (whose fresh policies fall within a few dozen steps), 3 envs, alpha fixed at 0.2."""
+    pendulum = ("--env-id", "Pendulum-v1", *TINY, "--save-model")
+    three_envs = (*TINY, "--num-envs", "3", "--no-autotune", "--alpha", "0.2")
+    runs = {
+        "pendulum": run_script("sac_continuous_action.py", *pendulum, cwd=tmp_path_factory.mktemp("sac")),
+        "three_envs": run_script("sac_continuous_action.py", *three_envs, cwd=tmp_path_factory.mktemp("sac_three_envs")),
+    }
+    for run in runs.values():
+        assert run.returncode == 0, run.stderr[-3000:]
+    return runs
+
+
+def test_autotune_moves_alpha_and_no_autotune_keeps_it(trained):
+    tuned, fixed = trained["pendulum"], trained["three_envs"]
+    # alpha starts at 1; Pendulum's fresh policy is far more random than the target entropy -1, so alpha falls
     tuned_alpha = alpha_series(tuned)
     assert len(tuned_alpha) >= 2 and 0 < tuned_alpha[-1] < tuned_alpha[0] < 1
     assert "losses/alpha_loss" in tuned.scalars()
@@ -137,10 +150,8 @@ def test_autotune_moves_alpha_and_no_autotune_keeps_it(tmp_path):
     assert "losses/alpha_loss" not in fixed.scalars()
 
 
-def test_several_envs_count_environment_steps(tmp_path):
-    run = run_script("sac_continuous_action.py", *TINY, "--num-envs", "3", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    scalars = run.scalars()
+def test_several_envs_count_environment_steps(trained):
+    scalars = trained["three_envs"].scalars()
     episode_steps = [step for step, _ in scalars["charts/episodic_return"]]
     assert episode_steps and all(step % 3 == 0 for step in episode_steps) and max(episode_steps) < 400
     # losses once per 100 environment steps, after learning starts, up to the budget
@@ -176,20 +187,13 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
 
 
 def test_discrete_actions_point_to_dqn(tmp_path):
-    run = run_script("sac_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path, timeout=120)
+    run = run_in_process("sac_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path)
     assert run.returncode == 2 and "see dqn.py" in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("sac")
-    run = run_script("sac_continuous_action.py", "--env-id", "Pendulum-v1", *TINY, "--save-model", cwd=cwd)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.run_dir / "sac_continuous_action.cleanrl_model", run
-
-
 def test_saved_model_holds_actor_and_critics(trained):
-    model_path, run = trained
+    run = trained["pendulum"]
+    model_path = run.run_dir / "sac_continuous_action.cleanrl_model"
     saved = torch.load(model_path, weights_only=True)
     assert set(saved) == {"actor", "qf1", "qf2"}
     envs = gym.vector.SyncVectorEnv([sac.make_env("Pendulum-v1", 0, False, "unused")])
@@ -200,7 +204,7 @@ def test_saved_model_holds_actor_and_critics(trained):
 
 def test_evaluation_plays_the_mean_action(trained):
     """The evaluator's episodes equal a hand-written loop over the raw env with tanh(mean) scaled to [-2, 2]."""
-    model_path, _ = trained
+    model_path = trained["pendulum"].run_dir / "sac_continuous_action.cleanrl_model"
     returns = evaluate(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor, capture_video=False, seed=3)
     envs = gym.vector.SyncVectorEnv([sac.make_env("Pendulum-v1", 0, False, "unused")])
     actor = sac.Actor(envs)
