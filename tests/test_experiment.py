@@ -2,6 +2,7 @@
 
 import os
 import signal
+import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -128,6 +129,75 @@ def test_space_checks_name_the_script_to_use(capsys):
     assert "Pendulum-v1 has Box" in line and "algo.py needs Discrete ones (see sac.py)" in line
     image = gym.spaces.Box(0, 255, (84, 84, 3), np.uint8)
     assert "needs a flat Box (see cnn.py)" in fails_with(capsys, lambda: exp.require_flat_observations(image, "cnn.py"))
+
+
+def test_make_envs_shows_warnings_only_once_the_envs_exist(capsys, recwarn):
+    exp = Experiment(Args(env_id="Old-v4"), SCRIPT)
+
+    def warn_then(fail: bool):
+        def make():
+            warnings.warn("Old-v4 is out of date", DeprecationWarning, stacklevel=2)
+            if fail:
+                raise gym.error.DependencyNotInstalled("mujoco is not installed")
+            return gym.make("CartPole-v1")
+
+        return make
+
+    def shown() -> list[str]:  # what reached warnings.showwarning (pytest's recorder stands in for stderr)
+        return [str(w.message) for w in recwarn if "out of date" in str(w.message)]
+
+    assert "mujoco is not installed" in fails_with(capsys, lambda: exp.make_envs(warn_then(True), "Old-v4"))
+    assert shown() == []  # the failure is the one line, without the warning
+    exp.make_envs(warn_then(False), "Old-v4")
+    assert shown() == ["Old-v4 is out of date"]  # shown once the envs were made
+
+
+def test_several_kinds_of_actions_and_no_hint(capsys):
+    exp = Experiment(Args(env_id="Pendulum-v1"), SCRIPT)
+    space = gym.make("Pendulum-v1").action_space
+    exp.require_action_space(gym.spaces.MultiDiscrete([2, 3]), (gym.spaces.Discrete, gym.spaces.MultiDiscrete))
+    line = fails_with(capsys, lambda: exp.require_action_space(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)))
+    assert line.endswith("algo.py needs Discrete or MultiDiscrete ones")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "expected"),
+    [
+        ("CartPole-v1", "CartPole-v1 is not an Atari game of ale-py; algo.py needs one (see dqn.py)"),
+        ("Pendulum-v1", "algo.py needs Discrete ones (see sac_continuous_action.py)"),
+        ("NoSuchGame-v4", "cannot make env 'NoSuchGame-v4'"),
+    ],
+)
+def test_require_atari_game_says_what_the_env_is_instead(capsys, env_id, expected):
+    exp = Experiment(Args(env_id=env_id), SCRIPT)
+    assert expected in fails_with(
+        capsys, lambda: exp.require_atari_game(see="dqn.py", see_continuous="sac_continuous_action.py")
+    )
+    atari = Experiment(Args(env_id="BreakoutNoFrameskip-v4"), SCRIPT)
+    atari.require_atari_game(see="dqn.py", see_continuous="sac_continuous_action.py")  # an ale-py game passes
+
+
+def test_check_atari_game_raises_gymnasium_errors(monkeypatch):
+    from cleanrl_utils import experiment
+
+    experiment.check_atari_game("BreakoutNoFrameskip-v4")
+    with pytest.raises(gym.error.Error, match="CartPole-v1 is not an Atari game of ale-py"):
+        experiment.check_atari_game("CartPole-v1")
+    monkeypatch.setattr(experiment, "register_atari_games", lambda: False)  # as without the atari extra
+    with pytest.raises(gym.error.DependencyNotInstalled, match=r'pip install -e "\.\[atari\]"'):
+        experiment.check_atari_game("BreakoutNoFrameskip-v4")
+
+
+def test_restart_clock_leaves_out_the_time_before(monkeypatch):
+    from cleanrl_utils import experiment
+
+    now = [1000.0]
+    monkeypatch.setattr(experiment.time, "time", lambda: now[0])
+    exp = Experiment(Args(), SCRIPT)
+    now[0] += 30.0  # compiling
+    exp.restart_clock()
+    now[0] += 2.0
+    assert exp.elapsed == 2.0
 
 
 def test_seed_makes_draws_repeat():
