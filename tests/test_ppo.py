@@ -8,16 +8,17 @@ import torch
 from cleanrl import ppo
 from cleanrl_utils.evals.ppo_eval import evaluate
 from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script, save_untrained_model
+from tests.helpers import run_in_process, save_untrained_model
 
 # Episodes end together in all 4 sub-envs every EPISODE_LENGTH steps.
 FAST_VALUE_LEARNING = ("--num-envs", "4", "--num-steps", "64", "--learning-rate", "0.01", "--no-clip-vloss", "--no-anneal-lr")
+# 16 iterations: the truncated value reaches ~43 (~66 after 32), the terminated one stays at ~3
+TOTAL_TIMESTEPS = 4096
 
 
 def trained_value(tmp_path, env_id: str) -> tuple[float, dict]:
-    run = run_script(
-        "ppo.py", "--env-id", env_id, "--total-timesteps", "8192", *FAST_VALUE_LEARNING, "--save-model", cwd=tmp_path
-    )
+    budget = ("--total-timesteps", str(TOTAL_TIMESTEPS), *FAST_VALUE_LEARNING)
+    run = run_in_process("ppo.py", "--env-id", env_id, *budget, "--save-model", cwd=tmp_path, timeout_s=300)
     assert run.returncode == 0, run.stderr[-3000:]
     envs = ppo.make_vector_env(env_id, 1, False, "unused")
     agent = ppo.Agent(envs)
@@ -40,7 +41,7 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path):
     logged = scalars["charts/episodic_return"]
     per_step = Counter(step for step, _ in logged)
     assert set(per_step.values()) == {4}
-    assert len(logged) == 4 * (8192 // 4 // EPISODE_LENGTH)
+    assert len(logged) == 4 * (TOTAL_TIMESTEPS // 4 // EPISODE_LENGTH)
     assert {r for _, r in logged} == {float(EPISODE_LENGTH)}
 
 
