@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers import run_script
+from tests.helpers import run_in_process
 
 envpool = pytest.importorskip("envpool")
 
@@ -169,7 +169,9 @@ def test_ppg_value_trains_the_trunk_only_in_the_auxiliary_phase():
 def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
     """Two phases of two policy iterations: the PPO losses after every iteration, the auxiliary ones after each phase."""
     args = ("--num-envs", "2", "--num-steps", "16", "--num-minibatches", "2", "--n-iteration", "2")
-    run = run_script("ppg_procgen.py", *args, "--total-timesteps", "128", "--num-aux-rollouts", "2", cwd=tmp_path)
+    run = run_in_process(
+        "ppg_procgen.py", *args, "--total-timesteps", "128", "--num-aux-rollouts", "2", cwd=tmp_path, timeout_s=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     assert [step for step, _ in scalars["losses/policy_loss"]] == [32, 64, 96, 128]
@@ -192,7 +194,10 @@ def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path):
     from cleanrl_utils.tensorboard_reader import read_scalars
 
     args = ("--num-envs", "4", "--num-steps", "64", "--total-timesteps", "1024", "--num-minibatches", "2")
-    first = run_script("ppo_procgen.py", *args, "--update-epochs", "1", "--checkpoint-frequency", "2", cwd=tmp_path / "first")
+    # in this process: three interpreters importing torch and envpool would cost more than the runs
+    first = run_in_process(
+        "ppo_procgen.py", *args, "--update-epochs", "1", "--checkpoint-frequency", "2", cwd=tmp_path / "first", timeout_s=300
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     saved = [p.name for p in ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)]
     assert saved == ["checkpoint_512.pt", "checkpoint_1024.pt"]
@@ -201,9 +206,8 @@ def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path):
     for copy in ("a", "b"):
         shutil.copytree(tmp_path / "first", tmp_path / copy)
         run_dir = tmp_path / copy / "runs" / first.run_dir.name
-        resumed = run_script(
-            "ppo_procgen.py", "--resume", str(run_dir / "checkpoints" / "checkpoint_512.pt"), cwd=tmp_path / copy
-        )
+        checkpoint = str(run_dir / "checkpoints" / "checkpoint_512.pt")
+        resumed = run_in_process("ppo_procgen.py", "--resume", checkpoint, cwd=tmp_path / copy, timeout_s=300)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
         # the optimiser went on from its state: 4 iterations x 1 epoch x 2 minibatches of Adam steps in all
