@@ -15,7 +15,7 @@ from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
 from cleanrl_utils.evals import c51_atari_jax_eval, dqn_atari_jax_eval, flax_params
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.atari_jax_teacher import save_jax_teacher
-from tests.helpers import run_in_process, run_script
+from tests.helpers import run_in_process
 from tests.test_frame_replay import FRAME, STACK
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
@@ -30,7 +30,8 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     # and random play (epsilon 1), so the 10 games --save-model evaluates need no forward pass
     budget = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "101")
     budget += ("--start-e", "1", "--end-e", "1")
-    teacher_run = run_script("dqn_atari_jax.py", *budget, "--save-model", cwd=tmp_path / "teacher")
+    # both runs in this process: an interpreter importing JAX, torch and the Atari stack costs more than either run
+    teacher_run = run_in_process("dqn_atari_jax.py", *budget, "--save-model", cwd=tmp_path / "teacher", timeout_s=900)
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari_jax.cleanrl_model"
 
@@ -38,9 +39,8 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     # 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged;
     # the IMPALA CNN's updates are most of the run's time, so on batches of 4
     budget = ("--buffer-size", "1000", "--batch-size", "4", "--offline-steps", "10", "--learning-starts", "199")
-    run = run_script(
-        "qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, "--total-timesteps", "191", cwd=tmp_path / "student"
-    )
+    budget = (*budget, "--total-timesteps", "191")
+    run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, cwd=tmp_path / "student", timeout_s=900)
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]

@@ -14,7 +14,7 @@ from cleanrl import qdagger_dqn_atari_impalacnn as qdagger
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.atari_teacher import TEACHER_MODEL, save_teacher
 from tests.fake_hub import FakeHub
-from tests.helpers import run_script, script_env
+from tests.helpers import run_in_process, run_script, script_env
 
 ENV_ID = "BreakoutNoFrameskip-v4"
 HUB_REPO = f"cleanrl/{ENV_ID}-dqn_atari-seed1"  # the default teacher of Breakout
@@ -39,13 +39,13 @@ STUDENT += ("--offline-steps", "10", "--learning-starts", "199", "--total-timest
 
 
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
-    teacher_run = run_script("dqn_atari.py", *RANDOM_TEACHER, "--save-model", cwd=tmp_path / "teacher")
+    # both runs in this process: an interpreter importing torch and the Atari stack costs more than either run
+    teacher_run = run_in_process("dqn_atari.py", *RANDOM_TEACHER, "--save-model", cwd=tmp_path / "teacher", timeout_s=600)
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari.cleanrl_model"
 
-    run = run_script(
-        "qdagger_dqn_atari_impalacnn.py", "--teacher-model-path", str(teacher_path), *STUDENT, cwd=tmp_path / "student"
-    )
+    student = ("--teacher-model-path", str(teacher_path), *STUDENT)
+    run = run_in_process("qdagger_dqn_atari_impalacnn.py", *student, cwd=tmp_path / "student", timeout_s=600)
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]
