@@ -15,6 +15,7 @@ import pytest
 from cleanrl import ddpg_continuous_action_jax as ddpg
 from cleanrl import td3_continuous_action_jax as td3
 from cleanrl_utils.evals.ddpg_jax_eval import evaluate
+from tests import helpers
 from tests.helpers import REPO, run_script, script_env
 
 # asymmetric, and not [-1, 1]: the centre is not 0 and the half-ranges differ per dimension
@@ -120,8 +121,11 @@ def test_actor_and_targets_update_every_policy_frequency_critic_updates(
 
 def test_several_envs_count_environment_steps_and_the_saved_model_holds_three_networks(tmp_path):
     # Pendulum's episodes last 200 steps: with 2 envs both end in the 200th iteration, at global step 398
-    run = run_script("td3_continuous_action_jax.py", "--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps",
-                     "800", "--learning-starts", "400", "--batch-size", "32", "--save-model", cwd=tmp_path)  # fmt: skip
+    args = ("--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps", "800", "--learning-starts", "400")
+    # in this process: an interpreter importing JAX and torch would cost more than the run
+    run = helpers.run_in_process(
+        "td3_continuous_action_jax.py", *args, "--batch-size", "32", "--save-model", cwd=tmp_path, timeout_s=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     assert [s for s, _ in scalars["charts/episodic_return"]] == [398, 398, 798, 798]

@@ -8,10 +8,11 @@ The runs use one CPU thread: on a busy machine PyTorch's thread pool makes the C
 
 import re
 import signal
+import sys
 
 import pytest
 
-from tests.helpers import Run, read_wandb_history_keys, run_script, script_env, start_script
+from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
 
 SCRIPT = "ppo_pettingzoo_ma_atari.py"
 TINY = ("--num-envs", "4", "--num-steps", "50", "--total-timesteps", "400", "--max-cycles", "400")
@@ -79,16 +80,6 @@ def test_same_seed_same_run_other_seed_differs(smoke, tmp_path):
     assert history(other) != history(smoke)
 
 
-@pytest.fixture
-def no_supersuit(tmp_path) -> dict[str, str]:
-    stub = tmp_path / "blocked" / "supersuit"
-    stub.mkdir(parents=True)
-    (stub / "__init__.py").write_text("raise ImportError('supersuit is blocked for this test')\n")
-    env = script_env()
-    env["PYTHONPATH"] = f"{stub.parent}:{env['PYTHONPATH']}"
-    return env
-
-
 BAD_INPUT = {
     "unknown game": (("--env-id", "NoSuchGame_v0"), "not a game of pettingzoo.atari"),
     "four players": (("--env-id", "quadrapong_v4"), "needs a two-player game"),
@@ -103,9 +94,12 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUT))
-def test_bad_input_is_one_clear_line(case, tmp_path, no_supersuit):
+def test_bad_input_is_one_clear_line(case, tmp_path, monkeypatch):
+    """In this process (each case stops before training): no interpreter importing torch and PettingZoo for each."""
     args, expected = BAD_INPUT[case]
-    run = run_script(SCRIPT, *args, cwd=tmp_path, env=no_supersuit if case == "missing optional dependency" else None)
+    if case == "missing optional dependency":
+        monkeypatch.setitem(sys.modules, "supersuit", None)  # `import supersuit` fails as if it were not installed
+    run = run_in_process(SCRIPT, *args, cwd=tmp_path)
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{SCRIPT}: error: ") and expected in lines[0], run.stderr
@@ -113,9 +107,9 @@ def test_bad_input_is_one_clear_line(case, tmp_path, no_supersuit):
 
 
 def test_help_and_underscore_flags(tmp_path):
-    helped = run_script(SCRIPT, "--help", cwd=tmp_path, timeout=120)
+    helped = run_in_process(SCRIPT, "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "--env-id" in helped.stdout and "--max-cycles" in helped.stdout
-    run = run_script(SCRIPT, "--env_id", "NoSuchGame_v0", cwd=tmp_path, timeout=120)
+    run = run_in_process(SCRIPT, "--env_id", "NoSuchGame_v0", cwd=tmp_path)
     assert run.returncode != 0 and "NoSuchGame_v0" in run.stderr
 
 

@@ -13,8 +13,10 @@ import torch
 
 from cleanrl import sac_continuous_action as sac
 from cleanrl_utils.evals.sac_eval import evaluate
-from tests.helpers import Run, run_in_process, run_script
+from tests.helpers import Run, run_in_process
 
+# the runs are made in this process: an interpreter importing torch costs more than one of them
+SCRIPT = "sac_continuous_action.py"
 TINY = ("--total-timesteps", "400", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
 
 
@@ -132,8 +134,8 @@ def trained(tmp_path_factory) -> dict[str, Run]:
     pendulum = ("--env-id", "Pendulum-v1", *TINY, "--save-model")
     three_envs = (*TINY, "--num-envs", "3", "--no-autotune", "--alpha", "0.2")
     runs = {
-        "pendulum": run_script("sac_continuous_action.py", *pendulum, cwd=tmp_path_factory.mktemp("sac")),
-        "three_envs": run_script("sac_continuous_action.py", *three_envs, cwd=tmp_path_factory.mktemp("sac_three_envs")),
+        "pendulum": run_in_process(SCRIPT, *pendulum, cwd=tmp_path_factory.mktemp("sac"), timeout_s=600),
+        "three_envs": run_in_process(SCRIPT, *three_envs, cwd=tmp_path_factory.mktemp("sac_three_envs"), timeout_s=600),
     }
     for run in runs.values():
         assert run.returncode == 0, run.stderr[-3000:]
@@ -169,7 +171,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
 
     args = ("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "100", "--batch-size", "32",
             "--buffer-size", "1000", "--policy-frequency", "3", "--checkpoint-frequency", "200")  # fmt: skip
-    first = run_script("sac_continuous_action.py", *args, cwd=tmp_path)
+    first = run_in_process(SCRIPT, *args, cwd=tmp_path, timeout_s=600)
     assert first.returncode == 0, first.stderr[-3000:]
     expected = {tag: rows for tag, rows in first.scalars().items() if tag.startswith("losses/")}
     assert [step for step, _ in expected["losses/actor_loss"]] == [200, 300, 400]  # no row at 100: learning starts after it
@@ -177,7 +179,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
     oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
     assert oldest.name == "checkpoint_200.pt"
 
-    resumed = run_script("sac_continuous_action.py", "--resume", str(oldest), cwd=tmp_path)
+    resumed = run_in_process(SCRIPT, "--resume", str(oldest), cwd=tmp_path, timeout_s=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     # the run folder now shows the resumed run from step 200 on (the old events after the checkpoint purged)
     got = {tag: rows for tag, rows in first.scalars().items() if tag.startswith("losses/")}
@@ -187,7 +189,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
 
 
 def test_discrete_actions_point_to_dqn(tmp_path):
-    run = run_in_process("sac_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path)
+    run = run_in_process(SCRIPT, "--env-id", "CartPole-v1", cwd=tmp_path)
     assert run.returncode == 2 and "see dqn.py" in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 

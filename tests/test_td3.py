@@ -10,7 +10,7 @@ import torch
 
 from cleanrl import td3_continuous_action as td3
 from cleanrl_utils.evals.td3_eval import evaluate
-from tests.helpers import run_script
+from tests import helpers
 from tests.test_ddpg import adam_steps, run_in_process
 
 LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 0.5], np.float32)
@@ -66,8 +66,11 @@ def test_twin_critics_every_step_actor_and_targets_delayed(policy_frequency, act
 
 def test_several_envs_count_environment_steps_and_log_every_episode(tmp_path):
     # Pendulum's episodes last 200 steps: with 2 envs both end in the 200th iteration, at global step 398
-    run = run_script("td3_continuous_action.py", "--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps",
-                     "800", "--learning-starts", "400", "--batch-size", "32", "--save-model", cwd=tmp_path)  # fmt: skip
+    args = ("--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps", "800", "--learning-starts", "400")
+    # in this process: an interpreter importing torch would cost more than the run
+    run = helpers.run_in_process(
+        "td3_continuous_action.py", *args, "--batch-size", "32", "--save-model", cwd=tmp_path, timeout_s=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scalars = run.scalars()
     assert [s for s, _ in scalars["charts/episodic_return"]] == [398, 398, 798, 798]
