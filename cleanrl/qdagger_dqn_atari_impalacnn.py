@@ -21,6 +21,7 @@ from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeE
 from cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval import evaluate
 from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
 from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.huggingface import DownloadError, download
 
 try:  # no ALE banner: an error about the teacher stays one line (without ale-py, __main__ says what to install)
     import ale_py
@@ -250,6 +251,9 @@ def play_games(q_network, env, games, epsilon, device):
     return scores
 
 
+TEACHER_HINTS = ("give --teacher-model-path", "check --teacher-model-exp-name")  # no such repo / no such file
+
+
 def is_local_file(source):
     """A teacher source names a local file (which must exist) rather than a Hub repo id."""
     return os.path.exists(source) or source.endswith(".cleanrl_model")
@@ -257,7 +261,10 @@ def is_local_file(source):
 
 def load_teacher(source, exp_name, env, device):
     """The teacher Q-network from a local model file or a Hub repo's (cached); ValueError saying why if it cannot be."""
-    path = source if is_local_file(source) else download_teacher(source, f"{exp_name}.cleanrl_model")
+    try:
+        path = source if is_local_file(source) else download(source, f"{exp_name}.cleanrl_model", *TEACHER_HINTS)
+    except DownloadError as e:
+        raise ValueError(f"teacher: {e}") from None
     try:
         weights = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # not a file torch saved: unpickling, zip or EOF errors, which have no common base
@@ -269,28 +276,6 @@ def load_teacher(source, exp_name, env, device):
         reason = str(e).splitlines()[0]
         raise ValueError(f"the teacher {path} does not fit {env.spec.id}: {reason} (a dqn_atari.py model of it?)") from None
     return teacher.eval()
-
-
-def download_teacher(repo_id, filename):
-    """The local path of `filename` of the Hub repo `repo_id`; ValueError with the reason when it cannot be had."""
-    from huggingface_hub import errors, hf_hub_download
-    from huggingface_hub.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # its retry warnings would make the error below more than one line
-    try:
-        return hf_hub_download(repo_id, filename)
-    except errors.RepositoryNotFoundError:
-        reason = "no such Hub repo (or a private one, without a token); give --teacher-model-path"
-    except errors.LocalEntryNotFoundError:  # before EntryNotFoundError: it is one of them
-        offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
-        reason = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
-    except errors.EntryNotFoundError:
-        reason = "the Hub repo has no such file; check --teacher-model-exp-name"
-    except errors.HFValidationError:
-        reason = "neither a model file nor a Hub repo id (user/name)"
-    except errors.HfHubHTTPError as e:
-        reason = str(e).splitlines()[0]
-    raise ValueError(f"teacher {repo_id}: cannot get {filename}: {reason}")
 
 
 if __name__ == "__main__":

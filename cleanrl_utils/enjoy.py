@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import tyro
 
-from cleanrl_utils.huggingface import repo_name
+from cleanrl_utils.huggingface import DownloadError, download, repo_name
 from cleanrl_utils.zoo import entry
 
 
@@ -50,35 +50,11 @@ class Args:
     """run the model on the GPU"""
 
 
+REPO_HINT = "check --hf-entity, --env-id and --seed, or name it with --hf-repository"
+
+
 class EnjoyError(Exception):
     """Something to tell the user in one line."""
-
-
-def download(repo_id: str, filename: str) -> str:
-    """The local path of `filename` from the Hub repo `repo_id`, fetched into (or, offline, read from) the Hub cache."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-    )
-
-    try:
-        return hf_hub_download(repo_id, filename)
-    except RepositoryNotFoundError:
-        raise EnjoyError(
-            f"Hub repo {repo_id} not found (or private without a token): check --hf-entity, --env-id and --seed,"
-            " or name it with --hf-repository"
-        ) from None
-    except LocalEntryNotFoundError as e:  # before EntryNotFoundError: it is one of them
-        offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
-        reason = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
-        raise EnjoyError(f"cannot get {filename} of {repo_id}: {reason} ({type(e).__name__})") from None
-    except EntryNotFoundError:
-        raise EnjoyError(f"Hub repo {repo_id} has no file {filename}: is --exp-name right?") from None
-    except HfHubHTTPError as e:
-        raise EnjoyError(f"cannot get {filename} of {repo_id}: {one_line(e)}") from None
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:
@@ -110,7 +86,11 @@ def enjoy(args: Args) -> list[float]:
         model_path, source = args.model_path, args.model_path
     else:
         repo_id = args.hf_repository or f"{args.hf_entity}/{repo_name(args.env_id, args.exp_name, args.seed)}"
-        model_path, source = download(repo_id, f"{args.exp_name}.cleanrl_model"), f"the Hub repo {repo_id}"
+        try:
+            model_path = download(repo_id, f"{args.exp_name}.cleanrl_model", REPO_HINT, "is --exp-name right?")
+        except DownloadError as e:
+            raise EnjoyError(str(e)) from None
+        source = f"the Hub repo {repo_id}"
     try:
         check_model_file(model_path, zoo_entry.flax_model)
     except Exception as e:

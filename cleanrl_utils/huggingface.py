@@ -37,6 +37,39 @@ class UploadError(RuntimeError):
     """An upload that cannot work as asked, or that kept failing after its retries."""
 
 
+class DownloadError(RuntimeError):
+    """A file that cannot be had from the Hub, with the reason in one line."""
+
+
+def download(repo_id: str, filename: str, repo_hint: str, file_hint: str) -> str:
+    """The local path of `filename` of the Hub repo `repo_id`, fetched into (or, offline, read from) the Hub cache.
+
+    `repo_hint` and `file_hint` tell the caller's user what to check when the repo or the file is not there.
+    """
+    import os
+
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HFValidationError, LocalEntryNotFoundError, RepositoryNotFoundError
+    from huggingface_hub.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # its retry warnings would make the error below more than one line
+    try:
+        return hf_hub_download(repo_id, filename)
+    except RepositoryNotFoundError:
+        reason = f"Hub repo {repo_id} not found (or private without a token): {repo_hint}"
+    except LocalEntryNotFoundError:  # before EntryNotFoundError: it is one of them
+        offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+        cause = "HF_HUB_OFFLINE is set and it is not in the local Hub cache" if offline else "the Hub cannot be reached"
+        reason = f"cannot get {filename} of {repo_id}: {cause}"
+    except EntryNotFoundError:
+        reason = f"Hub repo {repo_id} has no file {filename}: {file_hint}"
+    except HFValidationError:
+        reason = f"{repo_id} is neither a model file nor a Hub repo id (user/name)"
+    except HfHubHTTPError as e:
+        reason = f"cannot get {filename} of {repo_id}: {_describe(e)}"
+    raise DownloadError(reason)
+
+
 def repo_name(env_id: str, exp_name: str, seed: int) -> str:
     """The repo name (without the user or org) a run's model goes to, and `enjoy` looks for."""
     return f"{env_id}-{exp_name}-seed{seed}"

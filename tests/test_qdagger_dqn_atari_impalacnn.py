@@ -97,7 +97,7 @@ def test_default_teacher_comes_from_the_hub_then_from_the_offline_cache(hub, tmp
 @pytest.mark.parametrize(
     ("args", "offline", "expected"),
     [
-        ((), False, f"teacher {HUB_REPO}: cannot get dqn_atari.cleanrl_model: no such Hub repo"),
+        ((), False, f"teacher: Hub repo {HUB_REPO} not found (or private without a token): give --teacher-model-path"),
         ((), True, "HF_HUB_OFFLINE is set and it is not in the local Hub cache"),
         (("--teacher-model-path", "a/b/c"), False, "neither a model file nor a Hub repo id"),
     ],

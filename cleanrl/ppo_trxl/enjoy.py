@@ -51,12 +51,12 @@ if __name__ == "__main__":
     if args.hub:
         if not args.repo_id:
             fail("--hub needs --repo-id, the Hub repo that holds --name")
-        from huggingface_hub import hf_hub_download
+        from cleanrl_utils.huggingface import DownloadError, download
 
         try:
-            path = hf_hub_download(repo_id=args.repo_id, filename=args.name)
-        except Exception as e:  # no network, no such repo or file
-            fail(f"cannot download {args.name} from {args.repo_id}: {e}")
+            path = download(args.repo_id, args.name, "check --repo-id", "check --name")
+        except DownloadError as e:
+            fail(str(e))
     if not os.path.isfile(path):
         fail(f"no model file {path!r}")
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
