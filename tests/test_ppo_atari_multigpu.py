@@ -70,6 +70,8 @@ def test_bad_input_under_torchrun_stops_every_rank_with_one_line(tmp_path):
     run = torchrun(*TWO_RANKS, "--backend", "nccl", cwd=tmp_path, timeout=120)
     assert run.returncode != 0
     errors = [line for line in run.stderr.splitlines() if "ppo_atari_multigpu.py: error:" in line]
-    assert len(errors) == 2 and all("--backend nccl needs a CUDA device" in line for line in errors)
+    # each rank that reports says it in one line; torchrun stops the group at the first failure, so on a loaded
+    # machine the other rank can be stopped before it gets there (seen once in a full 2-worker run)
+    assert 1 <= len(errors) <= 2 and all("--backend nccl needs a CUDA device" in line for line in errors)
     assert 'ppo_atari_multigpu.py", line' not in run.stderr  # torchrun reports the failure; the ranks raised nothing
     assert not (tmp_path / "runs").exists()
