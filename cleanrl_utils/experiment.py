@@ -209,6 +209,9 @@ class Experiment:
         if args.track:
             import wandb
 
+            # W&B reads the run's TensorBoard events; named as the root, they are read from the start (without a
+            # root, wandb-core waits 10 s to infer one, and the run's end waits for that), keys as logged
+            wandb.tensorboard.patch(root_logdir=f"runs/{self.run_name}")
             wandb.init(
                 project=args.wandb_project_name,
                 entity=args.wandb_entity,
@@ -261,6 +264,7 @@ class Experiment:
             for video in sorted(os.listdir(videos)) if os.path.isdir(videos) else []:
                 wandb.log({"videos": wandb.Video(f"{videos}/{video}", format="mp4")})
             wandb.finish()
+            wandb.tensorboard.unpatch()  # a later run in this process (the tuner's, a test's) starts afresh
         if stopped:
             print(f"{self.script}: interrupted; what was logged is in runs/{self.run_name}", file=sys.stderr)
             raise SystemExit(130) from None

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 # The scripts the tests start inherit this, so in-process and subprocess results use the same thread count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+# and one XLA CPU thread, set before JAX is first imported (at collection): in-process JAX runs then compute
+# exactly what a script started by tests/helpers.script_env does
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,6 +28,12 @@ def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
         os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
         os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+        if "jax" in sys.modules:  # imported at collection, so it read its config before these variables existed
+            import jax
+
+            jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 # module-scoped fixtures that are costly to build (a training run, a Slurm cluster): the tests sharing one stay together

@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +106,10 @@ class RanIntoTraining(Exception):
 def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60) -> Run:
     """Run `cleanrl/<script>` inside this test process, as `python cleanrl/<script> args` in `cwd` would.
 
-    For runs that end before training (bad input, --help): no new interpreter importing torch or JAX
-    for each of them. A script that does not stop within `timeout_s` is interrupted with RanIntoTraining.
+    No new interpreter importing torch or JAX for each run: for runs that end before training (bad input,
+    --help), and for short whole runs whose results are compared with a real process's (tests/conftest.py
+    gives this process the thread counts `script_env` gives scripts). A script that does not stop within
+    `timeout_s` is interrupted with RanIntoTraining. Warning filters and signal handlers are restored after.
     """
     path = str(REPO / "cleanrl" / script)
     out, err = io.StringIO(), io.StringIO()
@@ -120,14 +123,17 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60) -> R
     sys.argv, code = [path, *args], 0
     os.chdir(cwd)
     signal.alarm(timeout_s)
+    saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
             runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
+        for sig, handler in saved_handlers.items():
+            signal.signal(sig, handler)
         sys.argv = saved_argv
         os.chdir(saved_cwd)
     return Run(code, out.getvalue(), err.getvalue(), cwd)

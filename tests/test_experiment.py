@@ -223,6 +223,22 @@ def test_logging_writes_hyperparameters_and_tags(tmp_path, monkeypatch):
     assert Experiment(Args(), SCRIPT).start_logging(log=False) is None  # a worker of a multi-process run
 
 
+def test_tracked_run_syncs_its_tensorboard_tags_to_wandb_and_unpatches(tmp_path, monkeypatch):
+    import wandb
+
+    from tests.helpers import read_wandb_history_keys
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    exp = Experiment(Args(track=True), SCRIPT)
+    with exp:
+        exp.start_logging().add_scalar("charts/x", 1.0, 5)
+    (run_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    assert "charts/x" in read_wandb_history_keys(run_file)  # the tag as logged, not under the run folder's name
+    assert wandb.patched["tensorboard"] == []  # TensorBoard writers made after the run are plain again
+
+
 class Closable:
     closed = False
 
