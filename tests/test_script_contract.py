@@ -804,7 +804,9 @@ def test_same_seed_same_returns_other_seed_differs(smoke, tmp_path):
     same returns and losses (so none of those flags changes what is learned), and one of seed 2 different ones."""
     script, tracked = smoke
     # in this process: the same computation as a real one (tests/conftest.py), without a new interpreter each
-    again, other = (run_in_process(script.name, *script.smoke_args, "--seed", seed, cwd=tmp_path / seed, timeout_s=300) for seed in "12")
+    again, other = (
+        run_in_process(script.name, *script.smoke_args, "--seed", seed, cwd=tmp_path / seed, timeout_s=300) for seed in "12"
+    )
     first = learned(script, tracked)
     assert first == learned(script, again)
     assert first != learned(script, other)
