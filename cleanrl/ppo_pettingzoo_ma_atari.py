@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate
 from cleanrl_utils.experiment import Experiment, parse_args
 
 
@@ -35,6 +36,12 @@ class Args:
     """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """record episodes of the first environment as mp4 files under `videos/`"""
+    save_model: bool = False
+    """save the model into the `runs/{run_name}` folder, then score it against a random opponent"""
+    upload_model: bool = False
+    """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
+    hf_entity: str = ""
+    """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "pong_v3"
@@ -354,3 +361,19 @@ if __name__ == "__main__":
             sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+        if args.save_model:  # self-play returns say little: the points won per game against a random player, sides alternating
+            torch.save(agent.state_dict(), exp.model_path)
+            episodic_returns = evaluate(
+                exp.model_path,
+                make_vector_env,
+                args.env_id,
+                10,
+                f"{run_name}-eval",
+                Agent,
+                device,
+                args.capture_video,
+                VideoRecorder=VideoRecorder,
+                max_cycles=args.max_cycles,
+            )
+            exp.report_evaluation(episodic_returns, "PPO")

@@ -6,6 +6,7 @@ a model; the key is the file's `exp_name` (its stem), which is also the name of 
 (`{exp_name}.cleanrl_model`) and part of its Hub repo name.
 """
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ class ZooEntry:
     evaluator: str  # module in cleanrl_utils.evals with its `evaluate`
     eval_kwargs: dict[str, Any] = field(default_factory=dict)  # what the script passes besides the common arguments
     make_env: str = "make_env"  # its env factory: make_env(env_id, idx, capture_video, run_name) -> thunk
+    from_script: dict[str, str] = field(default_factory=dict)  # evaluator arguments that are names in the algorithm file
 
     @property
     def flax_model(self) -> bool:
@@ -31,6 +33,8 @@ class ZooEntry:
         """(evaluate, model class, env factory), importing the algorithm file and its evaluator."""
         algorithm = importlib.import_module(self.algorithm)
         evaluate = importlib.import_module(self.evaluator).evaluate
+        if self.from_script:  # e.g. the file's video recorder, which the evaluator may not import itself
+            evaluate = functools.partial(evaluate, **{arg: getattr(algorithm, name) for arg, name in self.from_script.items()})
         return evaluate, getattr(algorithm, self.model), getattr(algorithm, self.make_env)
 
 
@@ -63,7 +67,15 @@ ZOO: dict[str, ZooEntry] = {
     ),
     "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.ppo_atari_lstm_eval"),
     "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
-    # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env; no entry for ppo_pettingzoo_ma_atari (no --save-model)
+    # self-play: points per game against a random opponent, filmed with the script's VideoRecorder
+    "ppo_pettingzoo_ma_atari": ZooEntry(
+        "cleanrl.ppo_pettingzoo_ma_atari",
+        "Agent",
+        "cleanrl_utils.evals.ppo_pettingzoo_eval",
+        make_env="make_vector_env",
+        from_script={"VideoRecorder": "VideoRecorder"},
+    ),
+    # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env
     "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
     "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.dqn_jax_eval", {"epsilon": 0.05}),
     "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.c51_jax_eval", {"epsilon": 0.05}),

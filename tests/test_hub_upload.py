@@ -101,6 +101,9 @@ UPLOADS = {
     "ppo_atari_multigpu.py": Upload(
         "BreakoutNoFrameskip-v4", ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO", "some-org"
     ),
+    "ppo_pettingzoo_ma_atari.py": Upload(
+        "pong_v3", ("--num-envs", "2", "--num-steps", "64", "--total-timesteps", "128", "--max-cycles", "400"), "PPO"
+    ),
     "dqn_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "DQN"),
     "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),

@@ -1,17 +1,21 @@
 """ppo_pettingzoo_ma_atari.py: self-play on PettingZoo's Pong, checked the way the script contract checks the others.
 
-Its episode tags are per player (`charts/episodic_return-player0/1`) and it has no --save-model, so the
-generic rows of test_script_contract.py do not fit it; this file asserts the same promises for its tags.
-Games are cut short with --max-cycles (400 emulator frames = 100 agent steps) so episodes end quickly.
-The runs use one CPU thread: on a busy machine PyTorch's thread pool makes the CNN several times slower.
+Its episode tags are per player (`charts/episodic_return-player0/1`) and its evaluation counts points
+against a random player, so the generic rows of test_script_contract.py do not fit it; this file asserts
+the same promises for its tags. Games are cut short with --max-cycles (400 emulator frames = 100 agent
+steps) so episodes end quickly. The runs use one CPU thread: on a busy machine PyTorch's thread pool makes
+the CNN several times slower.
 """
 
 import re
 import signal
 import sys
 
+import numpy as np
 import pytest
+import torch
 
+from cleanrl_utils.evals.ppo_pettingzoo_eval import points_against_random
 from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
 
 SCRIPT = "ppo_pettingzoo_ma_atari.py"
@@ -35,7 +39,8 @@ EPISODE_LINE = re.compile(r"^global_step=(\d+), player=([01]), episodic_return=(
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Run:
     cwd = tmp_path_factory.mktemp("pettingzoo")
-    run = run_script(SCRIPT, *TINY, "--capture-video", "--track", "--wandb-project-name", "tests", cwd=cwd, env=ONE_THREAD)
+    track = ("--track", "--wandb-project-name", "tests")
+    run = run_script(SCRIPT, *TINY, "--save-model", "--capture-video", *track, cwd=cwd, env=ONE_THREAD)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
 
@@ -43,7 +48,7 @@ def smoke(tmp_path_factory) -> Run:
 def test_run_logs_every_documented_tag_and_nothing_else(smoke):
     assert re.fullmatch(r"pong_v3__ppo_pettingzoo_ma_atari__1__\d+", smoke.run_dir.name)
     assert "|num_envs|4|" in smoke.texts()["hyperparameters"]
-    assert set(smoke.scalars()) == TAGS
+    assert set(smoke.scalars()) == TAGS | {"eval/episodic_return"}
     (wandb_run,) = (smoke.cwd / "wandb").glob("offline-run-*/run-*.wandb")
     assert TAGS <= read_wandb_history_keys(wandb_run)
 
@@ -62,10 +67,28 @@ def test_each_player_episode_is_logged_and_printed(smoke):
     assert all(r == int(r) for _, _, r in printed)
 
 
+def test_saved_model_scores_ten_games_against_a_random_player(smoke):
+    from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
+    from cleanrl_utils.evals.ppo_pettingzoo_eval import make_game
+
+    model = smoke.run_dir / "ppo_pettingzoo_ma_atari.cleanrl_model"
+    envs = make_game(make_vector_env, "pong_v3", 400)
+    Agent(envs).load_state_dict(torch.load(model, weights_only=True))  # the weights of the script's network
+    envs.close()
+    evals = smoke.scalars()["eval/episodic_return"]
+    assert [step for step, _ in evals] == list(range(10))
+    assert all(points == int(points) >= 0 for _, points in evals)  # points won per game, 100 agent steps each
+    printed = re.findall(r"^eval_episode=(\d), episodic_return=([\d.]+)$", smoke.stdout, re.M)
+    assert [(int(i), float(r)) for i, r in printed] == evals
+
+
 def test_capture_video_writes_mp4s_of_the_first_game(smoke):
     videos = smoke.videos()
     assert [v.name for v in videos] == ["rl-video-episode-0.mp4"]  # the first game; the second had not ended
-    assert all(v.stat().st_size > 1000 and v.read_bytes()[4:8] == b"ftyp" for v in videos)
+    # the evaluation films its games 0, 1 and 8, as training would
+    eval_videos = smoke.videos("-eval")
+    assert [v.name for v in eval_videos] == [f"rl-video-episode-{i}.mp4" for i in (0, 1, 8)]
+    assert all(v.stat().st_size > 1000 and v.read_bytes()[4:8] == b"ftyp" for v in videos + eval_videos)
 
 
 def test_same_seed_same_run_other_seed_differs(smoke, tmp_path):
@@ -74,10 +97,77 @@ def test_same_seed_same_run_other_seed_differs(smoke, tmp_path):
         scalars = run.scalars()
         return [scalars[tag] for tag in sorted(PLAYER_TAGS)] + [[v for _, v in scalars["losses/value_loss"]]]
 
-    again = run_script(SCRIPT, *TINY, cwd=tmp_path / "again", env=ONE_THREAD)
-    other = run_script(SCRIPT, *TINY, "--seed", "2", cwd=tmp_path / "other", env=ONE_THREAD)
-    assert history(again) == history(smoke)  # capturing video does not change what is learned
+    # in this process (tests/conftest.py gives it the scripts' one thread): no new interpreter for each run
+    again = run_in_process(SCRIPT, *TINY, cwd=tmp_path / "again", timeout_s=300)
+    other = run_in_process(SCRIPT, *TINY, "--seed", "2", cwd=tmp_path / "other", timeout_s=300)
+    assert history(again) == history(smoke)  # capturing video, tracking and evaluating do not change what is learned
     assert history(other) != history(smoke)
+
+
+EVAL_CYCLES = 400  # evaluation games cut after 100 agent steps (~1 s): random players score a point every ~35 steps
+
+
+def recording(log: list):
+    """The script's make_vector_env, each step of its envs appended to `log` as (actions, rewards, game over)."""
+    from cleanrl.ppo_pettingzoo_ma_atari import make_vector_env
+
+    def make(*args):
+        envs = make_vector_env(*args)
+        step = envs.step
+
+        def logged_step(actions):
+            out = step(actions)
+            log.append((np.array(actions), out[1].copy(), bool((out[2] | out[3]).all())))
+            return out
+
+        envs.step = logged_step
+        return envs
+
+    return make
+
+
+def games_of(log: list) -> list[list]:
+    """The logged steps split into games."""
+    games, game = [], []
+    for actions, rewards, over in log:
+        game.append((actions, rewards))
+        if over:
+            games.append(game)
+            game = []
+    return games
+
+
+def test_random_against_random_is_reproducible_and_alternates_sides():
+    log, again, other = [], [], []
+    points = points_against_random(recording(log), "pong_v3", None, 2, seed=3, max_cycles=EVAL_CYCLES)
+    assert points == points_against_random(recording(again), "pong_v3", None, 2, seed=3, max_cycles=EVAL_CYCLES)
+    assert all((a == b).all() for (a, *_), (b, *_) in zip(log, again, strict=True))  # the same buttons, step for step
+    points_against_random(recording(other), "pong_v3", None, 1, seed=4, max_cycles=80)  # 20 steps of another seed
+    assert any((a != b).any() for (a, *_), (b, *_) in zip(log, other))
+    games = games_of(log)
+    assert [len(game) for game in games] == [EVAL_CYCLES // 4] * 2  # each game cut by max_cycles, both players together
+    # the measured side is player 0 in game 0 and player 1 in game 1; its positive rewards are its points
+    by_side = [[sum(rewards[side] > 0 for _, rewards in game) for side in (0, 1)] for game in games]
+    assert points == [float(sides[g % 2]) for g, sides in enumerate(by_side)]
+    assert sum(points) > 0 and any(a != b for a, b in by_side)  # points were scored, not alike for both sides
+
+
+def test_fixed_action_policy_against_random_counts_its_points():
+    fire = 1  # Pong's FIRE: the policy serves whenever it has the ball, and otherwise stands still
+    log, sides_seen = [], []
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        sides_seen.append(tuple(obs[0, 0, 0, 4:]))  # the player-indicator channels: (255, 0) for player 0
+        return np.full(len(obs), fire)
+
+    points = points_against_random(recording(log), "pong_v3", act, 2, seed=0, max_cycles=EVAL_CYCLES)
+    assert len(points) == 2 and all(p == int(p) >= 0 for p in points)
+    steps = EVAL_CYCLES // 4
+    assert sides_seen == [(255, 0)] * steps + [(0, 255)] * steps  # side 0 in game 0, side 1 in game 1
+    for g, game in enumerate(games_of(log)):
+        assert all(actions[g % 2] == fire for actions, _ in game)  # the policy's buttons, on its side
+        assert len({int(actions[1 - g % 2]) for actions, _ in game}) > 1  # the opponent's are random
+        assert points[g] == sum(rewards[g % 2] > 0 for _, rewards in game)
 
 
 BAD_INPUT = {

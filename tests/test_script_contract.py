@@ -388,7 +388,8 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
     returns_are_lengths=False,
 )
 # ppo_trxl lives in its own folder: its name is a path below cleanrl/, its exp_name the file stem "ppo_trxl".
-# ppo_pettingzoo_ma_atari.py logs per-player tags and has no --save-model: tests/test_ppo_pettingzoo_ma_atari.py
+# ppo_pettingzoo_ma_atari.py logs per-player tags and scores its saved model in points against a random player:
+# tests/test_ppo_pettingzoo_ma_atari.py
 TRXL_TINY_ARGS = (
     "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "256", "--trxl-num-layers", "2", "--trxl-dim", "16",
     "--trxl-num-heads", "2", "--trxl-memory-length", "8",

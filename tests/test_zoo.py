@@ -1,5 +1,6 @@
 """The model zoo: the registry covers every script that saves a model, and `enjoy` plays local and Hub models."""
 
+import dataclasses
 import importlib
 import re
 import subprocess
@@ -50,6 +51,12 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
         obs_rms = {"mean": torch.zeros(3, dtype=torch.float64), "var": torch.ones(3, dtype=torch.float64), "count": 1.0}
         torch.save({"agent": model_class(envs).state_dict(), "obs_rms": obs_rms}, path)
+    elif exp_name == "ppo_pettingzoo_ma_atari":  # the shared Agent's state_dict, built on one game copy of Pong
+        from cleanrl_utils.evals.ppo_pettingzoo_eval import make_game
+
+        envs = make_game(make_env, "pong_v3")
+        torch.save(model_class(envs).state_dict(), path)
+        envs.close()
     elif exp_name == "ppo_atari":
         import gymnasium as gym
 
@@ -171,6 +178,16 @@ def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
         returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="CartpoleBalance"))
         assert len(returns) == 2 and all(0 < r <= 1000 for r in returns)
         assert len(RETURN_LINE.findall(capsys.readouterr().out)) == 2
+        return
+    if exp_name == "ppo_pettingzoo_ma_atari":  # Pong against a random player, games cut after 100 agent steps
+        short_games = dataclasses.replace(ZOO[exp_name], eval_kwargs={"max_cycles": 400})
+        monkeypatch.setitem(ZOO, exp_name, short_games)
+        args = Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="pong_v3", capture_video=True)
+        returns = enjoy(args)
+        assert len(returns) == 2 and all(r == int(r) >= 0 for r in returns)  # points won per game
+        assert MEAN_LINE.search(capsys.readouterr().out).group(1) == "2"
+        videos = sorted(v.name for v in (tmp_path / "videos").glob("pong_v3__ppo_pettingzoo_ma_atari__enjoy__*/*.mp4"))
+        assert videos == ["rl-video-episode-0.mp4", "rl-video-episode-1.mp4"]  # filmed with the script's recorder
         return
     if exp_name in ATARI:
         env_id = "Breakout-v5" if "envpool" in exp_name else "BreakoutNoFrameskip-v4"  # envpool's own Atari ids
