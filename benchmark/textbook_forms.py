@@ -58,6 +58,19 @@ TANH_GAUSSIAN_LOG_PROB_NORMAL = (
 ATARI_SHORT = ("--env-id", "BreakoutNoFrameskip-v4", "--num-envs", "8", "--num-steps", "128", "--total-timesteps", "8192")
 ENVPOOL_SHORT = ("--env-id", "Breakout-v5", "--num-envs", "8", "--num-steps", "128", "--total-timesteps", "8192")
 PROCGEN_SHORT = ("--env-id", "starpilot", "--num-envs", "16", "--num-steps", "256", "--total-timesteps", "20480")
+# PPG: two phases of 2 policy iterations, each phase ending with its auxiliary epochs (the default phase is 32)
+PPG_SHORT = (
+    "--env-id",
+    "starpilot",
+    "--num-envs",
+    "16",
+    "--num-steps",
+    "256",
+    "--n-iteration",
+    "2",
+    "--total-timesteps",
+    "16384",
+)
 HOPPER_PPO_SHORT = ("--env-id", "Hopper-v4", "--total-timesteps", str(8 * 2048))
 HOPPER_SAC_SHORT = ("--env-id", "Hopper-v4", "--total-timesteps", "4000", "--learning-starts", "1000")
 
@@ -98,7 +111,7 @@ CASES = [
     gumbel("ppo_rnd_envpool.py", ("--env-id", "MontezumaRevenge-v5", "--num-envs", "8", "--total-timesteps", "8192")),
     gumbel("ppo_pettingzoo_ma_atari.py", ("--total-timesteps", "8192")),
     gumbel("ppo_procgen.py", PROCGEN_SHORT),
-    gumbel("ppg_procgen.py", PROCGEN_SHORT),
+    gumbel("ppg_procgen.py", PPG_SHORT),
     Case(
         "ppo_continuous_action.py",
         "Gaussian log-density written out (vs Normal)",
