@@ -14,7 +14,7 @@ import torch
 
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.helpers import REPO, Run, run_script, script_env
+from tests.helpers import REPO, Run, run_in_process, run_script, script_env
 
 TIME_TAGS = {"charts/SPS"}  # depend on the clock, not on the computation
 
@@ -126,7 +126,8 @@ def logged(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.mark.parametrize("name", sorted(KILL_CASES))
 def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_path):
     case = KILL_CASES[name]
-    uninterrupted = run_script(case.script, *case.args, cwd=tmp_path / "uninterrupted")
+    # the reference run in this process (no interpreter to start); the killed and the resumed runs are real processes
+    uninterrupted = run_in_process(case.script, *case.args, cwd=tmp_path / "uninterrupted", timeout_s=300)
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
 
     killed_dir = tmp_path / "killed"

@@ -9,7 +9,7 @@ value function back, is in test_ppo.py.)
 import pytest
 
 from tests.envs import EPISODE_LENGTH
-from tests.helpers import run_script
+from tests.helpers import run_in_process
 
 DQN_FAMILY = (
     "--total-timesteps", "4000", "--learning-starts", "200", "--train-frequency", "1",
@@ -51,7 +51,8 @@ CONTINUOUS_Q_TAG = {
 
 
 def final_q_value(script: str, env_id: str, cwd) -> float:
-    run = run_script(script, "--env-id", env_id, *FAST_Q_LEARNING[script], cwd=cwd)
+    # in this process: a new interpreter (torch or JAX imports, ~5 s) would cost more than the run's learning
+    run = run_in_process(script, "--env-id", env_id, *FAST_Q_LEARNING[script], cwd=cwd, timeout_s=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return run.scalars()[CONTINUOUS_Q_TAG.get(script, "losses/q_values")][-1][1]
 
