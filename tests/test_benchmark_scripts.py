@@ -290,3 +290,189 @@ def test_algorithm_files_keep_the_length_rule():
     found = ratios()
     assert len(found) == 35  # every original variant has its file here
     assert problems(found) == []
+
+
+# a stand-in for the training scripts in the QDagger benchmark: `name` comes first (the benchmark's
+# script name), then the arguments; it notes its order of start, and a teacher saves a model file
+FAKE_QDAGGER_RUN = """
+import sys
+from pathlib import Path
+name, args = sys.argv[1], sys.argv[2:]
+Path("argv.txt").write_text(" ".join(args))
+with open(Path(__file__).parent / "order.txt", "a") as order:
+    order.write(Path.cwd().name + "\\n")
+run = Path("runs") / "run"
+run.mkdir(parents=True, exist_ok=True)
+(run / "events.out.tfevents.0").write_text("")
+if ("--save-model" in args or "--resume" in args) and not name.startswith("qdagger"):  # a resumed run keeps its flags
+    (run / f"{name}.cleanrl_model").write_text("weights")
+"""
+
+
+def fake_qdagger_benchmark(tmp_path, monkeypatch):
+    """The benchmark module with the stand-in program for every script, and summaries holding only the run's identity."""
+    from benchmark import qdagger_reincarnation as bench
+
+    program = tmp_path / "fake.py"
+    program.write_text(FAKE_QDAGGER_RUN)
+    monkeypatch.setattr(bench, "script", lambda name: (str(program), name))
+    monkeypatch.setattr(bench, "summarize", lambda run_dir, result, **identity: result.write_text(json.dumps(identity)))
+    return bench
+
+
+def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, monkeypatch):
+    from benchmark.benchlib import one_thread_env
+
+    bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    # a torch teacher stopped at its checkpoint of 25k steps
+    teacher = bench.teacher_run(out, bench.PAIRS[0])
+    checkpoints = teacher.workdir / "runs" / "BreakoutNoFrameskip-v4__dqn_atari__1__9" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint_25000.pt").write_bytes(b"")
+
+    assert bench.run(out, 2, None, one_thread_env()) == 0
+    started = (tmp_path / "order.txt").read_text().split()
+    roles = [name.split("__")[0] for name in started]
+    assert roles == ["teacher"] * 2 + ["student"] * 4 + ["scratch"] * 4  # stage by stage
+    argv = {name: (out / name / "argv.txt").read_text() for name in started}
+    # the torch teacher goes on from its checkpoint; the JAX one (no checkpoints) runs from the start
+    assert argv["teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1"] == (
+        "--resume runs/BreakoutNoFrameskip-v4__dqn_atari__1__9 --env-id BreakoutNoFrameskip-v4 --seed 1"
+    )
+    jax_teacher = argv["teacher__dqn_atari_jax__BreakoutNoFrameskip-v4__200000__1"]
+    assert jax_teacher.startswith("--total-timesteps 200000 --learning-starts 20000 --exploration-fraction 0.5 --save-model")
+    assert "--checkpoint-frequency" not in jax_teacher
+    # each student is taught by its own teacher's saved model, found in that teacher's run folder
+    for student, teacher_name, online in (
+        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 20000),
+        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 14000),
+    ):
+        for seed in (1, 2):
+            args = argv[f"student__{student}__BreakoutNoFrameskip-v4__{online}__{seed}"].split()
+            model = (out / f"teacher__{teacher_name}__BreakoutNoFrameskip-v4__200000__1" / "runs" / "run").resolve()
+            assert args[args.index("--teacher-model-path") + 1] == str(model / f"{teacher_name}.cleanrl_model")
+            assert args[-2:] == ["--seed", str(seed)]
+            assert args[args.index("--total-timesteps") + 1] == str(online) and "--offline-steps" in args
+    # the scratch run: the student's online steps and flags, none of the teacher's
+    scratch = argv["scratch__dqn_atari__BreakoutNoFrameskip-v4__20000__2"]
+    assert scratch == (
+        "--total-timesteps 20000 --learning-starts 2000 --exploration-fraction 0.3 --buffer-size 50000"
+        " --env-id BreakoutNoFrameskip-v4 --seed 2"
+    )
+    student = argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__20000__2"]
+    assert student.startswith(scratch.removesuffix(" --env-id BreakoutNoFrameskip-v4 --seed 2"))
+
+    # started again when all is done: nothing runs
+    assert bench.run(out, 2, None, one_thread_env()) == 0
+    assert (tmp_path / "order.txt").read_text().split() == started
+
+
+def test_qdagger_benchmark_students_wait_for_their_teachers_model(tmp_path, monkeypatch):
+    bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
+    queues = []
+
+    def run_queue(runs, workers, env, log_dir):  # the torch teacher fails; the JAX one is done already
+        queues.append([run.result.name.split("__")[:2] for run in runs if not run.result.exists()])
+        return 1 if runs[0].result.name.startswith("teacher") else 0
+
+    monkeypatch.setattr(bench, "run_queue", run_queue)
+    out = tmp_path / "out"
+    jax_teacher = bench.teacher_run(out, bench.PAIRS[1])
+    (jax_teacher.workdir / "runs" / "run").mkdir(parents=True)
+    (jax_teacher.workdir / "runs" / "run" / "events.out.tfevents.0").write_text("")
+    (jax_teacher.workdir / "runs" / "run" / "dqn_atari_jax.cleanrl_model").write_text("weights")
+    jax_teacher.result.write_text("{}")
+
+    assert bench.run(out, 2, None, {}) == 1  # a stage failed
+    assert queues == [
+        [["teacher", "dqn_atari"]],
+        [["student", "qdagger_dqn_atari_jax_impalacnn"]] * 2,  # only the student whose teacher saved its model
+        [["scratch", "dqn_atari"]] * 2 + [["scratch", "dqn_atari_jax"]] * 2,
+    ]
+    # a summary whose run folder is gone (copied from another --out) teaches no student
+    bench.teacher_run(out, bench.PAIRS[0]).result.write_text("{}")
+    assert bench.teacher_model(out, bench.PAIRS[0]) is None
+
+    # stopped by a signal in the teachers' stage: no later stage starts
+    queues.clear()
+    monkeypatch.setattr(bench, "run_queue", lambda runs, *_: queues.append(runs) or 130)
+    assert bench.run(out, 2, ["dqn_atari"], {}) == 130 and len(queues) == 1
+
+
+def write_qdagger_result(path, returns, eval_returns=(), offline_returns=()):
+    path.write_text(
+        json.dumps(
+            {
+                "sps": 50.0,
+                "episodic_returns": returns,
+                "eval_returns": list(eval_returns),
+                "offline_returns": list(offline_returns),
+            }
+        )
+    )
+
+
+def test_qdagger_report_applies_both_bars(tmp_path):
+    from benchmark import qdagger_reincarnation as bench
+
+    game = "BreakoutNoFrameskip-v4"
+    write_qdagger_result(tmp_path / f"teacher__dqn_atari__{game}__200000__1.json", [0.0] * 50 + [12.0] * 20, [20.0] * 10)
+    # seeds 1 and 2: students at 9 and 11 (mean 10 = 0.5 x 20), scratch runs at 2 and 4; only the last 20 games count
+    for seed, student, scratch in ((1, 9.0, 2.0), (2, 11.0, 4.0)):
+        write_qdagger_result(
+            tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__20000__{seed}.json",
+            [0.0] * 30 + [student] * 20,
+            [student + 1] * 10,
+            [5.0],
+        )
+        write_qdagger_result(tmp_path / f"scratch__dqn_atari__{game}__20000__{seed}.json", [50.0] * 5 + [scratch] * 20)
+    table = bench.report(tmp_path)
+    row = (
+        "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 3k + 20k | 1, 2 | 20.0 (12.0) "
+        "| 5.0 ± 0.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
+        "| `python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn` |"
+    )
+    assert row in table.splitlines()
+    assert "jax" not in table  # not run: no row rather than a made-up one
+
+    # a student below half the teacher, though above scratch; then one that trails scratch
+    write_qdagger_result(tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__20000__2.json", [10.2] * 20)  # mean 9.6
+    assert "| 0.48× | **no** | yes |" in bench.report(tmp_path)
+    write_qdagger_result(tmp_path / f"scratch__dqn_atari__{game}__20000__1.json", [20.0] * 20)
+    assert "| 12.0 ± 8.0 | 0.48× | **no** | **no** |" in bench.report(tmp_path)
+    # a seed whose scratch run is missing is left out of the means
+    (tmp_path / f"scratch__dqn_atari__{game}__20000__2.json").unlink()
+    assert "| 1 | 20.0 (12.0) | 5.0 ± 0.0 | 9.0 ± 0.0 (10.0 ± 0.0) | 20.0 ± 0.0 | 0.45× |" in bench.report(tmp_path)
+
+
+def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from benchmark import qdagger_reincarnation as bench
+
+    with SummaryWriter(tmp_path / "run") as writer:
+        writer.add_scalar("charts/offline/avg_episodic_return", 7.5, 40000)
+        for step, score in ((40100, 3.0), (40500, 8.0)):
+            writer.add_scalar("charts/episodic_return", score, step)
+        writer.add_scalar("charts/SPS", 60, 40500)
+        for game, score in enumerate((10.0, 12.0)):
+            writer.add_scalar("eval/episodic_return", score, game)
+    bench.summarize(tmp_path / "run", tmp_path / "result.json", role="student", seed=1)
+    summary = json.loads((tmp_path / "result.json").read_text())
+    assert summary["episodic_returns"] == [3.0, 8.0] and summary["eval_returns"] == [10.0, 12.0]
+    assert summary["offline_returns"] == [7.5] and (summary["role"], summary["seed"], summary["sps"]) == ("student", 1, 60)
+
+
+def test_qdagger_students_start_halfway_down_the_shared_epsilon_schedule():
+    from benchmark import qdagger_reincarnation as bench
+    from cleanrl.qdagger_dqn_atari_impalacnn import linear_schedule
+
+    for pair in bench.PAIRS:
+        budget, args = pair.budget, pair.budget.shared_args
+        fraction = float(args[args.index("--exploration-fraction") + 1])
+        learning_starts = int(args[args.index("--learning-starts") + 1])
+        duration = fraction * budget.online
+        # the student's online steps continue its offline count: epsilon 0.505 at its first step, and it learns at once
+        assert abs(linear_schedule(1.0, 0.01, duration, budget.offline) - 0.505) < 1e-9
+        assert learning_starts < budget.offline and linear_schedule(1.0, 0.01, duration, 0) == 1.0  # scratch: from 1

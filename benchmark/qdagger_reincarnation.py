@@ -1,0 +1,333 @@
+"""QDagger's reincarnation on this machine: a student taught by a local DQN teacher against DQN from scratch.
+
+    python benchmark/qdagger_reincarnation.py run --workers 2    # the stages not done yet, in order
+    python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one pair, one seed
+    python benchmark/qdagger_reincarnation.py report             # the Markdown rows for docs/rl-algorithms/qdagger.md
+
+The claim checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget
+of its own, at least half the teacher's score, and more than `dqn_atari.py` trained from scratch for
+the same number of environment steps. Likewise the JAX pair: `qdagger_dqn_atari_jax_impalacnn.py`
+taught by `dqn_atari_jax.py`, against `dqn_atari_jax.py` from scratch. Breakout, like the reference.
+
+The stages, in this order; each run is skipped once its summary exists, so `run` started again after a
+stop goes on where it was:
+
+1. Teachers: `dqn_atari.py` and `dqn_atari_jax.py`, 200k steps with the settings of atari_vs_sb3.py's
+   DQN check (learning from step 20k, epsilon annealed over the first 100k), seed 1, `--save-model`.
+   `dqn_atari.py` writes a checkpoint every 25k steps (~10 min) and a stopped run goes on from it;
+   `dqn_atari_jax.py` has no checkpoints, so a stopped JAX teacher starts over (~60 min: it ran at
+   ~58 steps/s beside another run in atari_vs_sb3.py).
+2. Students, of each teacher that has saved its model: the QDagger file with `--teacher-model-path`
+   that model file (in the teacher's run folder under `--out`).
+3. Scratch: the teacher's file from scratch with the student's online steps and the flags they share.
+
+Cost, measured on 2026-12-02 with one thread, nothing else running (a few dozen steps each, after
+warm-up): one gradient step of the IMPALA-CNN student (batch 32: target and teacher forward passes,
+student forward and backward, Adam) takes 0.44 s in PyTorch (0.46 s beside another one-thread run)
+and 0.67 s in JAX (XLA's convolution gradient: 0.49 s of it; the forward pass alone 0.09 s); a
+student's action 7.5 ms (PyTorch) and 3.6 ms (JAX), the teacher's 1.2 ms, an env step 2.3 ms. The
+gradient steps are what a budget can afford: the QDagger files have no checkpoints, so a student run
+must end within ~90 minutes.
+
+Budgets (`PAIRS`). PyTorch: the teacher plays 50k steps into the replay memory (a quarter of its
+training), 3k offline gradient steps (96k distilled samples, about two passes over that memory),
+then 20k online steps, a tenth of the teacher's training: 5k gradient steps (~38 min), 3k offline
+(~23 min), playing and 30 scored games (~11 min): ~72 min. JAX: 50k, 1.75k offline (~20 min), 14k
+online (3.5k gradient steps, ~41 min), playing, scoring and compiling (~10 min): ~71 min. With 1,000
+steps between target-network copies (the default, in gradient steps offline), the offline phase
+refreshes its target 3 times (PyTorch) or twice (JAX).
+Both files read the same online flags: learning from 10% of the online steps, epsilon annealed over
+twice the offline steps (`Budget.shared_args`). A QDagger file counts its online steps on from its
+offline ones, so the student starts halfway down that schedule (epsilon ~0.5, as with the published
+defaults: 500k offline steps, epsilon over 1M) and learns from its first step, while the scratch run
+explores from epsilon 1: that is the reincarnation being measured, not a difference of settings.
+
+"The same number of steps" counts online steps. The offline phase plays no game; the teacher's 50k
+steps of play stand in for the replay memory that the paper takes from the teacher's own training (a
+`dqn_atari.py` model file comes without it), so they are the teacher's cost, like its 200k training
+steps, and not the student's. The report shows them beside the student's budget.
+
+Scores: the teacher's is the mean of its saved model's 10 evaluation games (`eval/episodic_return`,
+epsilon 0.01), the model the student learns from, rather than the moving network of its training
+games (their last 20 are shown beside). The student's and the scratch run's are the means of their
+last 20 training games (whole games, all lives), in the student's online phase; the student's own 10
+evaluation games and its score after the offline phase are shown beside. Seeds 1 and 2 for students
+and scratch runs (one teacher, seed 1): on 2 cores the whole benchmark takes ~4 h (teachers ~75 min,
+four students ~2.5 h, scratch runs ~15 min), ~1.3 h less with `--seeds 1`. A row's means are over the
+seeds whose student and scratch summaries both exist.
+
+The runs go through the project's runner (benchmark/benchlib.py's queue, logs under `--out`/logs),
+each with one torch/XLA thread. The summaries (`*.json` under `--out`) are committed under
+benchmark/results/qdagger_reincarnation/ (`report --out` that folder); the teachers' model files stay
+in their run folders under `--out`, where the students read them.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
+from benchmark.benchlib import (  # noqa: E402
+    QueuedRun,
+    newest_run_dir,
+    one_thread_env,
+    result_last_mean,
+    run_queue,
+    script,
+    summarize_run,
+)
+from cleanrl_utils.summarize import mean_std  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+
+LAST_EPISODES = 20
+OF_TEACHER = 0.5  # the student must reach this share of the teacher's score
+SEEDS = (1, 2)  # of the students and the scratch runs
+TEACHER_SEED = 1
+TEACHER_STEPS = 200_000
+TEACHER_ARGS = ("--total-timesteps", str(TEACHER_STEPS), *EPSILON_SCHEDULE, "--save-model")
+
+# beyond the training games: {key in the summary: tag}
+EXTRA_TAGS = {"eval_returns": "eval/episodic_return", "offline_returns": "charts/offline/avg_episodic_return"}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A student's steps; its scratch run gets the online steps and the flags they share."""
+
+    online: int  # --total-timesteps: the student's online env steps, and all the scratch run's steps
+    offline: int  # --offline-steps: gradient steps on the teacher's memory
+    teacher_play: int = 50_000  # --teacher-steps: env steps the teacher plays to fill that memory
+
+    @property
+    def shared_args(self) -> tuple[str, ...]:
+        """Learning from 10% of the steps; epsilon annealed over twice the offline steps.
+
+        The QDagger files count the online steps on from the offline ones, so the student starts
+        halfway down the schedule (epsilon ~0.5), as with the published defaults (500k offline steps,
+        epsilon over 1M), and reaches 0.01 after `offline` online steps; the scratch run, from 1.
+        """
+        fraction = f"{2 * self.offline / self.online:g}"
+        buffer = max(self.online, self.teacher_play)  # no memory wraps, as with the default 1M (7 GB of address space)
+        learning = ("--learning-starts", str(self.online // 10), "--exploration-fraction", fraction)
+        return ("--total-timesteps", str(self.online), *learning, "--buffer-size", str(buffer))
+
+    @property
+    def student_args(self) -> tuple[str, ...]:
+        teacher = ("--teacher-steps", str(self.teacher_play), "--offline-steps", str(self.offline))
+        # one offline score, of the student the online phase starts from
+        return (*self.shared_args, *teacher, "--offline-eval-frequency", str(self.offline), "--save-model")
+
+
+@dataclass(frozen=True)
+class Pair:
+    student: str  # the QDagger file in cleanrl/
+    teacher: str  # the DQN file that trains its teacher, and runs from scratch as the baseline
+    teacher_checkpoint_every: int  # steps; 0 for a file without checkpoints (a stopped run starts over)
+    budget: Budget
+    env_id: str = BREAKOUT
+
+
+PAIRS = (
+    Pair("qdagger_dqn_atari_impalacnn", "dqn_atari", 25_000, Budget(online=20_000, offline=3_000)),
+    # a JAX gradient step costs ~1.5x PyTorch's here (XLA's one-thread convolution gradient): a smaller budget
+    Pair("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 0, Budget(online=14_000, offline=1_750)),
+)
+
+
+def result_path(out: Path, role: str, name: str, env_id: str, steps: int, seed: int) -> Path:
+    return out / f"{role}__{name}__{env_id}__{steps}__{seed}.json"
+
+
+def summarize(run_dir: Path, result: Path, **identity: object) -> None:
+    """`summarize_run`'s summary of the training games, with the evaluation and offline scores when logged."""
+    scalars = read_scalars(run_dir)
+    extra = {key: [value for _, value in scalars.get(tag, [])] for key, tag in EXTRA_TAGS.items()}
+    summarize_run(run_dir, result, **identity, **extra)
+
+
+def queued(role: str, name: str, args: tuple[str, ...], pair: Pair, steps: int, seed: int, out: Path, **kwargs) -> QueuedRun:
+    result = result_path(out, role, name, pair.env_id, steps, seed)
+    identity = {"role": role, "algo": name, "env_id": pair.env_id, "seed": seed, "args": list(args)}
+    return QueuedRun(
+        result, script(name), args, pair.env_id, seed, summarize=partial(summarize, result=result, **identity), **kwargs
+    )
+
+
+def teacher_run(out: Path, pair: Pair) -> QueuedRun:
+    return queued(
+        "teacher",
+        pair.teacher,
+        TEACHER_ARGS,
+        pair,
+        TEACHER_STEPS,
+        TEACHER_SEED,
+        out,
+        checkpoint_every=pair.teacher_checkpoint_every,
+    )
+
+
+def teacher_model(out: Path, pair: Pair) -> Path | None:
+    """The model file the teacher run saved (`{exp name}.cleanrl_model` in its run folder); None before it is done."""
+    teacher = teacher_run(out, pair)
+    if not teacher.result.exists():
+        return None
+    try:
+        model = newest_run_dir(teacher.workdir) / f"{pair.teacher}.cleanrl_model"
+    except ValueError:  # no run folder: a summary without its run (copied from another --out)
+        return None
+    return model if model.is_file() else None
+
+
+def student_result(out: Path, pair: Pair, seed: int) -> Path:
+    """The summary of `pair`'s student (known before its teacher's model exists)."""
+    return result_path(out, "student", pair.student, pair.env_id, pair.budget.online, seed)
+
+
+def student_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
+    """The student of `pair`, taught by the teacher's saved model (which must exist)."""
+    model = teacher_model(out, pair)
+    if model is None:
+        raise ValueError(f"the teacher of {pair.student} ({pair.teacher}) has not saved its model under {out}")
+    args = (*pair.budget.student_args, "--teacher-model-path", str(model.resolve()))
+    return queued("student", pair.student, args, pair, pair.budget.online, seed, out)
+
+
+def scratch_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
+    return queued("scratch", pair.teacher, pair.budget.shared_args, pair, pair.budget.online, seed, out)
+
+
+def selected(only: list[str] | None) -> list[Pair]:
+    """The pairs named in `only` by their student's or teacher's file or their env id (all without `only`)."""
+    return [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
+
+
+def run(out: Path, workers: int, only: list[str] | None, env: dict[str, str], seeds: tuple[int, ...] = SEEDS) -> int:
+    """The three stages in order, each through the runner; the exit code (that of a stop, at once)."""
+    pairs, logs, codes = selected(only), out / "logs", []
+    out.mkdir(parents=True, exist_ok=True)
+    codes.append(run_queue([teacher_run(out, pair) for pair in pairs], workers, env, logs))
+    if codes[-1] > 1:  # stopped by a signal: the runner stopped its runs, so stop here too
+        return codes[-1]
+    taught = [pair for pair in pairs if teacher_model(out, pair) is not None]
+    for pair in pairs:
+        if pair not in taught:
+            print(f"qdagger_reincarnation: {pair.student} waits for its teacher's model ({pair.teacher})", flush=True)
+    codes.append(run_queue([student_run(out, pair, seed) for pair in taught for seed in seeds], workers, env, logs))
+    if codes[-1] > 1:
+        return codes[-1]
+    codes.append(run_queue([scratch_run(out, pair, seed) for pair in pairs for seed in seeds], workers, env, logs))
+    return max(codes)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One pair's scores, the seeds' means, and the two bars."""
+
+    teacher: float  # mean of the teacher's evaluation games
+    teacher_training: float  # mean of its last training games (shown, not judged)
+    student: list[float]  # per seed: its last training games of the online phase
+    student_eval: list[float]  # per seed: mean of its evaluation games
+    student_offline: list[float]  # per seed: its score after the offline phase
+    scratch: list[float]  # per seed: its last training games
+    seeds: list[int]
+
+    @property
+    def ratio(self) -> float | None:
+        return statistics.fmean(self.student) / self.teacher if self.teacher > 0 else None
+
+    @property
+    def reaches_teacher(self) -> bool:
+        return statistics.fmean(self.student) >= OF_TEACHER * self.teacher
+
+    @property
+    def beats_scratch(self) -> bool:
+        return statistics.fmean(self.student) > statistics.fmean(self.scratch)
+
+
+def logged(result: Path, key: str) -> list[float]:
+    """The values of `key` in a summary written by `summarize` ([] when the run logged none)."""
+    return json.loads(result.read_text()).get(key, [])
+
+
+def outcome(out: Path, pair: Pair) -> Outcome | None:
+    """The pair's outcome; None until its teacher (with its evaluation) and one seed of student and scratch are done."""
+    teacher = teacher_run(out, pair).result
+    students = {seed: student_result(out, pair, seed) for seed in SEEDS}
+    scratches = {seed: scratch_run(out, pair, seed).result for seed in SEEDS}
+    seeds = [seed for seed in SEEDS if students[seed].exists() and scratches[seed].exists()]
+    if not teacher.exists() or not logged(teacher, "eval_returns") or not seeds:
+        return None
+    return Outcome(
+        teacher=statistics.fmean(logged(teacher, "eval_returns")),
+        teacher_training=result_last_mean(teacher, LAST_EPISODES),
+        student=[result_last_mean(students[seed], LAST_EPISODES) for seed in seeds],
+        student_eval=[statistics.fmean(games) for seed in seeds if (games := logged(students[seed], "eval_returns"))],
+        student_offline=[scores[-1] for seed in seeds if (scores := logged(students[seed], "offline_returns"))],
+        scratch=[result_last_mean(scratches[seed], LAST_EPISODES) for seed in seeds],
+        seeds=seeds,
+    )
+
+
+def yes_no(passes: bool) -> str:
+    return "yes" if passes else "**no**"
+
+
+def cell(values: list[float]) -> str:
+    return mean_std(values, 1) if values else "—"
+
+
+def steps(count: int) -> str:
+    return f"{count / 1000:g}k"
+
+
+def report_row(pair: Pair, result: Outcome) -> str:
+    budget = pair.budget
+    ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
+    command = f"`python benchmark/qdagger_reincarnation.py run --only {pair.student}`"
+    return (
+        f"| {pair.student} ← {pair.teacher} | {pair.env_id} | {TEACHER_STEPS // 1000}k "
+        f"| {steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)} "
+        f"| {', '.join(map(str, result.seeds))} | {result.teacher:.1f} ({result.teacher_training:.1f}) "
+        f"| {cell(result.student_offline)} | {cell(result.student)} ({cell(result.student_eval)}) "
+        f"| {cell(result.scratch)} | {ratio} | {yes_no(result.reaches_teacher)} | {yes_no(result.beats_scratch)} | {command} |"
+    )
+
+
+def report(out: Path) -> str:
+    lines = [
+        f"| student ← teacher | game | teacher steps | student steps: teacher play + offline + online | seeds "
+        f"| teacher: eval (last {LAST_EPISODES} training games) | student after offline phase "
+        f"| student: last {LAST_EPISODES} (eval) | scratch: last {LAST_EPISODES} | student / teacher "
+        f"| ≥ {OF_TEACHER:g} × teacher | > scratch | command |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for pair in PAIRS:
+        if (result := outcome(out, pair)) is not None:
+            lines.append(report_row(pair, result))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "qdagger_reincarnation")
+    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch/XLA thread each)")
+    parser.add_argument("--only", nargs="+", help="run: only the pairs of these scripts (student or teacher) or env ids")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs")
+    args = parser.parse_args()
+    if args.command == "run":
+        sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds)))
+    print(report(args.out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
