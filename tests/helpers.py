@@ -57,11 +57,7 @@ def script_env(**extra: str) -> dict[str, str]:
         WANDB_SILENT="true",
         PYTHONUNBUFFERED="1",
     )
-    # one torch thread per script unless the caller's environment says otherwise (see tests/conftest.py)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault("MKL_NUM_THREADS", "1")
-    # and one XLA CPU thread for the JAX scripts, for the same reason
-    env.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    # one torch and one XLA thread per script: tests/conftest.py sets them in this process's environment, copied here
     env.update(extra)
     return env
 
