@@ -3,16 +3,23 @@
     python benchmark/textbook_forms.py list                 # the cases, and whether their text is still in the files
     python benchmark/textbook_forms.py run --rounds 3       # one process at a time, file and textbook form alternating
     python benchmark/textbook_forms.py report               # the table (keep the trick only at >= 1.10x)
+    python benchmark/textbook_forms.py learn --seeds 3      # both forms learn alike? (cleanrl_utils.rlops per file)
 
 Our rule (docs/community/script-contract.md): where a file writes something in a faster form than the
 one readers know from the paper or from PyTorch's distributions (Gumbel-max sampling instead of
 `Categorical(logits=...).sample()`, a Gaussian log-density written out instead of `Normal(...).log_prob`),
 the faster form stays only if it gains at least 10% steps per second over a whole run, and its comment
 carries the figure. Each case here names the file, the lines of the trick, and the textbook lines that
-replace them; `run` writes the textbook copy of the file (same name, in a folder of its own under
---out), runs both with the same short budget, one torch thread, and records the SPS each run logged
+replace them; the file holds one form, and `run` writes a copy in the other (same name, in a folder of
+its own under --out; the files measured here now hold the textbook form, so the copy brings the trick
+back), runs both with the same short budget, one torch thread, and records the SPS each run logged
 last (global steps over wall time since the start). Rounds alternate so that a drift of the machine's
 speed hits both alike; the report compares medians. Measure on an otherwise idle machine.
+
+A switch changes the random draws (or the rounding) a run sees, so `learn` checks that the two forms
+learn alike: both forms, seed after seed, tagged `trick` and `textbook` (WANDB_TAGS) through the
+project's runner, then `cleanrl_utils.rlops` with the trick as baseline (`<out>/learn/<case>/compare.md`;
+exit 1 on a regression). The checks (LEARNING_CHECKS) are sized for a 2-core machine.
 """
 
 import argparse
@@ -22,19 +29,27 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import newest_run_dir, one_thread_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, newest_run_dir, one_thread_env, run_queue, summarize_run  # noqa: E402
+from cleanrl_utils import rlops  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 KEEP_AT = 1.10  # the trick's whole-run speed-up over the textbook form that keeps it
 
-GUMBEL_MAX = "        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)\n"
+GUMBEL_MAX = (
+    "        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).\n"
+    "        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)\n"
+)
 CATEGORICAL = "        action = torch.distributions.Categorical(logits=logp_all).sample()\n"
 
+# the written-out forms need `math`; the textbook forms do not
+MATH_IMPORT, NO_MATH_IMPORT = "import math\nimport os\n", "import os\n"
+GAUSSIAN_COMMENT = "    # The diagonal Gaussian is written out: torch.distributions.Normal costs more than these few ops.\n"
 GAUSSIAN_WRITTEN_OUT = (
     "        logprob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)\n"
     "        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)\n"
@@ -44,14 +59,24 @@ GAUSSIAN_NORMAL = (
     "        logprob, entropy = normal.log_prob(action).sum(-1), normal.entropy().sum(-1)\n"
 )
 
+LOG_NORM = (
+    "        # constant part of the log-density, per action: log sqrt(2 pi) + log scale (not saved: derived)\n"
+    '        self.register_buffer("log_norm", 0.5 * math.log(2 * math.pi) + self.action_scale.log(), persistent=False)\n'
+)
+ACTION_BIAS = '        self.register_buffer("action_bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))\n'
 TANH_GAUSSIAN_WRITTEN_OUT = (
     "        noise = torch.randn_like(mean)\n        u = mean + log_std.exp() * noise  # Gaussian sample before squashing\n"
 )
-TANH_GAUSSIAN_NORMAL = "        normal = torch.distributions.Normal(mean, log_std.exp())\n        u = normal.rsample()\n"
+TANH_GAUSSIAN_NORMAL = "        normal = torch.distributions.Normal(mean, log_std.exp())\n        u = normal.rsample()  # mean + std * noise: gradients reach mean and std\n"
 TANH_GAUSSIAN_LOG_PROB = (
+    "        # Change of variables: log pi(action) = log N(u; mean, std) - log |d action / d u|, per dimension, where\n"
+    "        # d action / d u = scale * (1 - tanh(u)^2) and log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)),\n"
+    "        # a form that stays exact when tanh(u) rounds to +-1.\n"
     "        log_prob = -0.5 * noise.pow(2) - log_std - self.log_norm - 2 * (math.log(2) - u - F.softplus(-2 * u))\n"
 )
 TANH_GAUSSIAN_LOG_PROB_NORMAL = (
+    "        # Change of variables: log pi(action) = log N(u; mean, std) - log |d action / d u|, per dimension, where\n"
+    "        # d action / d u = scale * (1 - tanh(u)^2); the 1e-6 keeps the log finite where tanh(u) rounds to +-1.\n"
     "        log_prob = normal.log_prob(u) - torch.log(self.action_scale * (1 - torch.tanh(u).pow(2)) + 1e-6)\n"
 )
 
@@ -86,14 +111,25 @@ class Case:
     def name(self) -> str:
         return f"{Path(self.script).stem}__{self.trick.split()[0].lower()}"
 
-    def textbook_source(self) -> str:
-        """The file with each trick's lines replaced by the textbook lines; an error if the file changed."""
+    def held_form(self) -> str:
+        """The form the file holds now: "trick" or "textbook"; an error if it holds neither's lines once each."""
         source = (REPO / "cleanrl" / self.script).read_text()
-        for trick, textbook in self.replacements:
-            if source.count(trick) != 1:
-                raise SystemExit(f"textbook_forms.py: error: {self.script} no longer holds the lines of {self.name} once")
-            source = source.replace(trick, textbook)
+        for form, side in (("trick", 0), ("textbook", 1)):
+            if all(source.count(pair[side]) == 1 for pair in self.replacements):
+                return form
+        raise SystemExit(f"textbook_forms.py: error: {self.script} holds neither form of {self.name}: update its case")
+
+    def source(self, form: str) -> str:
+        """The file's text in `form` ("trick" or "textbook"): the file itself, or the file with the other form's lines swapped."""
+        source, held = (REPO / "cleanrl" / self.script).read_text(), self.held_form()
+        for trick, textbook in self.replacements if form != held else ():
+            source = source.replace(trick, textbook) if form == "textbook" else source.replace(textbook, trick)
         return source
+
+
+def gaussian_replacements(evaluate: str) -> tuple[tuple[str, str], ...]:
+    """The written-out Gaussian's lines and their textbook form, for a file whose evaluation method starts with `evaluate`."""
+    return ((MATH_IMPORT, NO_MATH_IMPORT), (GAUSSIAN_COMMENT + evaluate, evaluate), (GAUSSIAN_WRITTEN_OUT, GAUSSIAN_NORMAL))
 
 
 def gumbel(script: str, args: tuple[str, ...]) -> Case:
@@ -115,22 +151,75 @@ CASES = [
     Case(
         "ppo_continuous_action.py",
         "Gaussian log-density written out (vs Normal)",
-        ((GAUSSIAN_WRITTEN_OUT, GAUSSIAN_NORMAL),),
+        gaussian_replacements("    def evaluate_actions(self, x, action):\n"),
         HOPPER_PPO_SHORT,
     ),
     Case(
         "rpo_continuous_action.py",
         "Gaussian log-density written out (vs Normal)",
-        ((GAUSSIAN_WRITTEN_OUT, GAUSSIAN_NORMAL),),
+        gaussian_replacements("    def evaluate_actions(self, x, action, perturb=True):\n"),
         HOPPER_PPO_SHORT,
     ),
     Case(
         "sac_continuous_action.py",
         "tanh-Gaussian log-density written out (vs Normal and log(scale (1 - tanh^2) + 1e-6))",
-        ((TANH_GAUSSIAN_WRITTEN_OUT, TANH_GAUSSIAN_NORMAL), (TANH_GAUSSIAN_LOG_PROB, TANH_GAUSSIAN_LOG_PROB_NORMAL)),
+        (
+            (MATH_IMPORT, NO_MATH_IMPORT),
+            (ACTION_BIAS + LOG_NORM, ACTION_BIAS),
+            (TANH_GAUSSIAN_WRITTEN_OUT, TANH_GAUSSIAN_NORMAL),
+            (TANH_GAUSSIAN_LOG_PROB, TANH_GAUSSIAN_LOG_PROB_NORMAL),
+        ),
         HOPPER_SAC_SHORT,
     ),
 ]
+
+
+# `learn`: the learning check of a switch, per file (env id, arguments). The Gumbel-max files all sample the
+# same softmax policy either way, so ppo_atari.py stands for the seven of them.
+LEARNING_CHECKS = {
+    "ppo_atari.py": ("BreakoutNoFrameskip-v4", ("--total-timesteps", "100000")),
+    "ppo_continuous_action.py": ("Hopper-v4", ("--total-timesteps", "200000")),
+    "rpo_continuous_action.py": ("Hopper-v4", ("--total-timesteps", "200000")),
+    "sac_continuous_action.py": ("Pendulum-v1", ("--total-timesteps", "20000")),
+}
+FORMS = ("trick", "textbook")
+
+
+def learning_runs(case: Case, out: Path, seed: int, args: tuple[str, ...], env_id: str) -> list[tuple[str, QueuedRun]]:
+    """Both forms' runs of one seed (form, run); the form the file does not hold runs from a copy under `out`."""
+    runs = []
+    for form in FORMS:
+        program = REPO / "cleanrl" / case.script
+        if form != case.held_form():
+            program = out / form / case.script  # the same file name: its runs carry the original's exp_name
+            program.parent.mkdir(parents=True, exist_ok=True)
+            program.write_text(case.source(form))
+        result = out / f"{form}__{seed}.json"
+        runs.append(
+            (form, QueuedRun(result, (str(program),), args, env_id, seed, summarize=partial(summarize_run, result=result)))
+        )
+    return runs
+
+
+def learn(out: Path, seeds: int, only: list[str] | None, checks: dict[str, tuple[str, tuple[str, ...]]]) -> int:
+    """Each form of each checked file, `seeds` seeds, tagged by form; then rlops compares textbook with trick per file."""
+    code = 0
+    for case in CASES:
+        if case.script not in checks or (only and case.script.removesuffix(".py") not in only):
+            continue
+        env_id, args = checks[case.script]
+        case_out = out / case.name
+        for seed in range(1, seeds + 1):  # seed after seed, both forms in turn: a drift of the machine hits both
+            for form, queued in learning_runs(case, case_out, seed, args, env_id):
+                env = one_thread_env() | {"WANDB_TAGS": form}
+                code = code or run_queue([queued], 1, env, case_out / "logs")
+        if code:
+            return code
+        argv = ["--runs-dir", str(case_out), "--exp-name", Path(case.script).stem, "--tags", *FORMS, "--baseline", "trick"]
+        argv += ["--env-ids", env_id, "--output-filename", str(case_out / "compare"), "--fail-on-regression"]
+        print(f"{case.script}: python -m cleanrl_utils.rlops {' '.join(argv)}", flush=True)
+        code = rlops.main(argv)
+    return code
 
 
 def result_path(out: Path, case: Case, form: str, round_: int) -> Path:
@@ -141,9 +230,9 @@ def run_one(case: Case, form: str, workdir: Path) -> float:
     """The last SPS logged by one run of the file ("trick") or of its textbook copy ("textbook")."""
     workdir.mkdir(parents=True, exist_ok=True)
     script = REPO / "cleanrl" / case.script
-    if form == "textbook":
+    if form != case.held_form():
         script = workdir / Path(case.script).name  # the same file name: the run is named as the original's
-        script.write_text(case.textbook_source())
+        script.write_text(case.source(form))
     env = one_thread_env() | {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, str(script), *case.args], cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     return read_scalars(newest_run_dir(workdir))["charts/SPS"][-1][1]
@@ -185,18 +274,20 @@ def report(out: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["list", "run", "report"])
+    parser.add_argument("command", choices=["list", "run", "report", "learn"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "textbook_forms")
-    parser.add_argument("--only", nargs="+", help="run: only these files (without .py)")
+    parser.add_argument("--only", nargs="+", help="run/learn: only these files (without .py)")
+    parser.add_argument("--seeds", type=int, default=3, help="learn: seeds per form")
     args = parser.parse_args()
     if args.command == "list":
         for case in CASES:
-            case.textbook_source()  # fails with one line if the file no longer holds the trick's lines
-            print(f"{case.script}: {case.trick}")
+            print(f"{case.script}: {case.trick}; the file holds the {case.held_form()} form")
     elif args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
         run(args.out, args.rounds, args.only)
+    elif args.command == "learn":
+        sys.exit(learn(args.out / "learn", args.seeds, args.only, LEARNING_CHECKS))
     else:
         print(report(args.out))
 

@@ -189,8 +189,7 @@ class Agent(nn.Module):
         """Rollout step: sampled actions, their log-probabilities, the state values and the next LSTM state."""
         hidden, lstm_state = self.get_states(x, lstm_state, starts)
         logp_all = self.actor(hidden).log_softmax(-1)
-        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
-        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        action = torch.distributions.Categorical(logits=logp_all).sample()
         logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         return action, logprob, self.critic(hidden).squeeze(-1), lstm_state
 

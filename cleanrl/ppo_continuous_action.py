@@ -3,7 +3,6 @@
 Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-continuous/#ppo_continuous_actionpy (docs/rl-algorithms/ppo-continuous.md)
 """
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -164,13 +163,12 @@ class Agent(nn.Module):
         mean = self.actor_mean(x)
         return mean if deterministic else mean + self.actor_logstd.exp() * torch.randn_like(mean)
 
-    # The diagonal Gaussian is written out: torch.distributions.Normal costs more than these few ops.
     def evaluate_actions(self, x, action):
         """Log-probability and entropy (summed over action dims) of given actions, and the state value."""
         mean = self.actor_mean(x)
         logstd = self.actor_logstd.expand_as(mean)
-        logprob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
-        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)
+        normal = torch.distributions.Normal(mean, logstd.exp())
+        logprob, entropy = normal.log_prob(action).sum(-1), normal.entropy().sum(-1)
         return logprob, entropy, self.critic(x).squeeze(-1)
 
 

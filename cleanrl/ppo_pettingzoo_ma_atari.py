@@ -189,8 +189,7 @@ class Agent(nn.Module):
         """Rollout: sampled actions, their log-probabilities and the state values, from one pass of the CNN."""
         hidden = self.hidden(x)
         logp_all = self.actor(hidden).log_softmax(-1)
-        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
-        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        action = torch.distributions.Categorical(logits=logp_all).sample()
         return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden).squeeze(-1)
 
     def evaluate_actions(self, x, action):

@@ -187,8 +187,7 @@ class Agent(nn.Module):
     def act(self, x):
         """Rollout: sampled actions, their log-probabilities and both values, from one pass of the CNN."""
         logp_all, ext_value, int_value = self(x)
-        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
-        action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
+        action = torch.distributions.Categorical(logits=logp_all).sample()
         return action, logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1), ext_value, int_value
 
     def evaluate_actions(self, x, action):

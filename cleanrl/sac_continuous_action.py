@@ -3,7 +3,6 @@
 Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac/#sac_continuous_actionpy (docs/rl-algorithms/sac.md)
 """
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -137,8 +136,6 @@ class Actor(nn.Module):
         high, low = env.single_action_space.high, env.single_action_space.low
         self.register_buffer("action_scale", torch.tensor((high - low) / 2.0, dtype=torch.float32))
         self.register_buffer("action_bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))
-        # constant part of the log-density, per action: log sqrt(2 pi) + log scale (not saved: derived)
-        self.register_buffer("log_norm", 0.5 * math.log(2 * math.pi) + self.action_scale.log(), persistent=False)
 
     def forward(self, x):
         x = F.relu(self.fc1(x))
@@ -151,13 +148,12 @@ class Actor(nn.Module):
     def get_action(self, x):
         """A sampled action (reparameterised), its log-probability, and the deterministic (mean) action."""
         mean, log_std = self(x)
-        noise = torch.randn_like(mean)
-        u = mean + log_std.exp() * noise  # Gaussian sample before squashing
+        normal = torch.distributions.Normal(mean, log_std.exp())
+        u = normal.rsample()  # mean + std * noise: gradients reach mean and std
         action = torch.tanh(u) * self.action_scale + self.action_bias
         # Change of variables: log pi(action) = log N(u; mean, std) - log |d action / d u|, per dimension, where
-        # d action / d u = scale * (1 - tanh(u)^2) and log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)),
-        # a form that stays exact when tanh(u) rounds to +-1.
-        log_prob = -0.5 * noise.pow(2) - log_std - self.log_norm - 2 * (math.log(2) - u - F.softplus(-2 * u))
+        # d action / d u = scale * (1 - tanh(u)^2); the 1e-6 keeps the log finite where tanh(u) rounds to +-1.
+        log_prob = normal.log_prob(u) - torch.log(self.action_scale * (1 - torch.tanh(u).pow(2)) + 1e-6)
         mean_action = torch.tanh(mean) * self.action_scale + self.action_bias
         return action, log_prob.sum(1, keepdim=True), mean_action
 

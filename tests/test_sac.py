@@ -44,7 +44,8 @@ def test_log_prob_is_a_density_over_asymmetric_bounds(monkeypatch):
     """exp(log_prob) integrates to 1 over the action range [-1, 3]: the tanh and the scale corrections are right."""
     actor = constant_actor(spaces([-1.0], [3.0]), mean=0.4, log_std=-0.3)
     noise = torch.linspace(-9, 9, 40001).unsqueeze(1)  # every pre-squash value out to 9 standard deviations
-    monkeypatch.setattr(torch, "randn_like", lambda t: noise.to(t.dtype))
+    # the Gaussian's draws are this grid: u = mean + std * noise, as Normal.rsample would make it
+    monkeypatch.setattr(torch.distributions.Normal, "rsample", lambda self, shape=(): self.loc + self.scale * noise)
     with torch.no_grad():
         action, log_prob, _ = actor.get_action(torch.zeros(len(noise), 4))
     a, density = action.double().squeeze(1).numpy(), log_prob.double().exp().squeeze(1).numpy()

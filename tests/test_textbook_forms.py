@@ -4,23 +4,36 @@ import dataclasses
 import json
 import py_compile
 
+import pytest
+
 from benchmark import textbook_forms as bench
+from cleanrl_utils import report
 
 
-def test_every_case_finds_its_trick_and_its_textbook_copy_compiles(tmp_path):
+def test_every_case_finds_one_form_in_its_file_and_writes_the_other(tmp_path):
     for case in bench.CASES:
-        source = case.textbook_source()  # exits with one line if the file no longer holds the trick's lines
-        assert source != (bench.REPO / "cleanrl" / case.script).read_text()
+        held = case.held_form()  # exits with one line if the file holds neither form's lines
+        assert case.source(held) == (bench.REPO / "cleanrl" / case.script).read_text()
+        other = "trick" if held == "textbook" else "textbook"
         copy = tmp_path / case.name / case.script
         copy.parent.mkdir()
-        copy.write_text(source)
+        copy.write_text(case.source(other))
         py_compile.compile(str(copy), doraise=True)
+        for trick, textbook in case.replacements:  # each form holds its own lines; the textbook form has none of the trick's
+            assert trick in case.source("trick") and trick not in case.source("textbook")
+            assert textbook in case.source("textbook")
 
 
-def test_textbook_copy_trains(tmp_path):
+def test_a_file_that_holds_neither_form_is_one_line_error(monkeypatch):
+    case = dataclasses.replace(bench.CASES[0], replacements=(("no such line\n", "nor this one\n"),))
+    with pytest.raises(SystemExit, match="holds neither form"):
+        case.held_form()
+
+
+def test_the_copy_in_the_other_form_trains_and_is_named_as_the_file(tmp_path):
     (case,) = [c for c in bench.CASES if c.script == "ppo_continuous_action.py"]
     short = dataclasses.replace(case, args=("--env-id", "Pendulum-v1", "--total-timesteps", "512", "--num-steps", "256"))
-    assert bench.run_one(short, "textbook", tmp_path) > 0
+    assert bench.run_one(short, "trick", tmp_path) > 0  # the file holds the textbook form: the trick runs from a copy
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("Pendulum-v1__ppo_continuous_action__1__")  # named as the original file's runs
 
@@ -38,3 +51,23 @@ def test_report_keeps_a_trick_only_at_ten_percent(tmp_path):
         in table
     )
     assert bench.CASES[2].script not in table  # not measured: no row
+
+
+def test_learn_runs_both_forms_tagged_and_compares_them_with_rlops(tmp_path):
+    checks = {"ppo_continuous_action.py": ("Pendulum-v1", ("--total-timesteps", "512", "--num-steps", "256"))}
+    assert bench.learn(tmp_path, 1, None, checks) == 0
+    (case,) = [c for c in bench.CASES if c.script == "ppo_continuous_action.py"]
+    out = tmp_path / case.name
+    assert sorted(p.name for p in out.glob("*.json")) == ["textbook__1.json", "trick__1.json"]
+    runs = report.collect_runs([out], split_by_dir=False)
+    tagged = sorted((r.tags, r.exp_name, r.env_id) for r in runs)
+    assert tagged == [
+        (("textbook",), "ppo_continuous_action", "Pendulum-v1"),
+        (("trick",), "ppo_continuous_action", "Pendulum-v1"),
+    ]
+    compare = (out / "compare.md").read_text()
+    assert "textbook" in compare and "trick" in compare
+    # run again: every run is done, only the comparison is made again
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    assert bench.learn(tmp_path, 1, None, checks) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*.json")} == before
