@@ -99,16 +99,38 @@ class RanIntoTraining(Exception):
     """A script run in-process went past its checks into training."""
 
 
-def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60) -> Run:
+class SignalAfterLines(io.StringIO):
+    """Captured stdout that sends `sig` to this process once `count` printed lines start with `prefix`.
+
+    The signal is a real one: the script's handler receives it wherever the main thread is, as it would
+    receive a user's Ctrl-C or a scheduler's SIGTERM shortly after the script printed those lines.
+    """
+
+    def __init__(self, prefix: str, count: int, sig: signal.Signals):
+        super().__init__()
+        self.prefix, self.count, self.sig, self.sent = prefix, count, sig, False
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if not self.sent and "\n" in text:
+            lines = self.getvalue().splitlines()
+            if sum(line.startswith(self.prefix) for line in lines) >= self.count:
+                self.sent = True
+                os.kill(os.getpid(), self.sig)
+        return written
+
+
+def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdout: io.StringIO | None = None) -> Run:
     """Run `cleanrl/<script>` inside this test process, as `python cleanrl/<script> args` in `cwd` would.
 
     No new interpreter importing torch or JAX for each run: for runs that end before training (bad input,
-    --help), and for short whole runs whose results are compared with a real process's (tests/conftest.py
-    gives this process the thread counts `script_env` gives scripts). A script that does not stop within
-    `timeout_s` is interrupted with RanIntoTraining. Warning filters and signal handlers are restored after.
+    --help), for short whole runs whose results are compared with a real process's (tests/conftest.py
+    gives this process the thread counts `script_env` gives scripts), and for runs stopped by a signal
+    (`stdout=SignalAfterLines(...)`). A script that does not stop within `timeout_s` is interrupted with
+    RanIntoTraining. Warning filters and signal handlers are restored after.
     """
     path = str(REPO / "cleanrl" / script)
-    out, err = io.StringIO(), io.StringIO()
+    out, err = stdout or io.StringIO(), io.StringIO()
     saved_argv, saved_cwd = sys.argv, os.getcwd()
 
     def interrupt(signum, frame):

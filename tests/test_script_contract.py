@@ -9,13 +9,12 @@ import math
 import os
 import re
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
+from tests.helpers import Run, SignalAfterLines, read_wandb_history_keys, run_in_process, run_script, script_env
 
 
 @dataclass(frozen=True)
@@ -885,24 +884,18 @@ INTERRUPTIONS = [(name, (signal.SIGINT, signal.SIGTERM)[i % 2]) for i, name in e
 
 @pytest.mark.parametrize(("name", "sig"), INTERRUPTIONS, ids=[f"{name}-{sig.name}" for name, sig in INTERRUPTIONS])
 def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
+    """A real signal, sent to this process once the script printed its 5th episode; the script runs in-process.
+
+    Each script's smoke run above is its real process (start, exit, W&B and video shutdown included).
+    """
     script = SCRIPTS[name]
-    proc = start_script(name, "--env-id", script.env_id, "--total-timesteps", "100000000", *script.run_args, cwd=tmp_path)
-    printed = []
+    args = ("--env-id", script.env_id, "--total-timesteps", "100000000", *script.run_args)
+    run = run_in_process(name, *args, cwd=tmp_path, timeout_s=120, stdout=SignalAfterLines("global_step=", 5, sig))
+    assert run.returncode == 130, run.stderr[-3000:]
+    assert "interrupted" in run.stderr and "Traceback" not in run.stderr
+    printed = [line for line in run.stdout.splitlines() if line.startswith("global_step=")]
+    assert len(printed) >= 5
     key = return_tag(script).removeprefix("charts/")
-    for line in proc.stdout:
-        printed += [line] if line.startswith("global_step=") else []
-        if len(printed) == 5:
-            break
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout=60)  # what it prints meanwhile fits in the pipe
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail(f"{name} kept running 60 s after {sig.name}")
-    out, err = proc.stdout.read(), proc.stderr.read()  # read(), not communicate(): keeps lines already buffered
-    printed += [line for line in out.splitlines() if line.startswith("global_step=")]
-    assert proc.returncode == 130, err
-    assert "interrupted" in err and "Traceback" not in err
-    logged = Run(proc.returncode, out, err, tmp_path).scalars()[return_tag(script)]
+    logged = run.scalars()[return_tag(script)]
     # The signal is acted on between steps, never between printing an episode and logging it.
-    assert [f"global_step={s}, {key}={r}" for s, r in logged] == [p.strip() for p in printed]
+    assert [f"global_step={s}, {key}={r}" for s, r in logged] == printed
