@@ -1,29 +1,44 @@
-"""Does self-play learn? ppo_pettingzoo_ma_atari.py on PettingZoo's Pong, read by its episode lengths.
+"""Does self-play learn? ppo_pettingzoo_ma_atari.py on PettingZoo's Pong, against a random player and by its games' lengths.
 
-    OMP_NUM_THREADS=1 python benchmark/pettingzoo_pong_selfplay.py run [--total-timesteps 500000] [--seed 1] [-- SCRIPT FLAGS]
-    python benchmark/pettingzoo_pong_selfplay.py report RUN_DIR [--bins 5]
+    python benchmark/pettingzoo_pong_selfplay.py run [--total-timesteps 500000] [--seeds 1] [-- SCRIPT FLAGS]
+    python benchmark/pettingzoo_pong_selfplay.py report [--out DIR]       # the finished runs, against random
+    python benchmark/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
 
-One policy plays both paddles, so each player's return stays near 0 however well it plays. What
-changes is the length of the games: a random pair misses the ball quickly and a game is short;
-players that return the ball make rallies, and games grow longer. `report` splits the run's
-finished games (both players' episodes, by the step they ended at) into equal step ranges and
-prints the mean episode length in each, then the first range against the last.
+One policy plays both paddles, so each player's return stays near 0 however well it plays. Two
+readings of what self-play learned:
+- **Against a random player** (the check): each run trains with `--save-model`, and the script then
+  scores the saved policy in 10 games against a player pressing uniformly random buttons, sides
+  alternating (`eval/episodic_return`: points won per game). The yardstick is the same 10 games
+  (same seed) with a random player in the policy's seat. A run passes when its policy wins more
+  points per game than the random player does.
+- **Episode lengths**: a random pair misses the ball quickly and a game is short; players that
+  return the ball make rallies, and games grow longer. `lengths` splits a run's finished games (both
+  players' episodes, by the step they ended at) into equal step ranges and prints the mean length in each.
+
+Runs go through the project's runner (benchmark/benchlib.py: one torch thread, logs under
+`--out`/logs); a run is done once its summary JSON exists, and `run` started again runs what is not
+done. The file writes no checkpoints: a stopped run starts over, so size `--total-timesteps` to
+finish in one sitting (500k agent steps: about 75 minutes alone on one core of the project's CPU).
 """
 
 import argparse
+import importlib
+import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import newest_run_dir, one_thread_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
+ENV_ID = "pong_v3"
 LENGTH_TAGS = ("charts/episodic_length-player0", "charts/episodic_length-player1")
+EVAL_TAG = "eval/episodic_return"  # points the saved policy won in each evaluation game against random
+EVAL_GAMES, EVAL_SEED = 10, 0  # as the script's evaluation plays them
 
 
 def episode_lengths(run_dir: Path) -> list[tuple[int, float]]:
@@ -43,7 +58,7 @@ def length_curve(points: list[tuple[int, float]], total_steps: int, bins: int) -
     return curve
 
 
-def report(run_dir: Path, bins: int) -> str:
+def lengths_report(run_dir: Path, bins: int) -> str:
     points = episode_lengths(run_dir)
     if not points:
         raise SystemExit(f"pettingzoo_pong_selfplay.py: error: {run_dir} has no finished episodes to report")
@@ -56,33 +71,97 @@ def report(run_dir: Path, bins: int) -> str:
     return "\n".join(lines)
 
 
-def run(total_timesteps: int, seed: int, out: Path, script_args: list[str]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(REPO / "cleanrl" / "ppo_pettingzoo_ma_atari.py"), "--env-id", "pong_v3"]
-    command += ["--total-timesteps", str(total_timesteps), "--seed", str(seed), *script_args]
-    subprocess.run(command, cwd=out, env=one_thread_env(), check=True, stdout=subprocess.DEVNULL)
-    return newest_run_dir(out)
+def summarize(run_dir: Path, result: Path, seed: int, total_timesteps: int, max_cycles: int) -> None:
+    """The summary of a finished run: its evaluation points, every episode length, its speed."""
+    scalars = read_scalars(run_dir)
+    summary = {
+        "env_id": ENV_ID,
+        "seed": seed,
+        "total_timesteps": total_timesteps,
+        "max_cycles": max_cycles,
+        "run": run_dir.name,
+        "sps": scalars["charts/SPS"][-1][1],
+        "eval_points": [value for _, value in scalars[EVAL_TAG]],
+        "episode_lengths": episode_lengths(run_dir),
+    }
+    result.write_text(json.dumps(summary))
+
+
+def result_path(out: Path, total_timesteps: int, seed: int) -> Path:
+    return out / f"selfplay__{ENV_ID}__{total_timesteps}__{seed}.json"
+
+
+def run(out: Path, total_timesteps: int, seeds: int, max_cycles: int, script_args: list[str]) -> int:
+    """Train (and evaluate) every seed not done yet, one at a time; the runner's exit code."""
+    runs = []
+    for seed in range(1, seeds + 1):
+        result = result_path(out, total_timesteps, seed)
+        args = ("--total-timesteps", str(total_timesteps), "--max-cycles", str(max_cycles), "--save-model", *script_args)
+
+        def summarize_seed(run_dir: Path, result: Path = result, seed: int = seed) -> None:
+            summarize(run_dir, result, seed, total_timesteps, max_cycles)
+
+        runs.append(QueuedRun(result, script("ppo_pettingzoo_ma_atari"), args, ENV_ID, seed, summarize=summarize_seed))
+    return run_queue(runs, 1, one_thread_env(), out / "logs")
+
+
+def random_points(out: Path, max_cycles: int) -> list[float]:
+    """Points per game of a random player against a random opponent, in the evaluation's games (computed once, kept in `out`)."""
+    cached = out / f"random_vs_random__{max_cycles}.json"
+    if not cached.exists():
+        from cleanrl_utils.evals.ppo_pettingzoo_eval import points_against_random
+
+        make_env = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari").make_vector_env
+        points = points_against_random(make_env, ENV_ID, None, EVAL_GAMES, EVAL_SEED, max_cycles)
+        summary = {"env_id": ENV_ID, "games": EVAL_GAMES, "seed": EVAL_SEED, "max_cycles": max_cycles, "points": points}
+        cached.write_text(json.dumps(summary))
+    return json.loads(cached.read_text())["points"]
+
+
+def versus_random_report(out: Path) -> str:
+    """Each finished run's policy against random, beside random against random, in the same games."""
+    results = [json.loads(p.read_text()) for p in sorted(out.glob(f"selfplay__{ENV_ID}__*.json"))]
+    if not results:
+        raise SystemExit(f"pettingzoo_pong_selfplay.py: error: no finished runs under {out}")
+    lines = [
+        f"| agent steps | seed | trained policy vs random: points per game ({EVAL_GAMES} games) "
+        "| random vs random | passes (more points than random) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (r["total_timesteps"], r["seed"])):
+        trained, baseline = statistics.fmean(r["eval_points"]), statistics.fmean(random_points(out, r["max_cycles"]))
+        lines.append(
+            f"| {r['total_timesteps']:,} | {r['seed']} | {trained:.1f} ({', '.join(f'{p:.0f}' for p in r['eval_points'])}) "
+            f"| {baseline:.1f} | {'yes' if trained > baseline else '**no**'} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    run_parser = commands.add_parser("run", help="train, then report")
+    run_parser = commands.add_parser("run", help="train and evaluate the seeds not done yet, then report")
     run_parser.add_argument("--total-timesteps", type=int, default=500_000, help="agent steps (both players)")
-    run_parser.add_argument("--seed", type=int, default=1)
-    run_parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
+    run_parser.add_argument("--seeds", type=int, default=1)
+    run_parser.add_argument(
+        "--max-cycles", type=int, default=100_000, help="emulator frames after which a game is cut (training and evaluation)"
+    )
     run_parser.add_argument("script_args", nargs="*", help="more flags for the script, after --")
-    report_parser = commands.add_parser("report", help="the episode-length curve of a finished run")
-    report_parser.add_argument("run_dir", type=Path)
+    report_parser = commands.add_parser("report", help="the finished runs' policies against a random player")
     for sub in (run_parser, report_parser):
-        sub.add_argument("--bins", type=int, default=5, help="equal step ranges of the curve")
+        sub.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
+    lengths_parser = commands.add_parser("lengths", help="the episode-length curve of a finished run")
+    lengths_parser.add_argument("run_dir", type=Path)
+    lengths_parser.add_argument("--bins", type=int, default=5, help="equal step ranges of the curve")
     args = parser.parse_args()
+    if args.command == "lengths":
+        print(lengths_report(args.run_dir, args.bins))
+        return
     if args.command == "run":
-        run_dir = run(args.total_timesteps, args.seed, args.out, args.script_args)
-        print(f"run: {run_dir}")
-    else:
-        run_dir = args.run_dir
-    print(report(run_dir, args.bins))
+        args.out.mkdir(parents=True, exist_ok=True)
+        if code := run(args.out, args.total_timesteps, args.seeds, args.max_cycles, args.script_args):
+            sys.exit(code)
+    print(versus_random_report(args.out))
 
 
 if __name__ == "__main__":

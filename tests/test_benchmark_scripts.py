@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import REPO, script_env
 
 
@@ -209,7 +211,7 @@ def test_selfplay_report_bins_both_players_episodes_by_step(tmp_path):
     # player 0 and 1 end games at the same steps; lengths grow from 200 to 800 over a 1000-step run
     points = [(100, 200), (400, 300), (600, 500), (1000, 800)]
     write_episode_lengths(tmp_path, [points, [(step, length + 20) for step, length in points]])
-    table = bench.report(tmp_path, bins=2)
+    table = bench.lengths_report(tmp_path, bins=2)
     assert "| 0–500 | 4 | 260 |" in table  # (200 + 300 + 220 + 320) / 4
     assert "| 500–1,000 | 4 | 660 |" in table  # (500 + 800 + 520 + 820) / 4
     assert table.endswith("start 260 → end 660 agent steps per game (2.54×)")
@@ -476,3 +478,21 @@ def test_qdagger_students_start_halfway_down_the_shared_epsilon_schedule():
         # the student's online steps continue its offline count: epsilon 0.505 at its first step, and it learns at once
         assert abs(linear_schedule(1.0, 0.01, duration, budget.offline) - 0.505) < 1e-9
         assert learning_starts < budget.offline and linear_schedule(1.0, 0.01, duration, 0) == 1.0  # scratch: from 1
+
+
+def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
+    """`run` trains through the runner with --save-model; `report` sets the policy's points beside random's."""
+    command = [sys.executable, str(REPO / "benchmark" / "pettingzoo_pong_selfplay.py"), "run", "--total-timesteps", "128"]
+    command += ["--max-cycles", "160", "--out", str(tmp_path), "--", "--num-envs", "2", "--num-steps", "64"]
+    proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "selfplay__pong_v3__128__1.json").read_text())
+    assert len(summary["eval_points"]) == 10 and summary["max_cycles"] == 160
+    random = json.loads((tmp_path / "random_vs_random__160.json").read_text())["points"]
+    assert len(random) == 10 and all(p == int(p) >= 0 for p in random + summary["eval_points"])
+    mean = sum(summary["eval_points"]) / 10
+    row = re.search(r"^\| 128 \| 1 \| ([\d.]+) \(([\d, ]+)\) \| ([\d.]+) \| (yes|\*\*no\*\*) \|$", proc.stdout, re.M)
+    assert (
+        row and float(row[1]) == pytest.approx(mean, abs=0.05) and float(row[3]) == pytest.approx(sum(random) / 10, abs=0.05)
+    )
+    assert (row[4] == "yes") == (mean > sum(random) / 10)
