@@ -22,6 +22,7 @@ from stable_baselines3 import DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
@@ -211,6 +212,8 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     model = make_model(args.algo, args.env_id, args.seed, args.learning_starts)
+    # a logger that writes nothing, as SB3's default does at verbose=0, without the empty /tmp/SB3-<date> folder it makes
+    model.set_logger(Logger(folder=None, output_formats=[]))
     episodes = EpisodeReturns()
     start = time.perf_counter()
     model.learn(total_timesteps=args.total_timesteps, callback=episodes)
