@@ -126,7 +126,7 @@ def logged(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.mark.parametrize("name", sorted(KILL_CASES))
 def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_path):
     case = KILL_CASES[name]
-    # the reference run in this process (no interpreter to start); the killed and the resumed runs are real processes
+    # the reference run in this process (no interpreter to start); the killed run is a real process, killed for real
     uninterrupted = run_in_process(case.script, *case.args, cwd=tmp_path / "uninterrupted", timeout_s=300)
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
 
@@ -142,7 +142,7 @@ def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_p
     assert step < case.total_steps, "the run finished before it was killed: nothing to resume"
 
     # --resume with the run folder: its newest checkpoint, and the arguments the run started with
-    resumed = run_script(case.script, "--resume", str(run_dir.relative_to(killed_dir)), cwd=killed_dir)
+    resumed = run_in_process(case.script, "--resume", str(run_dir.relative_to(killed_dir)), cwd=killed_dir, timeout_s=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming from {latest.relative_to(killed_dir)}" in resumed.stdout
     assert len(list((killed_dir / "runs").glob("*"))) == 1, "the resumed run logs into the same run folder"
