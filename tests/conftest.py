@@ -22,18 +22,28 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 @pytest.fixture(scope="session", autouse=True)
 def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The JAX scripts are run ~7 times each with the same shapes (smoke, determinism, --track, interrupts):
-    a persistent compilation cache, fresh for every test session and private to each worker, lets the
-    later runs load what the first compiled (about half of a small run's CPU time on these machines)."""
+    a persistent compilation cache, fresh for every test session and shared by its workers, lets the later
+    runs load what the first compiled (about half of a small run's CPU time on these machines), whichever
+    worker compiled it. A size limit turns on JAX's file lock around cache reads and writes, which makes the
+    shared folder safe: without it, a worker could read an entry another is still writing."""
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
-        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-        os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+        session_temp = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's temp folder lies in the session's
+            session_temp = session_temp.parent
+        cache = session_temp / "jax-cache"
+        cache.mkdir(exist_ok=True)
+        settings = {
+            "jax_compilation_cache_dir": str(cache),
+            "jax_persistent_cache_min_compile_time_secs": 0,
+            "jax_persistent_cache_min_entry_size_bytes": 0,
+            "jax_compilation_cache_max_size": 8 << 30,
+        }
+        os.environ.update({name.upper(): str(value) for name, value in settings.items()})  # for the scripts started
         if "jax" in sys.modules:  # imported at collection, so it read its config before these variables existed
             import jax
 
-            jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+            for name, value in settings.items():
+                jax.config.update(name, value)
 
 
 # module-scoped fixtures that are costly to build (a training run, a Slurm cluster): the tests sharing one stay together
