@@ -35,7 +35,8 @@ def load_script():
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("playground")
-    run = run_script(SCRIPT, *TINY, "--total-timesteps", "640", "--save-model", "--capture-video", cwd=cwd, timeout=900)
+    # in this process: the contract's smoke run (tests/test_script_contract.py) is the script's real process
+    run = run_in_process(SCRIPT, *TINY, "--total-timesteps", "640", "--save-model", "--capture-video", cwd=cwd, timeout_s=900)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
 
@@ -152,12 +153,12 @@ def test_bad_input_is_one_line(args, expected, tmp_path):
 def test_resumed_run_logs_what_the_run_logged(tmp_path):
     """7 iterations, a checkpoint every 2 (the newest two kept); resumed from iteration 4's, the run logs the same again."""
     args = (*TINY, "--total-timesteps", "448", "--checkpoint-frequency", "2")
-    first = run_script(SCRIPT, *args, cwd=tmp_path, timeout=900)
+    first = run_in_process(SCRIPT, *args, cwd=tmp_path, timeout_s=900)  # both runs in this process: MJX compiled once
     assert first.returncode == 0, first.stderr[-3000:]
     before = {tag: values for tag, values in first.scalars().items() if tag != "charts/SPS"}
     checkpoints = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)
     assert [p.name for p in checkpoints] == ["checkpoint_256.pt", "checkpoint_384.pt"]
-    resumed = run_script(SCRIPT, "--resume", str(checkpoints[0].relative_to(tmp_path)), cwd=tmp_path, timeout=900)
+    resumed = run_in_process(SCRIPT, "--resume", str(checkpoints[0].relative_to(tmp_path)), cwd=tmp_path, timeout_s=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = {tag: values for tag, values in read_scalars(Path(first.run_dir)).items() if tag != "charts/SPS"}
     assert after == before
