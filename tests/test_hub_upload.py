@@ -108,9 +108,10 @@ UPLOADS = {
     "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
     "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
+    # evaluated at epsilon 0.5: an untrained greedy network idles after each lost life until a random FIRE
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",
-        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
+        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200", "--end-e", "0.5"),
         "DQN",
         "some-org",
     ),
