@@ -829,13 +829,26 @@ def test_same_seed_same_returns_other_seed_differs(smoke, tmp_path):
     assert first != learned(script, other)
 
 
-BAD_INPUT_CASES = [(name, case) for name in sorted(SCRIPTS) for case in sorted(SCRIPTS[name].bad_input)]
 # Cases that need a package to be missing run in a real process with it blocked; so does one case of every
 # script that has none of them. The rest run in-process (`run_in_process`): they stop before training.
 MISSING_PACKAGE_CASES = {"missing optional dependency", "missing ale-py", "missing mujoco"}
 IN_A_REAL_PROCESS = {
     (name, case) for name in SCRIPTS for case in (MISSING_PACKAGE_CASES & set(SCRIPTS[name].bad_input) or {"unknown env id"})
 }
+# A script whose own family's package (ale-py, mujoco) is tested missing in a real process runs its Box2D case
+# (the same path: the env factory's error naming the extra) only with -m slow: one real process per script
+# in the default run, ~6 s each saved
+SECOND_REAL_PROCESS = {
+    (name, "missing optional dependency")
+    for name in SCRIPTS
+    if {"missing ale-py", "missing mujoco"} & set(SCRIPTS[name].bad_input)
+    and "missing optional dependency" in SCRIPTS[name].bad_input
+}
+BAD_INPUT_CASES = [
+    pytest.param(name, case, marks=[pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [])
+    for name in sorted(SCRIPTS)
+    for case in sorted(SCRIPTS[name].bad_input)
+]
 
 
 def assert_one_clear_line(name: str, run: Run, expected: str) -> None:
