@@ -211,8 +211,8 @@ def learn(out: Path, seeds: int, only: list[str] | None, checks: dict[str, tuple
         case_out = out / case.name
         for seed in range(1, seeds + 1):  # seed after seed, both forms in turn: a drift of the machine hits both
             for form, queued in learning_runs(case, case_out, seed, args, env_id):
-                env = one_thread_env() | {"WANDB_TAGS": form}
-                code = code or run_queue([queued], 1, env, case_out / "logs")
+                if not queued.result.exists():  # done runs are skipped
+                    code = code or run_queue([queued], 1, one_thread_env() | {"WANDB_TAGS": form}, case_out / "logs")
         if code:
             return code
         argv = ["--runs-dir", str(case_out), "--exp-name", Path(case.script).stem, "--tags", *FORMS, "--baseline", "trick"]
