@@ -27,6 +27,7 @@ import json
 import os
 import statistics
 import sys
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,11 +98,8 @@ def run(out: Path, total_timesteps: int, seeds: int, max_cycles: int, script_arg
     for seed in range(1, seeds + 1):
         result = result_path(out, total_timesteps, seed)
         args = ("--total-timesteps", str(total_timesteps), "--max-cycles", str(max_cycles), "--save-model", *script_args)
-
-        def summarize_seed(run_dir: Path, result: Path = result, seed: int = seed) -> None:
-            summarize(run_dir, result, seed, total_timesteps, max_cycles)
-
-        runs.append(QueuedRun(result, script("ppo_pettingzoo_ma_atari"), args, ENV_ID, seed, summarize=summarize_seed))
+        summary = partial(summarize, result=result, seed=seed, total_timesteps=total_timesteps, max_cycles=max_cycles)
+        runs.append(QueuedRun(result, script("ppo_pettingzoo_ma_atari"), args, ENV_ID, seed, summarize=summary))
     return run_queue(runs, 1, one_thread_env(), out / "logs")
 
 
