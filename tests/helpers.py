@@ -148,6 +148,10 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
+        if (wandb := sys.modules.get("wandb")) and wandb.run is None:
+            # what a process's exit does: W&B's service finishes writing the run's files and stops, and the next
+            # run reads its settings (its folder: the cwd) afresh instead of reusing this one's
+            wandb.teardown()
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
         for sig, handler in saved_handlers.items():

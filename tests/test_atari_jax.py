@@ -37,8 +37,9 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
 
     teacher = ("--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1", "--teacher-steps", "100")
     # 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged;
-    # the IMPALA CNN's updates are most of the run's time, so on batches of 4
-    budget = ("--buffer-size", "1000", "--batch-size", "4", "--offline-steps", "10", "--learning-starts", "199")
+    # the IMPALA CNN's updates are most of the run's time, so on small batches: 8, as in the smoke run of
+    # tests/test_script_contract.py, whose compiled updates the test session's JAX cache then holds
+    budget = ("--buffer-size", "1000", "--batch-size", "8", "--offline-steps", "10", "--learning-starts", "199")
     budget = (*budget, "--total-timesteps", "191")
     run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, cwd=tmp_path / "student", timeout_s=900)
     assert run.returncode == 0, run.stderr[-3000:]

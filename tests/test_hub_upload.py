@@ -108,10 +108,12 @@ UPLOADS = {
     "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
     "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
-    # evaluated at epsilon 0.5: an untrained greedy network idles after each lost life until a random FIRE
+    # evaluated at epsilon 0.5: an untrained greedy network idles after each lost life until a random FIRE. Batches
+    # of 8, as in its smoke run (tests/test_script_contract.py): the same shapes, so the test session's JAX
+    # compilation cache gives whichever of the two runs second the programs the first compiled
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",
-        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200", "--end-e", "0.5"),
+        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200", "--end-e", "0.5", "--batch-size", "8"),
         "DQN",
         "some-org",
     ),
@@ -139,9 +141,10 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
+    # its smoke run's arguments (the iteration count is compiled into the learning-rate schedule): compiled once
     "ppo_atari_envpool_xla_jax_scan.py": Upload(
         "Breakout-v5",
-        ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--total-timesteps", "64"),
+        ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--total-timesteps", "256"),
         "PPO",
         "some-org",
     ),

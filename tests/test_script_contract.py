@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Run, SignalAfterLines, read_wandb_history_keys, run_in_process, run_script, script_env
+from tests.helpers import Run, SignalAfterLines, run_in_process, run_script, script_env, wait_for_wandb_history_keys
 
 
 @dataclass(frozen=True)
@@ -244,6 +244,9 @@ SCRIPTS["ppo_atari.py"] = Script(
 # 0.5 half the actions still come from the network, and an untrained one no longer idles after each lost life
 # until a random FIRE: dqn_atari.py's smoke run 18.8 s at the default 0.01, 11.9 s at 0.5 (one other run beside)
 QUICK_EVAL = ("--end-e", "0.5")
+# 8 frames per update instead of 32-64: an Atari CNN's update costs about its batch (sac_atari.py's smoke run
+# 29 s with its default 64, 11 s with 8); the losses are logged and two seeds differ all the same
+SMALL_BATCH = ("--batch-size", "8")
 DQN_ATARI_ARGS = (
     "--buffer-size",
     "1000",
@@ -253,6 +256,7 @@ DQN_ATARI_ARGS = (
     "400",
     "--train-frequency",
     "4",
+    *SMALL_BATCH,
     *QUICK_EVAL,
 )
 SCRIPTS["dqn_atari.py"] = Script(
@@ -278,7 +282,7 @@ DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoin
 }
 ATARI_EPISODE_TAGS = frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/q_values"})
 # 25 updates (half of dqn_atari.py's): a distributional update costs more, Rainbow's (3 forward passes) most
-DISTRIBUTIONAL_ATARI_ARGS = ("--buffer-size", "1000", "--learning-starts", "300", "--total-timesteps", "401")
+DISTRIBUTIONAL_ATARI_ARGS = ("--buffer-size", "1000", "--learning-starts", "300", "--total-timesteps", "401", *SMALL_BATCH)
 SCRIPTS["c51_atari.py"] = Script(
     name="c51_atari.py",
     smoke_args=(*DISTRIBUTIONAL_ATARI_ARGS, *QUICK_EVAL),
@@ -304,7 +308,7 @@ REPLAY_BAD_INPUT = {
     "zero batch size": (("--batch-size", "0"), "--batch-size"),
     "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
 }
-SAC_ATARI_ARGS = ("--env-id", "BreakoutNoFrameskip-v4", "--buffer-size", "1000", "--learning-starts", "200")
+SAC_ATARI_ARGS = ("--env-id", "BreakoutNoFrameskip-v4", "--buffer-size", "1000", "--learning-starts", "200", *SMALL_BATCH)
 SCRIPTS["sac_atari.py"] = Script(
     name="sac_atari.py",
     smoke_args=(*SAC_ATARI_ARGS, "--total-timesteps", "400"),
@@ -325,7 +329,7 @@ from tests.atari_teacher import TEACHER_MODEL  # noqa: E402
 QDAGGER_ARGS = (
     "--teacher-model-path", str(TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
     "--offline-steps", "10", "--offline-eval-frequency", "10", "--buffer-size", "1000", "--learning-starts", "196",
-    "--total-timesteps", "300", *QUICK_EVAL,
+    "--total-timesteps", "300", *SMALL_BATCH, *QUICK_EVAL,
 )  # fmt: skip
 SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_impalacnn.py",
@@ -494,7 +498,7 @@ QDAGGER_JAX_RUN_ARGS = (
 # ~27 online updates from step 200 (an IMPALA-CNN update costs ~8 of dqn_atari_jax.py's on this CPU)
 QDAGGER_JAX_ARGS = (
     *QDAGGER_JAX_RUN_ARGS, "--offline-eval-frequency", "10", "--learning-starts", "200", "--total-timesteps", "300",
-    *QUICK_EVAL,
+    *SMALL_BATCH, *QUICK_EVAL,
 )  # fmt: skip
 SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_jax_impalacnn.py",
@@ -724,13 +728,19 @@ LOSS_TAGS = ("losses/value_loss", "losses/td_loss", "losses/loss", "losses/qf_lo
 
 @pytest.fixture(scope="module", params=sorted(SCRIPTS))
 def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
-    """One short run per script with --save-model, --capture-video and --track (W&B offline), shared by the checks below."""
+    """One short run per script with --save-model, --capture-video and --track (W&B offline), shared by the checks below.
+
+    It runs in this process: a new interpreter would spend ~5 s importing torch (and torch._dynamo, on the first
+    optimizer step) or JAX before each. Every script also runs as a real process in this file (its bad-input case
+    in a real process: start, one line, exit code 2), and whole real runs are killed and resumed in test_resume.py.
+    """
     script = SCRIPTS[request.param]
     cwd = tmp_path_factory.mktemp(Path(script.name).stem)
     save = ["--save-model"] if script.saves_model else []
     track = ["--track", "--wandb-project-name", "tests"]
-    env = script_env(WANDB_TAGS=SMOKE_TAGS)  # as the benchmark runner's --auto-tag sets them
-    run = run_script(script.name, *script.smoke_args, *save, "--capture-video", *track, cwd=cwd, env=env)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WANDB_TAGS", SMOKE_TAGS)  # as the benchmark runner's --auto-tag sets them
+        run = run_in_process(script.name, *script.smoke_args, *save, "--capture-video", *track, cwd=cwd, timeout_s=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return script, run
 
@@ -888,7 +898,7 @@ def test_track_makes_offline_wandb_run_with_scalars(smoke):
     script, run = smoke
     run_files = list((run.cwd / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(run_files) == 1
-    keys = read_wandb_history_keys(run_files[0])
+    keys = wait_for_wandb_history_keys(run_files[0], script.tags)  # W&B's service may still be writing it
     assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"
 
 
@@ -899,10 +909,7 @@ INTERRUPTIONS = [(name, (signal.SIGINT, signal.SIGTERM)[i % 2]) for i, name in e
 
 @pytest.mark.parametrize(("name", "sig"), INTERRUPTIONS, ids=[f"{name}-{sig.name}" for name, sig in INTERRUPTIONS])
 def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
-    """A real signal, sent to this process once the script printed its 5th episode; the script runs in-process.
-
-    Each script's smoke run above is its real process (start, exit, W&B and video shutdown included).
-    """
+    """A real signal, sent to this process once the script printed its 5th episode; the script runs in-process."""
     script = SCRIPTS[name]
     args = ("--env-id", script.env_id, "--total-timesteps", "100000000", *script.run_args)
     run = run_in_process(name, *args, cwd=tmp_path, timeout_s=120, stdout=SignalAfterLines("global_step=", 5, sig))
