@@ -113,7 +113,18 @@ UPLOADS = {
     # compilation cache gives whichever of the two runs second the programs the first compiled
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",
-        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200", "--end-e", "0.5", "--batch-size", "8"),
+        (
+            "--buffer-size",
+            "1000",
+            "--learning-starts",
+            "100",
+            "--total-timesteps",
+            "200",
+            "--end-e",
+            "0.5",
+            "--batch-size",
+            "8",
+        ),
         "DQN",
         "some-org",
     ),
