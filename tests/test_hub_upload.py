@@ -152,10 +152,22 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
-    # its smoke run's arguments (the iteration count is compiled into the learning-rate schedule): compiled once
+    # its smoke run's arguments (tests/test_script_contract.py): compiled once per session
     "ppo_atari_envpool_xla_jax_scan.py": Upload(
         "Breakout-v5",
-        ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--total-timesteps", "256"),
+        (
+            "--num-envs",
+            "2",
+            "--num-steps",
+            "32",
+            "--update-epochs",
+            "2",
+            "--num-minibatches",
+            "2",
+            "--total-timesteps",
+            "64",
+            "--no-anneal-lr",
+        ),
         "PPO",
         "some-org",
     ),

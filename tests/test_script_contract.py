@@ -493,12 +493,12 @@ from tests.atari_jax_teacher import JAX_TEACHER_MODEL  # noqa: E402
 
 QDAGGER_JAX_RUN_ARGS = (
     "--teacher-model-path", str(JAX_TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
-    "--offline-steps", "10", "--buffer-size", "1000",
+    "--offline-steps", "10", "--buffer-size", "1000", *SMALL_BATCH,
 )  # fmt: skip
 # ~27 online updates from step 200 (an IMPALA-CNN update costs ~8 of dqn_atari_jax.py's on this CPU)
 QDAGGER_JAX_ARGS = (
     *QDAGGER_JAX_RUN_ARGS, "--offline-eval-frequency", "10", "--learning-starts", "200", "--total-timesteps", "300",
-    *SMALL_BATCH, *QUICK_EVAL,
+    *QUICK_EVAL,
 )  # fmt: skip
 SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_jax_impalacnn.py",
@@ -537,7 +537,9 @@ XLA_JAX_TAGS = frozenset(
     }
 )
 # 2 epochs x 2 minibatches: the non-scan file unrolls every minibatch update into its compiled update
-XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2")
+# without annealing, the learning rate is one constant: the iteration count is then not compiled in, and the smoke,
+# determinism and interrupted runs (this one with 10^8 steps) share one compiled rollout and update per session
+XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--no-anneal-lr")
 XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
 XLA_JAX_BAD_INPUT = {
     **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
