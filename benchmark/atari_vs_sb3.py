@@ -120,7 +120,9 @@ CHECKS = [
     Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
     # BeamRider's sparse rewards left the policy near uniform at 200k; Road Runner, from the same published set
     # of 100k-step games (SAC for discrete actions, Christodoulou 2019: 305 against random 11.5), pays often
-    Check("sac_atari", "RoadRunnerNoFrameskip-v4", 100_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
+    Check(
+        "sac_atari", "RoadRunnerNoFrameskip-v4", 100_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000
+    ),
 ]
 
 

@@ -38,6 +38,7 @@ from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "pong_v3"
 LENGTH_TAGS = ("charts/episodic_length-player0", "charts/episodic_length-player1")
+WINNING_POINTS = 21
 EVAL_TAG = "eval/episodic_return"  # points the saved policy won in each evaluation game against random
 EVAL_GAMES, EVAL_SEED = 10, 0  # as the script's evaluation plays them
 
@@ -127,12 +128,19 @@ def versus_random_report(out: Path) -> str:
         "|---|---|---|---|---|",
     ]
     for r in sorted(results, key=lambda r: (r["total_timesteps"], r["seed"])):
-        trained, baseline = statistics.fmean(r["eval_points"]), statistics.fmean(random_points(out, r["max_cycles"]))
+        baseline_points = random_points(out, r["max_cycles"])
+        trained, baseline = statistics.fmean(r["eval_points"]), statistics.fmean(baseline_points)
         lines.append(
-            f"| {r['total_timesteps']:,} | {r['seed']} | {trained:.1f} ({', '.join(f'{p:.0f}' for p in r['eval_points'])}) "
-            f"| {baseline:.1f} | {'yes' if trained > baseline else '**no**'} |"
+            f"| {r['total_timesteps']:,} | {r['seed']} | {points_cell(r['eval_points'])} | {points_cell(baseline_points)} "
+            f"| {'yes' if trained > baseline else '**no**'} |"
         )
     return "\n".join(lines)
+
+
+def points_cell(points: list[float]) -> str:
+    """Mean points per game, each game's points, and the games won (a Pong game goes to the first to 21 points)."""
+    won = sum(p >= WINNING_POINTS for p in points)
+    return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}; {won} won)"
 
 
 def main() -> None:

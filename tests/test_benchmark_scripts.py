@@ -492,8 +492,10 @@ def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
     random = json.loads((tmp_path / "random_vs_random__160.json").read_text())["points"]
     assert len(random) == 10 and all(p == int(p) >= 0 for p in random + summary["eval_points"])
     mean = sum(summary["eval_points"]) / 10
-    row = re.search(r"^\| 128 \| 1 \| ([\d.]+) \(([\d, ]+)\) \| ([\d.]+) \| (yes|\*\*no\*\*) \|$", proc.stdout, re.M)
+    cell = r"([\d.]+) \(([\d, ]+); (\d+) won\)"
+    row = re.search(rf"^\| 128 \| 1 \| {cell} \| {cell} \| (yes|\*\*no\*\*) \|$", proc.stdout, re.M)
     assert (
-        row and float(row[1]) == pytest.approx(mean, abs=0.05) and float(row[3]) == pytest.approx(sum(random) / 10, abs=0.05)
+        row and float(row[1]) == pytest.approx(mean, abs=0.05) and float(row[4]) == pytest.approx(sum(random) / 10, abs=0.05)
     )
-    assert (row[4] == "yes") == (mean > sum(random) / 10)
+    assert int(row[3]) == sum(p >= 21 for p in summary["eval_points"]) and int(row[6]) == sum(p >= 21 for p in random)
+    assert (row[7] == "yes") == (mean > sum(random) / 10)
