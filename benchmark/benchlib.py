@@ -9,6 +9,7 @@ what is not done: runs that write checkpoints go on from their newest one, the o
 import json
 import os
 import shlex
+import shutil
 import statistics
 import sys
 from collections.abc import Callable
@@ -72,6 +73,8 @@ def run_queue(runs: list[QueuedRun], workers: int, env: dict[str, str], log_dir:
     specs = []
     for index, run in enumerate(pending):
         run.workdir.mkdir(parents=True, exist_ok=True)
+        if not run.checkpoint_every:
+            discard_stopped_attempt(run.workdir)
         args = resumable_args(run.workdir, list(run.args), run.checkpoint_every) if run.checkpoint_every else list(run.args)
         argv = [sys.executable, *run.program, *args, "--env-id", run.env_id, "--seed", str(run.seed)]
         specs.append(RunSpec(index, run.env_id, run.seed, argv, cwd=run.workdir, name=run.result.stem))
@@ -87,6 +90,16 @@ def run_queue(runs: list[QueuedRun], workers: int, env: dict[str, str], log_dir:
     runner = LocalRunner(specs, workers, log_dir, env, on_success=summarize)
     runner.install_signal_handlers()
     return runner.run()
+
+
+def discard_stopped_attempt(workdir: Path) -> None:
+    """Remove what a stopped attempt of a run without checkpoints logged under `workdir/runs`: the run starts over,
+    and its same seed logs those steps again, while a partial run left beside the new one would be read as one
+    more seed by whatever reads the folder (rlops, reports)."""
+    stopped = workdir / "runs"
+    if stopped.is_dir() and any(stopped.iterdir()):
+        shutil.rmtree(stopped)
+        print(f"starting over (no checkpoints): removed the stopped attempt's logs in {stopped}", flush=True)
 
 
 def summarize_run(run_dir: Path, result: Path, tag: str = "charts/episodic_return", **identity: object) -> None:
