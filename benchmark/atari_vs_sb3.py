@@ -121,9 +121,7 @@ CHECKS = [
     # BeamRider's sparse rewards left the policy near uniform at 200k. Seaquest, from the published set of
     # 100k-step games (SAC for discrete actions, Christodoulou 2019: 211.6 against random 68.4), pays often and
     # its random score is not 0 (Road Runner's was, over 30 games here: "2x random" would then mean any point)
-    Check(
-        "sac_atari", "SeaquestNoFrameskip-v4", 100_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000
-    ),
+    Check("sac_atari", "SeaquestNoFrameskip-v4", 100_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
 ]
 
 
