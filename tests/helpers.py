@@ -142,16 +142,14 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     os.chdir(cwd)
     signal.alarm(timeout_s)
     saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_wandb_service()  # as in a new process, whatever an earlier test in this one tracked
     try:
         with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
             runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
-        if (wandb := sys.modules.get("wandb")) and wandb.run is None:
-            # what a process's exit does: W&B's service finishes writing the run's files and stops, and the next
-            # run reads its settings (its folder: the cwd) afresh instead of reusing this one's
-            wandb.teardown()
+        stop_wandb_service()  # as a process's exit does
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
         for sig, handler in saved_handlers.items():
@@ -159,6 +157,16 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
         sys.argv = saved_argv
         os.chdir(saved_cwd)
     return Run(code, out.getvalue(), err.getvalue(), cwd)
+
+
+def stop_wandb_service() -> None:
+    """Let W&B's service finish writing its runs' files and stop, when W&B was used in this process and no run is open.
+
+    Its settings (the folder runs are written to: the cwd at the first `wandb.init`) live as long as the service;
+    without this, a tracked run made later in this process, in another folder, would be written into the first one.
+    """
+    if (wandb := sys.modules.get("wandb")) and wandb.run is None:
+        wandb.teardown()
 
 
 def read_wandb_history_keys(run_file: Path) -> set[str]:

@@ -226,7 +226,7 @@ def test_logging_writes_hyperparameters_and_tags(tmp_path, monkeypatch):
 def test_tracked_run_syncs_its_tensorboard_tags_to_wandb_and_unpatches(tmp_path, monkeypatch):
     import wandb
 
-    from tests.helpers import wait_for_wandb_history_keys
+    from tests.helpers import stop_wandb_service, wait_for_wandb_history_keys
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -238,6 +238,7 @@ def test_tracked_run_syncs_its_tensorboard_tags_to_wandb_and_unpatches(tmp_path,
     # the tag as logged, not under the run folder's name (W&B's service may still be writing the file)
     assert "charts/x" in wait_for_wandb_history_keys(run_file, {"charts/x"})
     assert wandb.patched["tensorboard"] == []  # TensorBoard writers made after the run are plain again
+    stop_wandb_service()  # a later tracked run in this worker starts from a fresh service, in its own folder
 
 
 class Closable:
