@@ -27,6 +27,9 @@ class Upload:
 
 HOPPER = ("--env-id", "Hopper-v4")
 OFF_POLICY = ("--total-timesteps", "300", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
+ATARI_REPLAY = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200")
+# ppo_atari_envpool_xla_jax_scan.py's smoke-run shapes (tests/test_script_contract.py): compiled once per session
+XLA_JAX = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--no-anneal-lr")
 # every script with --save-model: each pushes its own model, card, video, logs, file and pins
 UPLOADS = {
     "ppo.py": Upload("CartPole-v1", ("--total-timesteps", "512", "--num-steps", "128"), "PPO"),
@@ -43,33 +46,12 @@ UPLOADS = {
     "ppo_atari.py": Upload(
         "BreakoutNoFrameskip-v4", ("--num-envs", "2", "--num-steps", "64", "--total-timesteps", "128"), "PPO"
     ),
-    "dqn_atari.py": Upload(
-        "BreakoutNoFrameskip-v4",
-        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
-        "DQN",
-        "some-org",
-    ),
-    "c51_atari.py": Upload(
-        "BreakoutNoFrameskip-v4", ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"), "C51"
-    ),
-    "rainbow_atari.py": Upload(
-        "BreakoutNoFrameskip-v4",
-        ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"),
-        "Rainbow",
-        "some-org",
-    ),
+    "dqn_atari.py": Upload("BreakoutNoFrameskip-v4", ATARI_REPLAY, "DQN", "some-org"),
+    "c51_atari.py": Upload("BreakoutNoFrameskip-v4", ATARI_REPLAY, "C51"),
+    "rainbow_atari.py": Upload("BreakoutNoFrameskip-v4", ATARI_REPLAY, "Rainbow", "some-org"),
     "sac_atari.py": Upload(
         "BreakoutNoFrameskip-v4",
-        (
-            "--env-id",
-            "BreakoutNoFrameskip-v4",
-            "--buffer-size",
-            "1000",
-            "--learning-starts",
-            "100",
-            "--total-timesteps",
-            "200",
-        ),
+        ("--env-id", "BreakoutNoFrameskip-v4", *ATARI_REPLAY),
         "SAC",
     ),
     "qdagger_dqn_atari_impalacnn.py": Upload(
@@ -113,24 +95,11 @@ UPLOADS = {
     # compilation cache gives whichever of the two runs second the programs the first compiled
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",
-        (
-            "--buffer-size",
-            "1000",
-            "--learning-starts",
-            "100",
-            "--total-timesteps",
-            "200",
-            "--end-e",
-            "0.5",
-            "--batch-size",
-            "8",
-        ),
+        (*ATARI_REPLAY, "--end-e", "0.5", "--batch-size", "8"),
         "DQN",
         "some-org",
     ),
-    "c51_atari_jax.py": Upload(
-        "BreakoutNoFrameskip-v4", ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200"), "C51"
-    ),
+    "c51_atari_jax.py": Upload("BreakoutNoFrameskip-v4", ATARI_REPLAY, "C51"),
     "qdagger_dqn_atari_jax_impalacnn.py": Upload(
         "BreakoutNoFrameskip-v4",
         (
@@ -152,22 +121,9 @@ UPLOADS = {
         "Qdagger",
         "some-org",
     ),
-    # its smoke run's arguments (tests/test_script_contract.py): compiled once per session
     "ppo_atari_envpool_xla_jax_scan.py": Upload(
         "Breakout-v5",
-        (
-            "--num-envs",
-            "2",
-            "--num-steps",
-            "32",
-            "--update-epochs",
-            "2",
-            "--num-minibatches",
-            "2",
-            "--total-timesteps",
-            "64",
-            "--no-anneal-lr",
-        ),
+        (*XLA_JAX, "--total-timesteps", "64"),
         "PPO",
         "some-org",
     ),
