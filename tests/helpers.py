@@ -124,10 +124,11 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     """Run `cleanrl/<script>` inside this test process, as `python cleanrl/<script> args` in `cwd` would.
 
     No new interpreter importing torch or JAX for each run: for runs that end before training (bad input,
-    --help), for short whole runs whose results are compared with a real process's (tests/conftest.py
+    --help), for short whole runs (each script's smoke run and its same-seed reruns; tests/conftest.py
     gives this process the thread counts `script_env` gives scripts), and for runs stopped by a signal
     (`stdout=SignalAfterLines(...)`). A script that does not stop within `timeout_s` is interrupted with
-    RanIntoTraining. Warning filters and signal handlers are restored after.
+    RanIntoTraining. Warning filters and signal handlers are restored after, and W&B's service is stopped
+    before and after (`stop_wandb_service`), as a new process starts and an exiting one ends.
     """
     path = str(REPO / "cleanrl" / script)
     out, err = stdout or io.StringIO(), io.StringIO()

@@ -734,7 +734,8 @@ def smoke(request, tmp_path_factory) -> tuple[Script, Run]:
 
     It runs in this process: a new interpreter would spend ~5 s importing torch (and torch._dynamo, on the first
     optimizer step) or JAX before each. Every script also runs as a real process in this file (its bad-input case
-    in a real process: start, one line, exit code 2), and whole real runs are killed and resumed in test_resume.py.
+    in a real process: start, one line, exit code 2), and real training processes are killed and resumed in
+    test_resume.py.
     """
     script = SCRIPTS[request.param]
     cwd = tmp_path_factory.mktemp(Path(script.name).stem)
