@@ -246,7 +246,6 @@ if __name__ == "__main__":
     update_critic.lower(actor_state, qf1_state, batch_shape).compile()
     update_actor.lower(actor_state, qf1_state, batch_shape).compile()
     print(f"jit compile time: {time.time() - compile_start:.2f} s")
-    exp.restart_clock()  # the clock of the SPS starts after the compilation
 
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None

@@ -350,7 +350,6 @@ if __name__ == "__main__":
     print(f"compile time: {time.time() - compile_start:.2f} s (the rollout step, GAE and the update)")
 
     global_step = 0
-    exp.restart_clock()  # after compiling: SPS counts training only
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         for _iteration in range(args.num_iterations):
             transitions = []

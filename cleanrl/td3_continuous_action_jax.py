@@ -269,7 +269,6 @@ if __name__ == "__main__":
     update_critics.lower(actor_state, qf_state, batch_shape, update_key).compile()
     update_actor.lower(actor_state, qf_state, batch_shape).compile()
     print(f"jit compile time: {time.time() - compile_start:.2f} s")
-    exp.restart_clock()  # the clock of the SPS starts after the compilation
 
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None

@@ -94,7 +94,8 @@ class Experiment:
         self.envs: Any = None
         self.writer: Any = None
         self.stop_signals: list[int] = []
-        self.start_time = time.time()
+        self.elapsed_before = 0.0  # seconds of training before a --resume
+        self.start_time = time.time()  # the SPS clock; it restarts when training does (`with exp:`)
         self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
         if self.checkpoint_frequency < 0:
             self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
@@ -245,6 +246,8 @@ class Experiment:
             raise KeyboardInterrupt
 
     def __enter__(self) -> Experiment:
+        """Training starts: the SPS clock too, as SB3's starts in `learn()` (making envs and networks is not training)."""
+        self.start_time = time.time() - self.elapsed_before
         self._previous_handlers = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         return self
 
@@ -300,7 +303,8 @@ class Experiment:
         if self.envs is not None and self.checkpoint.get("envs") is not None:
             ckpt.restore_env(self.envs, self.checkpoint["envs"])
         ckpt.set_rng_state(self.checkpoint["rng"])
-        self.start_time = time.time() - self.checkpoint["elapsed_time"]
+        self.elapsed_before = self.checkpoint["elapsed_time"]
+        self.start_time = time.time() - self.elapsed_before
         return self.checkpoint
 
     def restart_clock(self) -> None:

@@ -188,16 +188,40 @@ def test_check_atari_game_raises_gymnasium_errors(monkeypatch):
         experiment.check_atari_game("BreakoutNoFrameskip-v4")
 
 
-def test_restart_clock_leaves_out_the_time_before(monkeypatch):
+def test_sps_clock_counts_training_only(monkeypatch):
     from cleanrl_utils import experiment
 
     now = [1000.0]
     monkeypatch.setattr(experiment.time, "time", lambda: now[0])
     exp = Experiment(Args(), SCRIPT)
-    now[0] += 30.0  # compiling
-    exp.restart_clock()
-    now[0] += 2.0
-    assert exp.elapsed == 2.0
+    now[0] += 5.0  # making envs, writer and networks: not training (SB3's clock starts in learn() too)
+    with exp:
+        now[0] += 2.0
+        assert exp.elapsed == 2.0
+        now[0] += 30.0  # compiling inside the loop
+        exp.restart_clock()
+        now[0] += 2.0
+        assert exp.elapsed == 2.0
+
+
+def test_sps_clock_of_a_resumed_run_goes_on_from_the_checkpoint(tmp_path, monkeypatch):
+    from cleanrl_utils import experiment
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    now = [1000.0]
+    monkeypatch.setattr(experiment.time, "time", lambda: now[0])
+    exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
+    with exp:
+        exp.start_logging()
+        now[0] += 40.0
+        exp.save_checkpoint(40, {})
+    resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
+    resumed.resume()
+    now[0] += 7.0  # setup of the resumed run
+    with resumed:
+        now[0] += 3.0
+        assert resumed.elapsed == 43.0
 
 
 def test_seed_makes_draws_repeat():
