@@ -42,6 +42,19 @@ def test_report_fails_a_speedup_below_the_bar_and_needs_both_sides(tmp_path):
     assert bench.report(tmp_path).endswith("ppo_atari_envpool / ppo_atari: 1.45× (bar 1.5×: **no**)")
 
 
+def test_report_times_the_xla_files_beside_ppo_atari_envpool(tmp_path):
+    from benchmark import envpool_procgen as bench
+
+    write_result(tmp_path / "random__Breakout-v5.json", [1.0, 2.0])  # mean 1.5
+    write_result(tmp_path / "ours__ppo_atari_envpool_xla_jax__Breakout-v5__500000__1.json", [5.0] * 20)
+    write_result(tmp_path / "speed__ppo_atari_envpool_xla_jax_scan__1.json", [], sps=250.0)
+    table = bench.report(tmp_path)
+    assert "| ppo_atari_envpool_xla_jax | Breakout-v5 | 500k | 1 | 5.0 | 1.50 | 3.3× | yes |" in table
+    assert "/ ppo_atari_envpool:" not in table  # one side only: no ratio
+    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=200.0)
+    assert bench.report(tmp_path).endswith("ppo_atari_envpool_xla_jax_scan / ppo_atari_envpool: 1.25×")
+
+
 def test_report_compares_procgen_with_its_own_random_policy(tmp_path):
     from benchmark import envpool_procgen as bench
 
