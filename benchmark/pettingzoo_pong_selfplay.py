@@ -2,6 +2,7 @@
 
     python benchmark/pettingzoo_pong_selfplay.py run [--total-timesteps 500000] [--seeds 1] [-- SCRIPT FLAGS]
     python benchmark/pettingzoo_pong_selfplay.py report [--out DIR]       # the finished runs, against random
+    python benchmark/pettingzoo_pong_selfplay.py evaluate --games 50      # more games for the saved policies
     python benchmark/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
 
 One policy plays both paddles, so each player's return stays near 0 however well it plays. Two
@@ -10,7 +11,11 @@ readings of what self-play learned:
   scores the saved policy in 10 games against a player pressing uniformly random buttons, sides
   alternating (`eval/episodic_return`: points won per game). The yardstick is the same 10 games
   (same seed) with a random player in the policy's seat. A run passes when its policy wins more
-  points per game than the random player does.
+  points per game than the random player does. Ten games separate little (a random player already
+  wins half its games), so `evaluate` plays more games with each finished run's saved policy and with
+  a random player in its seat (same games, another seed than training's evaluation), and reports the
+  probability that a game of the policy scores more than a random player's game, with the two-sided
+  permutation p-value of `cleanrl_utils.rlstats` (the policy is no better than random).
 - **Episode lengths**: a random pair misses the ball quickly and a game is short; players that
   return the ball make rallies, and games grow longer. `lengths` splits a run's finished games (both
   players' episodes, by the step they ended at) into equal step ranges and prints the mean length in each.
@@ -27,6 +32,7 @@ import json
 import os
 import statistics
 import sys
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -143,6 +149,81 @@ def points_cell(points: list[float]) -> str:
     return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}; {won} won)"
 
 
+def saved_model(out: Path, result: dict) -> Path:
+    """The model file the finished run saved (the runner ran it in `out/<summary name>`)."""
+    stem = result_path(out, result["total_timesteps"], result["seed"]).stem
+    return out / stem / "runs" / result["run"] / "ppo_pettingzoo_ma_atari.cleanrl_model"
+
+
+def more_games_files(out: Path, result: dict, games: int, seed: int) -> tuple[Path, Path]:
+    """Where the extra games of a finished run's policy, and of a random player in its seat, are kept."""
+    games_name = f"{games}_games__seed{seed}.json"
+    played = out / f"more_games__{result['total_timesteps']}__{result['seed']}__{games_name}"
+    return played, out / f"random_vs_random__{result['max_cycles']}__{games_name}"
+
+
+def more_games(out: Path, games: int, seed: int) -> None:
+    """Play `games` games (from `seed`) with each finished run's saved policy, and with a random player in its seat."""
+    from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate, points_against_random
+
+    module = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari")
+    for result in [json.loads(p.read_text()) for p in sorted(out.glob(f"selfplay__{ENV_ID}__*.json"))]:
+        max_cycles = result["max_cycles"]
+        played, baseline = more_games_files(out, result, games, seed)
+        if not baseline.exists():
+            points = points_against_random(module.make_vector_env, ENV_ID, None, games, seed, max_cycles)
+            baseline.write_text(json.dumps({"games": games, "seed": seed, "max_cycles": max_cycles, "points": points}))
+        if not played.exists():
+            model = saved_model(out, result)
+            points = evaluate(
+                str(model),
+                module.make_vector_env,
+                ENV_ID,
+                games,
+                "more-games",
+                module.Agent,
+                capture_video=False,
+                seed=seed,
+                max_cycles=max_cycles,
+            )
+            played.write_text(json.dumps({"games": games, "seed": seed, "run": result["run"], "points": points}))
+        print(f"{played.name}: done", flush=True)
+
+
+def more_games_report(out: Path, games: int, seed: int) -> str:
+    """Each run's policy against random in the extra games, beside random against random in the same games."""
+    import numpy as np
+
+    from cleanrl_utils import rlstats
+
+    lines = [
+        "| agent steps | seed | games (seed) | trained policy vs random: points per game ± s.e. | random vs random "
+        "| P(policy's game > random's) | p (permutation) | passes (more points per game) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result in sorted(
+        (json.loads(p.read_text()) for p in out.glob(f"selfplay__{ENV_ID}__*.json")), key=lambda r: r["seed"]
+    ):
+        played, baseline = more_games_files(out, result, games, seed)
+        if not (played.exists() and baseline.exists()):
+            continue
+        trained, randoms = (np.asarray(json.loads(p.read_text())["points"], float) for p in (played, baseline))
+        better = float(rlstats.probability_of_improvement(trained, randoms))
+        p_value = rlstats.permutation_p_value([trained], [randoms], 10_000, np.random.default_rng(0))
+        passes = trained.mean() > randoms.mean()
+        lines.append(
+            f"| {result['total_timesteps']:,} | {result['seed']} | {games} ({seed}) | {mean_cell(trained)} "
+            f"| {mean_cell(randoms)} | {better:.2f} | {p_value:.3f} | {'yes' if passes else '**no**'} |"
+        )
+    return "\n".join(lines)
+
+
+def mean_cell(points: Sequence[float]) -> str:
+    """Mean ± standard error of the points per game, and the games won."""
+    se = statistics.stdev(points) / len(points) ** 0.5 if len(points) > 1 else float("nan")
+    return f"{statistics.fmean(points):.1f} ± {se:.1f} ({sum(p >= WINNING_POINTS for p in points)} won)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -156,12 +237,22 @@ def main() -> None:
     report_parser = commands.add_parser("report", help="the finished runs' policies against a random player")
     for sub in (run_parser, report_parser):
         sub.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
+    evaluate_parser = commands.add_parser("evaluate", help="more games for each finished run's saved policy, then report")
+    evaluate_parser.add_argument("--games", type=int, default=50)
+    evaluate_parser.add_argument("--seed", type=int, default=1000, help="of the first game (training's evaluation: 0)")
+    evaluate_parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
     lengths_parser = commands.add_parser("lengths", help="the episode-length curve of a finished run")
     lengths_parser.add_argument("run_dir", type=Path)
     lengths_parser.add_argument("--bins", type=int, default=5, help="equal step ranges of the curve")
     args = parser.parse_args()
     if args.command == "lengths":
         print(lengths_report(args.run_dir, args.bins))
+        return
+    if args.command == "evaluate":
+        if args.games < 2:
+            parser.error("--games must be at least 2 (a standard error needs two games)")
+        more_games(args.out, args.games, args.seed)
+        print(more_games_report(args.out, args.games, args.seed))
         return
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)

@@ -502,3 +502,31 @@ def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
     )
     assert int(row[3]) == sum(p >= 21 for p in summary["eval_points"]) and int(row[6]) == sum(p >= 21 for p in random)
     assert (row[7] == "yes") == (mean > sum(random) / 10)
+
+    # more games for the saved policy and a random player in its seat, from another seed
+    command = [sys.executable, str(REPO / "benchmark" / "pettingzoo_pong_selfplay.py"), "evaluate", "--games", "3"]
+    proc = subprocess.run(
+        [*command, "--seed", "7", "--out", str(tmp_path)], cwd=tmp_path, env=script_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    played = json.loads((tmp_path / "more_games__128__1__3_games__seed7.json").read_text())
+    baseline = json.loads((tmp_path / "random_vs_random__160__3_games__seed7.json").read_text())
+    assert (played["games"], played["seed"], played["run"], len(played["points"])) == (3, 7, summary["run"], 3)
+    assert len(baseline["points"]) == 3 and all(p == int(p) >= 0 for p in played["points"] + baseline["points"])
+    assert re.search(r"^\| 128 \| 1 \| 3 \(7\) \| [\d.]+ ± [\d.]+ \(\d won\) \| ", proc.stdout, re.M)
+
+
+def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
+    from benchmark import pettingzoo_pong_selfplay as bench
+
+    result = {"total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
+    (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps(result))
+    played, baseline = bench.more_games_files(tmp_path, result, 4, 9)
+    played.write_text(json.dumps({"points": [21, 21, 20, 21]}))
+    baseline.write_text(json.dumps({"points": [3, 21, 5, 8]}))
+    table = bench.more_games_report(tmp_path, 4, 9)
+    # P(policy > random) over the 16 pairs, a tie counting half: each 21 beats 3, 5 and 8 and ties 21 (3.5), the 20
+    # beats three (3): 13.5 / 16
+    assert "| 1,000 | 1 | 4 (9) | 20.8 ± 0.2 (3 won) | 9.2 ± 4.0 (1 won) | 0.84 | " in table
+    assert table.endswith("| yes |")
+    assert bench.more_games_report(tmp_path, 5, 9).count("\n") == 1  # other games not played: no row
