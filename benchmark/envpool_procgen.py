@@ -85,7 +85,8 @@ CHECKS = [
     # ~45 steps/s on one core: 1M steps take about 6 h, so the run is resumable (a checkpoint per 2 iterations, ~12 min)
     Check("ppo_procgen", "starpilot", checkpoint_every=2),
     # issue 23: the files without a learning result of their own, with the same bar
-    Check("pqn_atari_envpool_lstm", "Breakout-v5"),
+    # ~100 steps/s on one core: 1M steps take ~3 h, so the run is resumable (a checkpoint per 40 iterations, ~7 min)
+    Check("pqn_atari_envpool_lstm", "Breakout-v5", checkpoint_every=40),
     # the XLA files cannot checkpoint (envpool's games cannot be saved): 500k steps (~40 min) fit a session, and
     # ppo_atari_envpool.py was already at 7x random between 200k and 400k
     Check("ppo_atari_envpool_xla_jax", "Breakout-v5", 500_000, return_tag="charts/avg_episodic_return"),

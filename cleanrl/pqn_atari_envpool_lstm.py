@@ -39,6 +39,10 @@ class Args:
     """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """accepted for a common command line, but does nothing: envpool renders no frames to record"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Breakout-v5"
@@ -198,7 +202,7 @@ def q_lambda_returns(rewards, terminations, truncations, values, next_value, gam
 
 if __name__ == "__main__":
     args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     exp.require(0 < args.exploration_fraction <= 1, "--exploration-fraction must be in (0, 1]")
     exp.require(0 <= args.q_lambda <= 1, "--q-lambda must be in [0, 1]")
@@ -217,7 +221,10 @@ if __name__ == "__main__":
     exp.require(args.env_id in envpool.list_all_envs(), f"{args.env_id} is not an envpool env; use {hint}")
     atari = "Atari" in type(envpool.make_spec(args.env_id)).__name__
     exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
-    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    # envpool cannot save its games: a resumed run plays new ones, its envs seeded from seed + k × num_envs
+    # when it resumes at iteration k rather than replaying the run's first games
+    env_seed = args.seed + (exp.checkpoint["iteration"] * args.num_envs if exp.checkpoint else 0)
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)
@@ -233,7 +240,12 @@ if __name__ == "__main__":
     learnable = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 0 at a reset step: it crosses a boundary
     starts = torch.zeros((args.num_steps, args.num_envs), device=device)  # 1 where obs[t] begins an episode (a life)
 
-    global_step = 0
+    global_step, first_iteration = 0, 1
+    if exp.checkpoint:  # the learner's state; the games, their memories and episode counters start afresh
+        checkpoint = exp.resume()  # the random generators and clock as they were
+        q_network.load_state_dict(checkpoint["q_network"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
@@ -245,7 +257,7 @@ if __name__ == "__main__":
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -323,3 +335,7 @@ if __name__ == "__main__":
             sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+            if exp.checkpoint_due(iteration):
+                state = {"q_network": q_network.state_dict(), "optimizer": optimizer.state_dict()}
+                exp.save_checkpoint(global_step, {"iteration": iteration, **state})

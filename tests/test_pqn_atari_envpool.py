@@ -165,3 +165,48 @@ def test_missing_envpool_is_one_clear_line(tmp_path):
         'pqn_atari_envpool.py: error: Breakout-v5: envpool is not installed; install it with pip install -e ".[envpool]"'
     ]
     assert not (tmp_path / "run" / "runs").exists()
+
+
+def test_lstm_run_resumes_the_learner_and_plays_new_games(tmp_path):
+    """envpool cannot save its games: a resumed pqn_atari_envpool_lstm.py run restores the Q-network, the optimiser,
+    the step count and the random generators, and starts new games (and new memories) from other env seeds.
+
+    4 iterations of 4 envs x 32 steps, a checkpoint every 2; resumed twice from its first checkpoint (step 256),
+    each time from a copy of the run folder.
+    """
+    import shutil
+
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.tensorboard_reader import read_scalars
+    from tests.helpers import run_in_process
+
+    args = ("--num-envs", "4", "--num-steps", "32", "--total-timesteps", "512", "--update-epochs", "1")
+    first = run_in_process("pqn_atari_envpool_lstm.py", *args, "--checkpoint-frequency", "2", cwd=tmp_path / "first")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert [p.name for p in ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)] == [
+        "checkpoint_256.pt",
+        "checkpoint_512.pt",
+    ]
+
+    logs = []
+    for copy in ("a", "b"):
+        shutil.copytree(tmp_path / "first", tmp_path / copy)
+        run_dir = tmp_path / copy / "runs" / first.run_dir.name
+        resumed = run_in_process(
+            "pqn_atari_envpool_lstm.py", "--resume", str(run_dir / "checkpoints" / "checkpoint_256.pt"), cwd=tmp_path / copy
+        )
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
+        # the optimiser went on from its state: 4 iterations x 1 epoch x 4 minibatches (one env each) of RAdam steps
+        state = torch.load(run_dir / "checkpoints" / "checkpoint_512.pt", weights_only=False)
+        assert {float(param["step"]) for param in state["optimizer"]["state"].values()} == {16.0}
+    assert logs[0] == logs[1], "resuming the same checkpoint twice gives the same run"
+
+    uninterrupted = {tag: series for tag, series in read_scalars(first.run_dir).items() if tag != "charts/SPS"}
+    resumed_logs = logs[0]
+    assert {tag: [(s, v) for s, v in series if s <= 256] for tag, series in resumed_logs.items()} == {
+        tag: [(s, v) for s, v in series if s <= 256] for tag, series in uninterrupted.items()
+    }, "what was logged up to the checkpoint stays"
+    assert [s for s, _ in resumed_logs["losses/td_loss"]] == [128, 256, 384, 512], "it trained to the end"
+    # the same learner state at step 256, but new games: the Q-values it acts on differ from the uninterrupted run's
+    assert resumed_logs["losses/q_values"][2:] != uninterrupted["losses/q_values"][2:]

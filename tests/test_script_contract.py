@@ -623,6 +623,7 @@ SCRIPTS["pqn_atari_envpool_lstm.py"] = Script(
     tags=PQN_ENVPOOL_TAGS,
     bad_input={
         **PQN_ENVPOOL_BAD_INPUT,
+        **CHECKPOINT_BAD_INPUT,
         "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
     },
     **ENVPOOL_ATARI,
