@@ -69,7 +69,7 @@ class Check:
     sb3_algo: str | None = None  # compared with this model of benchmark/sb3_baselines.py
     of_sb3: float = 0.0  # ... and must reach this share of its mean
     variant: str = ""  # names a run whose args change a default beyond the budget, beside the default one
-    checkpoint_every: int = 0  # steps; a run longer than a working session goes on from its checkpoint
+    checkpoint_every: int = 0  # the script's --checkpoint-frequency (steps, or iterations for PPO); 0: none
     of_ours: str | None = None  # must reach, within noise (its mean - 1 sd over seeds), this check of ours
     processes: int = 0  # started under torchrun with this many processes (ppo_atari_multigpu.py)
 
@@ -103,7 +103,8 @@ CHECKS = [
     # two processes of 4 envs each: the 8 envs and the 300k steps of ppo_atari.py's check
     Check("ppo_atari_multigpu", BREAKOUT, 300_000, (1, 2), 3.0, ("--local-num-envs", "4"), of_ours="ppo_atari", processes=2),
     # the LSTM variant learns more slowly per step than the frame stack (no checkpoints: one session, ~1 h)
-    Check("ppo_atari_lstm", BREAKOUT, 500_000, (1,), 3.0),
+    # ~100 steps/s on one core: ~80 min; a checkpoint every 50 iterations of 8 x 128 steps (~9 min)
+    Check("ppo_atari_lstm", BREAKOUT, 500_000, (1,), 3.0, checkpoint_every=50),
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
     # the JAX twins of dqn_atari.py and c51_atari.py: the same checks (their logged SPS sits beside the twin's)
     Check("dqn_atari_jax", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),

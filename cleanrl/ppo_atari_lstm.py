@@ -41,6 +41,10 @@ class Args:
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"
@@ -204,7 +208,7 @@ class Agent(nn.Module):
 
 if __name__ == "__main__":
     args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     whole_envs = args.num_envs % args.num_minibatches == 0  # each minibatch holds whole envs' sequences
     exp.require(whole_envs, f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs}")
@@ -234,16 +238,26 @@ if __name__ == "__main__":
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
-    global_step = 0
-    next_obs, _ = envs.reset(seed=args.seed)
-    next_obs = torch.as_tensor(next_obs, device=device)
-    next_start = torch.zeros(args.num_envs, device=device)
-    next_lstm_state = agent.initial_state(args.num_envs, device)
+    global_step, first_iteration = 0, 1
+    if exp.checkpoint:  # pick up exactly where the checkpoint was written, the memory of each env included
+        checkpoint = exp.resume()  # the envs, random generators and clock as they were
+        for sub_env, ale_state in zip(envs.envs, checkpoint["ale_states"], strict=True):
+            sub_env.unwrapped.ale.restoreState(ale_state)  # the emulator, which the env snapshot cannot pickle
+        agent.load_state_dict(checkpoint["agent"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        next_obs, next_start = checkpoint["next_obs"].to(device), checkpoint["next_start"].to(device)
+        next_lstm_state = tuple(x.to(device) for x in checkpoint["next_lstm_state"])
+    else:
+        next_obs, _ = envs.reset(seed=args.seed)
+        next_obs = torch.as_tensor(next_obs, device=device)
+        next_start = torch.zeros(args.num_envs, device=device)
+        next_lstm_state = agent.initial_state(args.num_envs, device)
     # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
     flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
     envs_per_batch = args.num_envs // args.num_minibatches
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -368,6 +382,12 @@ if __name__ == "__main__":
             sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+            if exp.checkpoint_due(iteration):
+                ale_states = [sub_env.unwrapped.ale.cloneState(include_rng=True) for sub_env in envs.envs]
+                state = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "next_obs": next_obs.clone()}
+                state |= {"next_start": next_start.clone(), "next_lstm_state": tuple(x.clone() for x in next_lstm_state)}
+                exp.save_checkpoint(global_step, {"iteration": iteration, "ale_states": ale_states, **state})
 
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)

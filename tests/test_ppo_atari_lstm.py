@@ -99,6 +99,31 @@ def test_first_minibatch_of_each_update_has_ratio_one(tmp_path):
     assert all(abs(kl) < 1e-6 for _, kl in scalars["losses/old_approx_kl"] + scalars["losses/approx_kl"])
 
 
+def test_resumed_run_logs_what_the_uninterrupted_run_logged(tmp_path):
+    """A checkpoint holds each env's memory (h, c) and episode-start flags beside the emulators: resumed from the
+    older checkpoint the run kept, a copy of the run folder logs the same scalars as the run itself, step for step.
+    6 iterations of 2 envs x 32 steps, a checkpoint every 2 (in this process: the same computation)."""
+    import shutil
+
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.tensorboard_reader import read_scalars
+    from tests.helpers import run_in_process
+
+    args = ("--num-envs", "2", "--num-steps", "32", "--total-timesteps", "384", "--num-minibatches", "2", "--no-cuda")
+    whole = run_in_process("ppo_atari_lstm.py", *args, "--checkpoint-frequency", "2", cwd=tmp_path / "whole", timeout_s=300)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    first = ckpt.checkpoints(whole.run_dir / ckpt.CHECKPOINT_DIR)[0]  # the older of the two kept: after 4 iterations
+    assert first.name == "checkpoint_256.pt"
+    shutil.copytree(tmp_path / "whole", tmp_path / "copy")
+    run_dir = tmp_path / "copy" / "runs" / whole.run_dir.name
+    resumed = run_in_process(
+        "ppo_atari_lstm.py", "--resume", str(run_dir / ckpt.CHECKPOINT_DIR / first.name), cwd=tmp_path / "copy", timeout_s=300
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected, got = ({t: v for t, v in read_scalars(d).items() if t != "charts/SPS"} for d in (whole.run_dir, run_dir))
+    assert got == expected and max(step for step, _ in got["losses/value_loss"]) == 384
+
+
 class RecordingAgent(ppo_atari_lstm.Agent):
     """The script's Agent, noting what each acting step receives and returns."""
 

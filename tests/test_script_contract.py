@@ -381,7 +381,7 @@ SCRIPTS["ppo_atari_lstm.py"] = Script(
     smoke_args=PPO_ATARI_LSTM_ARGS,
     tags=PPO_TAGS,
     bad_input={
-        **PPO_ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **ATARI_BAD_INPUT,
         "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
     },
     env_id="BreakoutNoFrameskip-v4",
