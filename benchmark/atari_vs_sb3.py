@@ -102,8 +102,8 @@ CHECKS = [
     ),
     # two processes of 4 envs each: the 8 envs and the 300k steps of ppo_atari.py's check
     Check("ppo_atari_multigpu", BREAKOUT, 300_000, (1, 2), 3.0, ("--local-num-envs", "4"), of_ours="ppo_atari", processes=2),
-    # the LSTM variant learns more slowly per step than the frame stack (no checkpoints: one session, ~1 h)
-    # ~100 steps/s on one core: ~80 min; a checkpoint every 50 iterations of 8 x 128 steps (~9 min)
+    # the LSTM variant learns more slowly per step than the frame stack; ~90 steps/s on one core: ~90 min, so a
+    # checkpoint every 50 iterations of 8 x 128 steps (~10 min)
     Check("ppo_atari_lstm", BREAKOUT, 500_000, (1,), 3.0, checkpoint_every=50),
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
     # the JAX twins of dqn_atari.py and c51_atari.py: the same checks (their logged SPS sits beside the twin's)

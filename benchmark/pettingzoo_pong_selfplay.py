@@ -143,10 +143,14 @@ def versus_random_report(out: Path) -> str:
     return "\n".join(lines)
 
 
+def games_won(points: Sequence[float]) -> int:
+    """A Pong game goes to the first side to reach 21 points."""
+    return sum(p >= WINNING_POINTS for p in points)
+
+
 def points_cell(points: list[float]) -> str:
-    """Mean points per game, each game's points, and the games won (a Pong game goes to the first to 21 points)."""
-    won = sum(p >= WINNING_POINTS for p in points)
-    return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}; {won} won)"
+    """Mean points per game, each game's points, and the games won."""
+    return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}; {games_won(points)} won)"
 
 
 def saved_model(out: Path, result: dict) -> Path:
@@ -221,7 +225,7 @@ def more_games_report(out: Path, games: int, seed: int) -> str:
 def mean_cell(points: Sequence[float]) -> str:
     """Mean ± standard error of the points per game, and the games won."""
     se = statistics.stdev(points) / len(points) ** 0.5 if len(points) > 1 else float("nan")
-    return f"{statistics.fmean(points):.1f} ± {se:.1f} ({sum(p >= WINNING_POINTS for p in points)} won)"
+    return f"{statistics.fmean(points):.1f} ± {se:.1f} ({games_won(points)} won)"
 
 
 def main() -> None:
