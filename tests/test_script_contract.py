@@ -913,14 +913,14 @@ INTERRUPTIONS = [(name, (signal.SIGINT, signal.SIGTERM)[i % 2]) for i, name in e
 
 @pytest.mark.parametrize(("name", "sig"), INTERRUPTIONS, ids=[f"{name}-{sig.name}" for name, sig in INTERRUPTIONS])
 def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
-    """A real signal, sent to this process once the script printed its 5th episode; the script runs in-process."""
+    """A real signal, sent to this process once the script printed its 2nd episode; the script runs in-process."""
     script = SCRIPTS[name]
     args = ("--env-id", script.env_id, "--total-timesteps", "100000000", *script.run_args)
-    run = run_in_process(name, *args, cwd=tmp_path, timeout_s=120, stdout=SignalAfterLines("global_step=", 5, sig))
+    run = run_in_process(name, *args, cwd=tmp_path, timeout_s=120, stdout=SignalAfterLines("global_step=", 2, sig))
     assert run.returncode == 130, run.stderr[-3000:]
     assert "interrupted" in run.stderr and "Traceback" not in run.stderr
     printed = [line for line in run.stdout.splitlines() if line.startswith("global_step=")]
-    assert len(printed) >= 5
+    assert len(printed) >= 2
     key = return_tag(script).removeprefix("charts/")
     logged = run.scalars()[return_tag(script)]
     # The signal is acted on between steps, never between printing an episode and logging it.
