@@ -417,5 +417,7 @@ if __name__ == "__main__":
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
             exp.report_evaluation(episodic_returns, "PPO")
+        if args.world_size > 1:  # the others wait for rank 0's save and evaluation: all ranks leave the group together
+            dist.barrier()
     if dist.is_initialized():
         dist.destroy_process_group()
