@@ -88,7 +88,7 @@ CHECKS = [
     Check("ppo_procgen", "starpilot", checkpoint_every=2),
     # issue 23: the files without a learning result of their own, with the same bar
     # ~104 steps/s alone on 2 cores (measured over 30k steps at 150k): 500k steps take ~80 min, 1M would not fit a
-    # session; a 1M run was already at 4x random (6.35) at 175k. Resumable: a checkpoint per 40 iterations
+    # session; a 1M run was already at 4.5x random (6.35) at 175k. Resumable: a checkpoint per 40 iterations
     Check("pqn_atari_envpool_lstm", "Breakout-v5", 500_000, checkpoint_every=40),
     # the XLA files cannot checkpoint (envpool's games cannot be saved): 500k steps (~2 h at 70-90 steps/s) fit a
     # session, and ppo_atari_envpool.py was already at 7x random between 200k and 400k
