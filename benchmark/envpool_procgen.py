@@ -95,8 +95,8 @@ CHECKS = [
     Check("ppo_atari_envpool_xla_jax", "Breakout-v5", 500_000, return_tag="charts/avg_episodic_return"),
     Check("ppo_atari_envpool_xla_jax_scan", "Breakout-v5", 500_000, return_tag="charts/avg_episodic_return"),
     # PPG's auxiliary phase (6 epochs over every stored frame through the IMPALA CNN) costs ~3x its policy phase
-    # per step here: a 2-phase run took 140 s per policy iteration and over 870 s for the first auxiliary phase
-    # (one torch thread beside another run), so ~60-90 steps/s alone on 2 cores and 1M steps (3-4.5 h) do not fit
+    # per step here: a 2-phase run (64 envs) took 140 s per 16k-step policy iteration and over 870 s for the first
+    # auxiliary phase, over 32k frames (one torch thread beside another run), so ~60-90 steps/s alone on 2 cores and 1M steps (3-4.5 h) do not fit
     # a session (envpool's games cannot be saved). 16 envs keep the published 32 policy iterations per phase in a
     # 131k-step phase; 3 phases: 393k steps, ~75-110 min alone
     Check("ppg_procgen", "starpilot", 393_216, args=("--num-envs", "16")),
