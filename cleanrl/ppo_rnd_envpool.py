@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.visited_places import VisitedPlaces
 
 try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
@@ -361,6 +362,7 @@ if __name__ == "__main__":
     stats = EpisodeStatistics(args.num_envs)
     game_curiosity = torch.zeros(args.num_envs, device=device)  # intrinsic rewards of each sub-env's current game
     recent_returns = deque(maxlen=20)
+    visited = VisitedPlaces(args.env_id)  # rooms and places reached in training, where the game's RAM layout is known
     global_step = 0
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         envs.reset()
@@ -391,6 +393,7 @@ if __name__ == "__main__":
                     rewards[step], terminations[step], truncations[step] = reward, terminated, truncated
                     next_done = terminated | truncated
                     next_obs = torch.as_tensor(next_obs_np, device=device)
+                    visited.update(infos["ram"])
                     # the bonus of this step: how unfamiliar the frame it led to is
                     next_frames[step] = next_obs[:, -1]
                     curiosity_rewards[step] = rnd_model.curiosity(normalize_frames(next_frames[step], frame_mean, frame_std))
@@ -507,3 +510,6 @@ if __name__ == "__main__":
             sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+            if visited.known:
+                writer.add_scalar("charts/visited_rooms", len(visited.rooms), global_step)
+                writer.add_scalar("charts/visited_places", len(visited.places), global_step)

@@ -531,3 +531,21 @@ def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
     assert "| 1,000 | 1 | 4 (9) | 20.8 ± 0.2 (3 won) | 9.2 ± 4.0 (1 won) | 0.84 | " in table
     assert table.endswith("| yes |")
     assert bench.more_games_report(tmp_path, 5, 9).count("\n") == 1  # other games not played: no row
+
+
+def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_path):
+    from benchmark import rnd_exploration as bench
+
+    runs = bench.learning_runs(tmp_path, [1, 2])
+    # both arms of a seed before the next seed, the same flags but the intrinsic coefficient
+    assert [(run.seed, run.args[-1]) for run in runs] == [(1, "1.0"), (1, "0.0"), (2, "1.0"), (2, "0.0")]
+    assert runs[0].args[:-1] == runs[1].args[:-1] and runs[0].env_id == "MontezumaRevenge-v5"
+    for (arm, seed), places in {("rnd", 1): 300, ("rnd", 2): 260, ("no_intrinsic", 1): 150, ("no_intrinsic", 2): 170}.items():
+        summary = {"arm": arm, "seed": seed, "steps": 200_704, "visited_places": places, "visited_rooms": 1,
+                   "episodic_returns": [0.0, 100.0], "sps": 120}  # fmt: skip
+        bench.result_path(tmp_path, arm, seed).write_text(json.dumps(summary))
+    table = bench.report(tmp_path)
+    assert "| rnd | 1 | 200k | 300 | 1 | 2 | 50.0 | 120 |" in table
+    assert "with RND 280.0, without 160.0 (1.75×). Every RND seed above every seed without: yes." in table
+    bench.result_path(tmp_path, "no_intrinsic", 2).write_text(json.dumps(summary | {"visited_places": 265}))
+    assert "Every RND seed above every seed without: **no**." in bench.report(tmp_path)

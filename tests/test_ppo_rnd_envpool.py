@@ -155,3 +155,38 @@ def test_missing_envpool_is_one_clear_line(tmp_path):
     expected = 'ppo_rnd_envpool.py: error: this script runs the Atari games of envpool: pip install -e ".[envpool]"'
     assert run.stderr.strip() == expected
     assert not (tmp_path / "run" / "runs").exists()
+
+
+def test_visited_places_count_rooms_and_cells_from_the_ram():
+    from cleanrl_utils.visited_places import VisitedPlaces
+
+    places = VisitedPlaces("MontezumaRevenge-v5")
+    ram = np.zeros((3, 128), dtype=np.uint8)
+    ram[:, 3] = [1, 1, 2]  # rooms
+    ram[:, 42] = [77, 79, 77]  # x: the first two envs share an 8-pixel cell
+    ram[:, 43] = [235, 235, 235]
+    places.update(ram)
+    assert places.rooms == {1, 2} and places.places == {(1, 9, 29), (2, 9, 29)}
+    places.update(ram)  # the same places again add nothing
+    assert len(places.places) == 2
+    # a game whose RAM layout is unknown counts nothing, whatever its RAM holds
+    unknown = VisitedPlaces("Breakout-v5")
+    unknown.update(ram)
+    assert not unknown.known and not unknown.places
+    assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4").known
+
+
+def test_montezuma_run_logs_the_places_it_reached(tmp_path):
+    """A real run logs, each iteration, how many rooms and places its games have reached so far."""
+    pytest.importorskip("envpool")
+    from cleanrl_utils.tensorboard_reader import read_scalars
+
+    args = ("--env-id", "MontezumaRevenge-v5", "--num-envs", "2", "--num-steps", "32", "--total-timesteps", "128")
+    run = run_script("ppo_rnd_envpool.py", *args, "--num-iterations-obs-norm-init", "1", cwd=tmp_path, timeout=240)
+    assert run.returncode == 0, run.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    scalars = read_scalars(run_dir)
+    places = [value for _, value in scalars["charts/visited_places"]]
+    assert [step for step, _ in scalars["charts/visited_places"]] == [64, 128]  # one value per iteration
+    assert places == sorted(places) and places[0] >= 2  # a run of 64 steps moves the player: more than one cell
+    assert [value for _, value in scalars["charts/visited_rooms"]][-1] >= 1
