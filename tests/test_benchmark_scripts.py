@@ -229,18 +229,41 @@ def test_selfplay_report_leaves_out_ranges_without_games(tmp_path):
     assert curve == [(750, 1000, 2, 60.0)]
 
 
-def test_trxl_benchmark_runs_with_and_without_memory(tmp_path):
-    command = [sys.executable, str(REPO / "benchmark" / "trxl_proof_of_memory.py"), "--seeds", "1"]
-    command += ["--total-timesteps", "2048", "--out", str(tmp_path)]
-    proc = subprocess.run(
-        command, cwd=tmp_path, env=script_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=600
+def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path, monkeypatch):
+    from benchmark import trxl_memory as bench
+    from benchmark.benchlib import one_thread_env, run_queue
+
+    proof = dataclasses.replace(bench.CHECKS[0], total_timesteps=2048, seeds=(1,))
+    monkeypatch.setattr(bench, "CHECKS", [proof, *bench.CHECKS[1:]])
+    runs = bench.learning_runs(tmp_path, ["ProofofMemory-v0"])
+    assert [run.args[run.args.index("--trxl-memory-length") + 1] for run in runs] == ["16", "1"]
+    assert run_queue(runs, 1, one_thread_env(), tmp_path / "logs") == 0
+    table = bench.report(tmp_path)
+    rows = re.findall(
+        r"^\| ProofofMemory-v0 \| 2k \| (16|1) \| 1 \| (-?[\d.]+) \| ([\d.]+) \((\d+) episodes\) \| \d+ \|$", table, re.M
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = re.findall(r"^\| (16|1) \| 1 \| (-?[\d.]+) \| (\d+) \|$", proc.stdout, re.M)
-    assert [memory for memory, _, _ in rows] == ["16", "1"]
+    assert [memory for memory, *_ in rows] == ["16", "1"]
     # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
-    assert all(-1.6 <= float(mean) <= 1.0 for _, mean, _ in rows)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory1", "memory16"]
+    assert all(-1.6 <= float(mean) <= 1.0 and 0.0 <= float(rate) <= 1.0 and int(n) > 0 for _, mean, rate, n in rows)
+    assert "ProofofMemory-v0: " in table  # both arms of every seed ran: a verdict
+    assert "MiniGrid" not in table  # not run: no row
+
+
+def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
+    from benchmark import trxl_memory as bench
+
+    check = bench.CHECKS[1]
+    for memory_length, returns in ((check.memory_length, [0.0] * 5 + [0.8] * 95), (1, [0.0] * 40 + [0.8] * 60)):
+        result = check.result(tmp_path, memory_length, 1)
+        result.write_text(json.dumps({"episodic_returns": [0.0] * 50 + returns, "sps": 100}))
+    table = bench.report(tmp_path)
+    assert f"| MiniGrid-MemoryS9-v0 | 500k | {check.memory_length} | 1 | 0.76 | 0.95 (100 episodes) | 100 |" in table
+    assert "MiniGrid-MemoryS9-v0: passes" in table
+    check.result(tmp_path, 1, 1).write_text(json.dumps({"episodic_returns": [0.0] * 15 + [0.8] * 85, "sps": 100}))
+    assert (
+        "MiniGrid-MemoryS9-v0: **fails** (with memory every seed ≥ 0.9: yes; without memory at least 0.15 below: no)"
+        in bench.report(tmp_path)
+    )
 
 
 def test_jax_speed_leaves_the_compiling_interval_out():

@@ -1,0 +1,145 @@
+"""Does ppo_trxl.py's Transformer-XL memory matter? Each memory task, with the memory and without it.
+
+    python benchmark/trxl_memory.py run --only ProofofMemory-v0     # the runs not done yet, one at a time
+    python benchmark/trxl_memory.py run --workers 2 --threads 1     # two at a time, one torch thread each
+    python benchmark/trxl_memory.py report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
+
+Each check trains ppo_trxl.py on a task that cannot be solved without remembering an early cue, with
+the memory of its published settings and with a memory of length 1 (each step attends only to itself:
+no memory), same steps and seeds:
+
+- `ProofofMemory-v0` (the reference's hyperparameters for it, 25k steps, seeds 1-3): a cue at the start
+  says which end of a corridor pays; the best return is 1.0, a guess averages about -0.3.
+- `MiniGrid-MemoryS9-v0`: an object shown in the first room must be matched at the corridor's end
+  (MiniGrid pays 1 - 0.9 x steps/96 for the right one, 0 otherwise); a guess succeeds half the time.
+
+The score of a run is over its last `LAST_EPISODES` episodes: the mean return and the success rate
+(the share of episodes with a positive return). A task passes when every seed with memory succeeds in
+at least `SUCCESS_BAR` of its episodes and every seed without memory at least `ABLATION_GAP` less.
+
+The runs go through the project's runner (benchlib's queue, logs under `--out`/logs); ppo_trxl.py
+writes no checkpoints, so a stopped run starts over. The summaries (`*.json` under `--out`) are
+committed under benchmark/results/trxl_memory/.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, summarize_run  # noqa: E402
+
+LAST_EPISODES = 100
+SUCCESS_BAR = 0.9
+ABLATION_GAP = 0.15
+PROGRAM = (str(REPO / "cleanrl" / "ppo_trxl" / "ppo_trxl.py"),)
+
+
+@dataclass(frozen=True)
+class Check:
+    env_id: str
+    flags: tuple[str, ...]  # the task's hyperparameters, but its memory length
+    memory_length: int  # the full memory; the ablation runs with 1
+    total_timesteps: int
+    seeds: tuple[int, ...]
+
+    def result(self, out: Path, memory_length: int, seed: int) -> Path:
+        return out / f"ppo_trxl__{self.env_id}__memory{memory_length}__{self.total_timesteps}__{seed}.json"
+
+
+CHECKS = [
+    # the reference's hyperparameters for ProofofMemory-v0
+    Check(
+        "ProofofMemory-v0",
+        ("--num-envs", "16", "--num-steps", "128", "--num-minibatches", "8", "--update-epochs", "4",
+         "--trxl-num-layers", "4", "--trxl-num-heads", "1", "--trxl-dim", "64", "--trxl-positional-encoding", "none",
+         "--vf-coef", "0.1", "--max-grad-norm", "0.5", "--init-lr", "3.0e-4", "--init-ent-coef", "0.001",
+         "--clip-coef", "0.2"),
+        16, 25_000, (1, 2, 3),
+    ),
+    # the reference's hyperparameters for MiniGrid-MemoryS9-v0 (published budget 2M steps)
+    Check(
+        "MiniGrid-MemoryS9-v0",
+        ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
+         "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2"),
+        64, 500_000, (1,),
+    ),
+]  # fmt: skip
+
+
+def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
+    runs = []
+    for check in CHECKS:
+        if only and check.env_id not in only:
+            continue
+        for seed in check.seeds:
+            for memory_length in (check.memory_length, 1):
+                result = check.result(out, memory_length, seed)
+                args = (*check.flags, "--trxl-memory-length", str(memory_length))
+                args += ("--total-timesteps", str(check.total_timesteps), "--cuda", "False")
+                summarize = partial(summarize_run, result=result, env_id=check.env_id, memory_length=memory_length)
+                runs.append(QueuedRun(result, PROGRAM, args, check.env_id, seed, summarize=summarize))
+    return runs
+
+
+def scores(result: Path) -> tuple[float, float, int]:
+    """(mean return, success rate, episodes) over the run's last LAST_EPISODES episodes."""
+    returns = json.loads(result.read_text())["episodic_returns"][-LAST_EPISODES:]
+    return statistics.fmean(returns), sum(r > 0 for r in returns) / len(returns), len(returns)
+
+
+def report(out: Path) -> str:
+    lines = [
+        f"| env | steps | memory length | seed | mean return, last {LAST_EPISODES} episodes | success rate | SPS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for check in CHECKS:
+        success: dict[int, list[float]] = {check.memory_length: [], 1: []}
+        for memory_length in (check.memory_length, 1):
+            for seed in check.seeds:
+                if not (result := check.result(out, memory_length, seed)).exists():
+                    continue  # not run: no row rather than a made-up one
+                mean_return, rate, episodes = scores(result)
+                success[memory_length].append(rate)
+                sps = json.loads(result.read_text())["sps"]
+                lines.append(
+                    f"| {check.env_id} | {check.total_timesteps // 1000}k | {memory_length} | {seed} | {mean_return:.2f} "
+                    f"| {rate:.2f} ({episodes} episodes) | {sps:.0f} |"
+                )
+        if len(success[check.memory_length]) == len(success[1]) == len(check.seeds):
+            solved = min(success[check.memory_length]) >= SUCCESS_BAR
+            gap = min(success[check.memory_length]) - max(success[1]) >= ABLATION_GAP
+            verdict = "passes" if solved and gap else "**fails**"
+            verdicts.append(
+                f"{check.env_id}: {verdict} (with memory every seed ≥ {SUCCESS_BAR:g}: {'yes' if solved else 'no'}; "
+                f"without memory at least {ABLATION_GAP:g} below: {'yes' if gap else 'no'})."
+            )
+    return "\n".join(lines + ([""] + verdicts if verdicts else []))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "trxl_memory")
+    parser.add_argument("--only", nargs="+", help="run: only these env ids")
+    parser.add_argument("--workers", type=int, default=1, help="run: learning runs at a time")
+    parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
+    args = parser.parse_args()
+    if args.command == "run":
+        threads = str(args.threads)
+        env = one_thread_env() | {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))
+    print(report(args.out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
