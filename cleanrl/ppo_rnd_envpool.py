@@ -362,7 +362,9 @@ if __name__ == "__main__":
     stats = EpisodeStatistics(args.num_envs)
     game_curiosity = torch.zeros(args.num_envs, device=device)  # intrinsic rewards of each sub-env's current game
     recent_returns = deque(maxlen=20)
-    visited = VisitedPlaces(args.env_id)  # rooms and places reached in training, where the game's RAM layout is known
+    visited = VisitedPlaces(
+        args.env_id, args.num_envs
+    )  # rooms and places reached in training, where the game's RAM layout is known
     global_step = 0
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
         envs.reset()
@@ -404,13 +406,18 @@ if __name__ == "__main__":
                     if len(ended):
                         ended_curiosity = game_curiosity[ended].cpu().numpy()
                         game_curiosity[ended] = 0.0
-                        for game_return, game_length, curiosity in zip(game_returns, game_lengths, ended_curiosity):
+                        game_places = visited.end_games(ended)
+                        for game_return, game_length, curiosity, places in zip(
+                            game_returns, game_lengths, ended_curiosity, game_places
+                        ):
                             recent_returns.append(game_return)
                             print(f"global_step={global_step}, episodic_return={float(game_return)}")
                             writer.add_scalar("charts/episodic_return", game_return, global_step)
                             writer.add_scalar("charts/episodic_length", game_length, global_step)
                             writer.add_scalar("charts/avg_episodic_return", np.mean(recent_returns), global_step)
                             writer.add_scalar("charts/episode_curiosity_reward", curiosity, global_step)
+                            if visited.known:
+                                writer.add_scalar("charts/episode_visited_places", places, global_step)
 
                 next_values = [value.cpu().numpy() for value in agent(next_obs)[1:]]
 

@@ -18,16 +18,18 @@ def game_name(env_id: str) -> str:
 
 
 class VisitedPlaces:
-    """The rooms and (room, cell) places seen over a whole run, for games whose RAM layout is known."""
+    """The rooms and (room, cell) places seen over a whole run and in each env's current game, for games whose
+    RAM layout is known (for the others nothing is counted)."""
 
-    def __init__(self, env_id: str) -> None:
+    def __init__(self, env_id: str, num_envs: int) -> None:
         self.addresses = POSITION_ADDRESSES.get(game_name(env_id))
         self.rooms: set[int] = set()
         self.places: set[tuple[int, int, int]] = set()
+        self.game_places: list[set[tuple[int, int, int]]] = [set() for _ in range(num_envs)]
 
     @property
     def known(self) -> bool:
-        """Whether this game's RAM layout is known (otherwise nothing is counted)."""
+        """Whether this game's RAM layout is known."""
         return self.addresses is not None
 
     def update(self, ram: np.ndarray) -> None:
@@ -36,4 +38,13 @@ class VisitedPlaces:
             return
         rooms, xs, ys = np.asarray(ram)[:, self.addresses].astype(int).T
         self.rooms.update(rooms.tolist())
-        self.places.update(zip(rooms.tolist(), (xs // CELL_PIXELS).tolist(), (ys // CELL_PIXELS).tolist()))
+        for env, place in enumerate(zip(rooms.tolist(), (xs // CELL_PIXELS).tolist(), (ys // CELL_PIXELS).tolist())):
+            self.places.add(place)
+            self.game_places[env].add(place)
+
+    def end_games(self, envs: np.ndarray) -> list[int]:
+        """How many places the games of `envs` reached; their next games count from nothing."""
+        counts = [len(self.game_places[env]) for env in envs]
+        for env in envs:
+            self.game_places[env] = set()
+        return counts

@@ -160,33 +160,43 @@ def test_missing_envpool_is_one_clear_line(tmp_path):
 def test_visited_places_count_rooms_and_cells_from_the_ram():
     from cleanrl_utils.visited_places import VisitedPlaces
 
-    places = VisitedPlaces("MontezumaRevenge-v5")
+    places = VisitedPlaces("MontezumaRevenge-v5", 3)
     ram = np.zeros((3, 128), dtype=np.uint8)
     ram[:, 3] = [1, 1, 2]  # rooms
     ram[:, 42] = [77, 79, 77]  # x: the first two envs share an 8-pixel cell
     ram[:, 43] = [235, 235, 235]
     places.update(ram)
     assert places.rooms == {1, 2} and places.places == {(1, 9, 29), (2, 9, 29)}
-    places.update(ram)  # the same places again add nothing
-    assert len(places.places) == 2
+    ram[0, 42] = 100  # env 0 moves to a new cell; the others stay
+    places.update(ram)
+    assert len(places.places) == 3
+    # per game: env 0 reached 2 places, env 2 one; env 0's next game counts from nothing, the run's total stays
+    assert places.end_games(np.array([0, 2])) == [2, 1]
+    places.update(ram)
+    assert places.end_games(np.array([0, 1])) == [1, 1] and len(places.places) == 3
     # a game whose RAM layout is unknown counts nothing, whatever its RAM holds
-    unknown = VisitedPlaces("Breakout-v5")
+    unknown = VisitedPlaces("Breakout-v5", 3)
     unknown.update(ram)
-    assert not unknown.known and not unknown.places
-    assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4").known
+    assert not unknown.known and not unknown.places and unknown.end_games(np.array([0])) == [0]
+    assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4", 1).known
 
 
 def test_montezuma_run_logs_the_places_it_reached(tmp_path):
-    """A real run logs, each iteration, how many rooms and places its games have reached so far."""
+    """A real run logs, each iteration, how many rooms and places its games have reached so far, and at each
+    game's end how many places that game reached."""
     pytest.importorskip("envpool")
     from cleanrl_utils.tensorboard_reader import read_scalars
 
-    args = ("--env-id", "MontezumaRevenge-v5", "--num-envs", "2", "--num-steps", "32", "--total-timesteps", "128")
+    args = ("--env-id", "MontezumaRevenge-v5", "--num-envs", "2", "--num-steps", "64", "--total-timesteps", "256")
     run = run_script("ppo_rnd_envpool.py", *args, "--num-iterations-obs-norm-init", "1", cwd=tmp_path, timeout=240)
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     scalars = read_scalars(run_dir)
     places = [value for _, value in scalars["charts/visited_places"]]
-    assert [step for step, _ in scalars["charts/visited_places"]] == [64, 128]  # one value per iteration
-    assert places == sorted(places) and places[0] >= 2  # a run of 64 steps moves the player: more than one cell
+    assert [step for step, _ in scalars["charts/visited_places"]] == [128, 256]  # one value per iteration
+    assert places == sorted(places) and places[0] >= 2  # a run of 128 steps moves the player: more than one cell
     assert [value for _, value in scalars["charts/visited_rooms"]][-1] >= 1
+    # seed 1's first game ends at step 240 (a random Montezuma game is short when the player falls)
+    games = scalars["charts/episode_visited_places"]
+    assert [step for step, _ in games] == [step for step, _ in scalars["charts/episodic_return"]] == [240]
+    assert 2 <= games[0][1] <= places[-1]
