@@ -11,8 +11,8 @@ that does not learn, not to reproduce the published scores): `ppo_atari_envpool.
 `pqn_atari_envpool.py` on envpool's Breakout-v5, `ppo_procgen.py` on Procgen's starpilot (easy
 levels); likewise `pqn_atari_envpool_lstm.py` and the two XLA-JAX PPO files on Breakout-v5 (on 500k
 steps: a run must fit a working session, and the XLA files cannot checkpoint), and `ppg_procgen.py` on
-starpilot (3 phases of 32 policy iterations with 16 envs, 393k steps: its auxiliary phases cost ~3x the
-policy phase per step on a CPU). Each passes when the mean of its last 20 games is at least 3 x the
+starpilot (3 phases of 32 policy iterations with 16 envs, 393k steps, ~2 h: its auxiliary phases are ~75%
+of the time on a CPU). Each passes when the mean of its last 20 games is at least 3 x the
 random policy's (for the XLA files, which log the mean of every env's last game once per iteration,
 the mean of the last 20 of those).
 ppo_procgen's 1M steps take ~65 min alone on 2 cores (`--threads 2`): its run writes a checkpoint
@@ -94,11 +94,10 @@ CHECKS = [
     # session, and ppo_atari_envpool.py was already at 7x random between 200k and 400k
     Check("ppo_atari_envpool_xla_jax", "Breakout-v5", 500_000, return_tag="charts/avg_episodic_return"),
     Check("ppo_atari_envpool_xla_jax_scan", "Breakout-v5", 500_000, return_tag="charts/avg_episodic_return"),
-    # PPG's auxiliary phase (6 epochs over every stored frame through the IMPALA CNN) costs ~3x its policy phase
-    # per step here: a 2-phase run (64 envs) took 140 s per 16k-step policy iteration and over 870 s for the first
-    # auxiliary phase, over 32k frames (one torch thread beside another run), so ~60-90 steps/s alone on 2 cores and 1M steps (3-4.5 h) do not fit
-    # a session (envpool's games cannot be saved). 16 envs keep the published 32 policy iterations per phase in a
-    # 131k-step phase; 3 phases: 393k steps, ~75-110 min alone
+    # PPG's auxiliary phase (6 epochs over every stored frame through the IMPALA CNN) is most of its cost on a CPU:
+    # 16 envs keep the published 32 policy iterations per phase in a 131k-step phase; 3 phases, 393k steps. Measured
+    # 2026-12-02 alone on 2 cores: ~6 min per policy phase, 24-26 min per auxiliary phase, 2 h 01 min in all (envpool's
+    # games cannot be saved, so the run cannot be resumed)
     Check("ppg_procgen", "starpilot", 393_216, args=("--num-envs", "16")),
 ]
 
