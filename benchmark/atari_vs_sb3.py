@@ -50,6 +50,7 @@ from benchmark.benchlib import (  # noqa: E402
     run_queue,
     script,
     summarize_run,
+    torch_threads_env,
 )
 from cleanrl_utils.summarize import mean_std  # noqa: E402
 
@@ -225,7 +226,7 @@ def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
                 continue
             print(f"speed: {name} round {round_}", flush=True)
             run, threads = make_run(result)
-            env = one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+            env = torch_threads_env(threads)
             if run_queue([run], 1, env, out / "logs"):
                 raise SystemExit(f"atari_vs_sb3.py: error: the speed run {name} failed (log under {out / 'logs'})")
 

@@ -31,6 +31,11 @@ def one_thread_env() -> dict[str, str]:
     return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": ONE_XLA_THREAD, "MUJOCO_GL": "egl"}
 
 
+def torch_threads_env(threads: int) -> dict[str, str]:
+    """`one_thread_env` with `threads` torch/BLAS threads (2 for one run alone on a 2-core machine)."""
+    return one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
 # glibc hands every allocation above 32 MiB straight back to the kernel, so a CNN whose minibatch
 # activations are hundreds of MiB (ppo_procgen: 2048 frames) page-faults them in again on each pass:
 # on 2 cores half its update time was system time. Raising the thresholds keeps that memory in the

@@ -51,11 +51,11 @@ from benchmark import benchlib  # noqa: E402
 from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
     keep_large_allocations,
-    one_thread_env,
     result_last_mean,
     run_queue,
     steady_rate,
     summarize_run,
+    torch_threads_env,
 )
 from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
@@ -154,7 +154,7 @@ def queued(name: str, args: tuple[str, ...], env_id: str, seed: int, result: Pat
 
 def run_env(threads: int) -> dict[str, str]:
     """One XLA thread, `threads` torch threads, and glibc's large-block setting (`keep_large_allocations`)."""
-    return keep_large_allocations(one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
+    return keep_large_allocations(torch_threads_env(threads))
 
 
 def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmark import benchlib  # noqa: E402
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue  # noqa: E402
+from benchmark.benchlib import QueuedRun, run_queue, torch_threads_env  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "MontezumaRevenge-v5"
@@ -115,8 +115,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
     args = parser.parse_args()
     if args.command == "run":
-        threads = str(args.threads)
-        env = one_thread_env() | {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        env = torch_threads_env(args.threads)
         sys.exit(run_queue(learning_runs(args.out, args.seeds), args.workers, env, args.out / "logs"))
     print(report(args.out))
 

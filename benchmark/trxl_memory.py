@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, run_queue, summarize_run, torch_threads_env  # noqa: E402
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9
@@ -134,8 +134,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
     args = parser.parse_args()
     if args.command == "run":
-        threads = str(args.threads)
-        env = one_thread_env() | {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        env = torch_threads_env(args.threads)
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))
     print(report(args.out))
 
