@@ -17,8 +17,9 @@ The score of a run is over its last `LAST_EPISODES` episodes: the mean return an
 (the share of episodes with a positive return). A task passes when every seed with memory succeeds in
 at least `SUCCESS_BAR` of its episodes and every seed without memory at least `ABLATION_GAP` less.
 
-The runs go through the project's runner (benchlib's queue, logs under `--out`/logs); ppo_trxl.py
-writes no checkpoints, so a stopped run starts over. The summaries (`*.json` under `--out`) are
+The runs go through the project's runner (benchlib's queue, logs under `--out`/logs). A MiniGrid run
+(~1.5 h alone on 2 cores) writes a checkpoint every 4 iterations (16,384 steps, ~3 min) and `run`
+started again goes on from the newest one; a ProofofMemory run (~2 min) starts over. The summaries (`*.json` under `--out`) are
 committed under benchmark/results/trxl_memory/.
 """
 
@@ -49,6 +50,7 @@ class Check:
     memory_length: int  # the full memory; the ablation runs with 1
     total_timesteps: int
     seeds: tuple[int, ...]
+    checkpoint_every: int = 0  # iterations between checkpoints (0: none; a stopped run starts over)
 
     def result(self, out: Path, memory_length: int, seed: int) -> Path:
         return out / f"ppo_trxl__{self.env_id}__memory{memory_length}__{self.total_timesteps}__{seed}.json"
@@ -69,7 +71,7 @@ CHECKS = [
         "MiniGrid-MemoryS9-v0",
         ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
          "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2"),
-        64, 500_000, (1,),
+        64, 500_000, (1,), checkpoint_every=4,
     ),
 ]  # fmt: skip
 
@@ -85,7 +87,8 @@ def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
                 args = (*check.flags, "--trxl-memory-length", str(memory_length))
                 args += ("--total-timesteps", str(check.total_timesteps), "--cuda", "False")
                 summarize = partial(summarize_run, result=result, env_id=check.env_id, memory_length=memory_length)
-                runs.append(QueuedRun(result, PROGRAM, args, check.env_id, seed, summarize=summarize))
+                run = QueuedRun(result, PROGRAM, args, check.env_id, seed, check.checkpoint_every, summarize)
+                runs.append(run)
     return runs
 
 

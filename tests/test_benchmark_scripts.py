@@ -249,6 +249,24 @@ def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path
     assert "MiniGrid" not in table  # not run: no row
 
 
+def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on(tmp_path):
+    from benchmark import trxl_memory as bench
+    from benchmark.benchlib import resumable_args
+
+    runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
+    assert [run.checkpoint_every for run in runs] == [4, 4]
+    assert [run.checkpoint_every for run in bench.learning_runs(tmp_path, ["ProofofMemory-v0"])] == [0] * 6
+    # a fresh run is started with checkpoints on; one stopped after a checkpoint is resumed from it
+    assert resumable_args(runs[0].workdir, list(runs[0].args), 4)[-2:] == ["--checkpoint-frequency", "4"]
+    stopped = runs[0].workdir / "runs" / "MiniGrid-MemoryS9-v0__ppo_trxl__1__1" / "checkpoints"
+    stopped.mkdir(parents=True)
+    (stopped / "checkpoint_16384.pt").write_bytes(b"")
+    assert resumable_args(runs[0].workdir, list(runs[0].args), 4) == [
+        "--resume",
+        "runs/MiniGrid-MemoryS9-v0__ppo_trxl__1__1",
+    ]
+
+
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
     from benchmark import trxl_memory as bench
 

@@ -16,7 +16,7 @@ from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, Run, run_in_process, run_script, script_env
 
-TIME_TAGS = {"charts/SPS"}  # depend on the clock, not on the computation
+TIME_TAGS = {"charts/SPS", "episode/t_mean"}  # depend on the clock, not on the computation
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ FEWER_GRADIENT_STEPS = ("--update-epochs", "2", "--num-minibatches", "4")  # ppo
 # sac_atari.py: a target update every 100 steps, a CNN update every 8th step on 16 frames (see its case)
 SPARSE_CNN_UPDATES = ("--target-network-frequency", "100", "--update-frequency", "8", "--batch-size", "16")
 SPARSE_DQN_UPDATES = ("--target-network-frequency", "100", "--train-frequency", "5", "--batch-size", "16")  # dqn_atari.py
+TINY_TRXL = ("--trxl-num-layers", "2", "--trxl-dim", "16", "--trxl-num-heads", "2", "--trxl-memory-length", "8")
 
 KILL_CASES = {
     # 40 iterations of 4 x 128 steps, a checkpoint every 4
@@ -93,6 +94,14 @@ KILL_CASES = {
         ("--total-timesteps", "700", "--learning-starts", "100", "--buffer-size", "300", *SPARSE_CNN_UPDATES),
         "200",
         700,
+    ),
+    # ProofofMemory: 16 iterations of 4 x 64 steps with a tiny Transformer-XL, a checkpoint every 2; the memory of the
+    # episodes under way and the last 100 episodes' statistics (episode/r_mean) must carry over
+    "ppo_trxl/ppo_trxl.py": KillCase(
+        "ppo_trxl/ppo_trxl.py",
+        ("--env-id", "ProofofMemory-v0", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "4096", *TINY_TRXL),
+        "2",
+        4096,
     ),
 }
 

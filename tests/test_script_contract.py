@@ -427,6 +427,8 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     ),
     bad_input={
         **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
+        **CHECKPOINT_BAD_INPUT,
+        "checkpoints of Memory Gym": (("--env-id", "MortarMayhem-Grid-v0", "--checkpoint-frequency", "2"), "cannot be saved"),
         "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
         "heads do not divide the width": (("--trxl-num-heads", "5"), "does not divide --trxl-dim"),
         "one-transition minibatches with norm-adv": (

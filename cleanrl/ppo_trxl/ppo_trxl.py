@@ -49,6 +49,10 @@ class Args:
     """record episodes of the first environment as mp4 files under `videos/`"""
     save_model: bool = False
     """save the model (weights and the arguments that rebuild it) into `runs/{run_name}`, then evaluate it"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "MortarMayhem-Grid-v0"
@@ -371,7 +375,7 @@ class Agent(nn.Module):
 
 if __name__ == "__main__":
     args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps")
     exp.require_positive("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length")
     exp.require(args.trxl_dim % args.trxl_num_heads == 0, f"--trxl-num-heads does not divide --trxl-dim {args.trxl_dim}")
@@ -389,6 +393,11 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     env_id = args.env_id
+    memory_gym_checkpoints = env_id.startswith(MEMORY_GYM_IDS) and args.checkpoint_frequency > 0
+    exp.require(
+        not memory_gym_checkpoints,
+        "--checkpoint-frequency covers MiniGrid and ProofofMemory; Memory Gym's games cannot be saved",
+    )
     missing = env_id.startswith(MEMORY_GYM_IDS) and memory_gym is None or env_id.startswith("MiniGrid") and minigrid is None
     extra = 'pip install -e ".[memory_gym]" (and memory-gym==1.0.2 with --no-deps)'
     exp.require(not missing, f"{env_id} needs MiniGrid or Memory Gym: {extra}")
@@ -421,11 +430,19 @@ if __name__ == "__main__":
     env_range = torch.arange(args.num_envs, device=device)
     episode_infos = deque(maxlen=100)
 
-    global_step = 0
-    next_obs, _ = envs.reset(seed=args.seed)
-    next_obs = torch.as_tensor(next_obs, device=device)
+    global_step, first_iteration = 0, 1
+    if exp.checkpoint:  # pick up exactly where the checkpoint was written, the memory of each env's episode included
+        checkpoint = exp.resume()  # the envs, random generators and clock as they were
+        agent.load_state_dict(checkpoint["agent"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        next_obs, env_memory, env_step = (checkpoint[key].to(device) for key in ("next_obs", "env_memory", "env_step"))
+        episode_infos.extend(checkpoint["episode_infos"])
+    else:
+        next_obs, _ = envs.reset(seed=args.seed)
+        next_obs = torch.as_tensor(next_obs, device=device)
     with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
-        for _iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             # linear decay to the final values over anneal_steps, then held
             frac = max(1.0 - global_step / args.anneal_steps, 0.0)
             lr = args.final_lr + (args.init_lr - args.final_lr) * frac
@@ -568,6 +585,11 @@ if __name__ == "__main__":
             sps = int(global_step / exp.elapsed)
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
+
+            if exp.checkpoint_due(iteration):
+                state = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "next_obs": next_obs}
+                state |= {"env_memory": env_memory, "env_step": env_step, "episode_infos": list(episode_infos)}
+                exp.save_checkpoint(global_step, {"iteration": iteration, **state})
 
         if args.save_model:
             # the weights, and what rebuilds the agent around them (enjoy.py and the evaluator read both)
