@@ -1,5 +1,6 @@
 """Run algorithm scripts as a user would (a subprocess in a scratch folder) and read back what they wrote."""
 
+import gc
 import io
 import os
 import runpy
@@ -144,12 +145,17 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     signal.alarm(timeout_s)
     saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop_wandb_service()  # as in a new process, whatever an earlier test in this one tracked
+    # A full collection walks every object of this process (torch, JAX and what earlier runs left): ~0.3 s each
+    # here, and gymnasium's video recorder asks for one after each video. Frozen, this process's objects are
+    # skipped; a new interpreter would not have them. Unfrozen after, so earlier runs' garbage is still freed.
+    gc.freeze()
     try:
         with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
             runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
+        gc.unfreeze()
         stop_wandb_service()  # as a process's exit does
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
