@@ -4,6 +4,10 @@
     python benchmark/pettingzoo_pong_selfplay.py report [--out DIR]       # the finished runs, against random
     python benchmark/pettingzoo_pong_selfplay.py evaluate --games 50      # more games for the saved policies
     python benchmark/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
+    python benchmark/pettingzoo_pong_selfplay.py run --env-id boxing_v2 --out benchmark_runs/pettingzoo_boxing_selfplay
+
+`--env-id` picks another two-player game of pettingzoo.atari for `run`, `report` and `evaluate` (Pong by
+default); a summary and the random players' games are named after their game.
 
 One policy plays both paddles, so each player's return stays near 0 however well it plays. Two
 readings of what self-play learned:
@@ -42,9 +46,9 @@ sys.path.insert(0, str(REPO))
 from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
-ENV_ID = "pong_v3"
+ENV_ID = "pong_v3"  # the default game
 LENGTH_TAGS = ("charts/episodic_length-player0", "charts/episodic_length-player1")
-WINNING_POINTS = 21
+WINNING_POINTS = {"pong_v3": 21}  # games whose winner is the first side to reach these points
 EVAL_TAG = "eval/episodic_return"  # points the saved policy won in each evaluation game against random
 EVAL_GAMES, EVAL_SEED = 10, 0  # as the script's evaluation plays them
 
@@ -79,11 +83,11 @@ def lengths_report(run_dir: Path, bins: int) -> str:
     return "\n".join(lines)
 
 
-def summarize(run_dir: Path, result: Path, seed: int, total_timesteps: int, max_cycles: int) -> None:
+def summarize(run_dir: Path, result: Path, env_id: str, seed: int, total_timesteps: int, max_cycles: int) -> None:
     """The summary of a finished run: its evaluation points, every episode length, its speed."""
     scalars = read_scalars(run_dir)
     summary = {
-        "env_id": ENV_ID,
+        "env_id": env_id,
         "seed": seed,
         "total_timesteps": total_timesteps,
         "max_cycles": max_cycles,
@@ -95,37 +99,47 @@ def summarize(run_dir: Path, result: Path, seed: int, total_timesteps: int, max_
     result.write_text(json.dumps(summary))
 
 
-def result_path(out: Path, total_timesteps: int, seed: int) -> Path:
-    return out / f"selfplay__{ENV_ID}__{total_timesteps}__{seed}.json"
+def result_path(out: Path, env_id: str, total_timesteps: int, seed: int) -> Path:
+    return out / f"selfplay__{env_id}__{total_timesteps}__{seed}.json"
 
 
-def run(out: Path, total_timesteps: int, seeds: int, max_cycles: int, script_args: list[str]) -> int:
+def finished_runs(out: Path, env_id: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob(f"selfplay__{env_id}__*.json"))]
+
+
+def random_name(env_id: str, max_cycles: int) -> str:
+    """The stem of the random players' games (Pong's named as before other games could be chosen)."""
+    return f"random_vs_random__{max_cycles}" if env_id == ENV_ID else f"random_vs_random__{env_id}__{max_cycles}"
+
+
+def run(out: Path, env_id: str, total_timesteps: int, seeds: int, max_cycles: int, script_args: list[str]) -> int:
     """Train (and evaluate) every seed not done yet, one at a time; the runner's exit code."""
     runs = []
     for seed in range(1, seeds + 1):
-        result = result_path(out, total_timesteps, seed)
+        result = result_path(out, env_id, total_timesteps, seed)
         args = ("--total-timesteps", str(total_timesteps), "--max-cycles", str(max_cycles), "--save-model", *script_args)
-        summary = partial(summarize, result=result, seed=seed, total_timesteps=total_timesteps, max_cycles=max_cycles)
-        runs.append(QueuedRun(result, script("ppo_pettingzoo_ma_atari"), args, ENV_ID, seed, summarize=summary))
+        identity = {"env_id": env_id, "seed": seed, "total_timesteps": total_timesteps, "max_cycles": max_cycles}
+        summary = partial(summarize, result=result, **identity)
+        runs.append(QueuedRun(result, script("ppo_pettingzoo_ma_atari"), args, env_id, seed, summarize=summary))
     return run_queue(runs, 1, one_thread_env(), out / "logs")
 
 
-def random_points(out: Path, max_cycles: int) -> list[float]:
+def random_points(out: Path, env_id: str, max_cycles: int) -> list[float]:
     """Points per game of a random player against a random opponent, in the evaluation's games (computed once, kept in `out`)."""
-    cached = out / f"random_vs_random__{max_cycles}.json"
+    cached = out / f"{random_name(env_id, max_cycles)}.json"
     if not cached.exists():
         from cleanrl_utils.evals.ppo_pettingzoo_eval import points_against_random
 
         make_env = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari").make_vector_env
-        points = points_against_random(make_env, ENV_ID, None, EVAL_GAMES, EVAL_SEED, max_cycles)
-        summary = {"env_id": ENV_ID, "games": EVAL_GAMES, "seed": EVAL_SEED, "max_cycles": max_cycles, "points": points}
+        points = points_against_random(make_env, env_id, None, EVAL_GAMES, EVAL_SEED, max_cycles)
+        summary = {"env_id": env_id, "games": EVAL_GAMES, "seed": EVAL_SEED, "max_cycles": max_cycles, "points": points}
         cached.write_text(json.dumps(summary))
     return json.loads(cached.read_text())["points"]
 
 
-def versus_random_report(out: Path) -> str:
+def versus_random_report(out: Path, env_id: str = ENV_ID) -> str:
     """Each finished run's policy against random, beside random against random, in the same games."""
-    results = [json.loads(p.read_text()) for p in sorted(out.glob(f"selfplay__{ENV_ID}__*.json"))]
+    results = finished_runs(out, env_id)
     if not results:
         raise SystemExit(f"pettingzoo_pong_selfplay.py: error: no finished runs under {out}")
     lines = [
@@ -134,55 +148,59 @@ def versus_random_report(out: Path) -> str:
         "|---|---|---|---|---|",
     ]
     for r in sorted(results, key=lambda r: (r["total_timesteps"], r["seed"])):
-        baseline_points = random_points(out, r["max_cycles"])
+        baseline_points = random_points(out, env_id, r["max_cycles"])
         trained, baseline = statistics.fmean(r["eval_points"]), statistics.fmean(baseline_points)
         lines.append(
-            f"| {r['total_timesteps']:,} | {r['seed']} | {points_cell(r['eval_points'])} | {points_cell(baseline_points)} "
+            f"| {r['total_timesteps']:,} | {r['seed']} | {points_cell(r['eval_points'], env_id)} "
+            f"| {points_cell(baseline_points, env_id)} "
             f"| {'yes' if trained > baseline else '**no**'} |"
         )
     return "\n".join(lines)
 
 
-def games_won(points: Sequence[float]) -> int:
-    """A Pong game goes to the first side to reach 21 points."""
-    return sum(p >= WINNING_POINTS for p in points)
+def won(points: Sequence[float], env_id: str) -> str:
+    """ "; N won": the games won, in a game won by the first side to reach a score (Pong: 21); "" in others."""
+    if env_id not in WINNING_POINTS:
+        return ""
+    return f"; {sum(p >= WINNING_POINTS[env_id] for p in points)} won"
 
 
-def points_cell(points: list[float]) -> str:
+def points_cell(points: list[float], env_id: str = ENV_ID) -> str:
     """Mean points per game, each game's points, and the games won."""
-    return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}; {games_won(points)} won)"
+    return f"{statistics.fmean(points):.1f} ({', '.join(f'{p:.0f}' for p in points)}{won(points, env_id)})"
 
 
 def saved_model(out: Path, result: dict) -> Path:
     """The model file the finished run saved (the runner ran it in `out/<summary name>`)."""
-    stem = result_path(out, result["total_timesteps"], result["seed"]).stem
+    stem = result_path(out, result["env_id"], result["total_timesteps"], result["seed"]).stem
     return out / stem / "runs" / result["run"] / "ppo_pettingzoo_ma_atari.cleanrl_model"
 
 
 def more_games_files(out: Path, result: dict, games: int, seed: int) -> tuple[Path, Path]:
     """Where the extra games of a finished run's policy, and of a random player in its seat, are kept."""
     games_name = f"{games}_games__seed{seed}.json"
-    played = out / f"more_games__{result['total_timesteps']}__{result['seed']}__{games_name}"
-    return played, out / f"random_vs_random__{result['max_cycles']}__{games_name}"
+    env = "" if result["env_id"] == ENV_ID else f"{result['env_id']}__"  # Pong's named as before
+    played = out / f"more_games__{env}{result['total_timesteps']}__{result['seed']}__{games_name}"
+    return played, out / f"{random_name(result['env_id'], result['max_cycles'])}__{games_name}"
 
 
-def more_games(out: Path, games: int, seed: int) -> None:
+def more_games(out: Path, env_id: str, games: int, seed: int) -> None:
     """Play `games` games (from `seed`) with each finished run's saved policy, and with a random player in its seat."""
     from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate, points_against_random
 
     module = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari")
-    for result in [json.loads(p.read_text()) for p in sorted(out.glob(f"selfplay__{ENV_ID}__*.json"))]:
+    for result in finished_runs(out, env_id):
         max_cycles = result["max_cycles"]
         played, baseline = more_games_files(out, result, games, seed)
         if not baseline.exists():
-            points = points_against_random(module.make_vector_env, ENV_ID, None, games, seed, max_cycles)
+            points = points_against_random(module.make_vector_env, env_id, None, games, seed, max_cycles)
             baseline.write_text(json.dumps({"games": games, "seed": seed, "max_cycles": max_cycles, "points": points}))
         if not played.exists():
             model = saved_model(out, result)
             points = evaluate(
                 str(model),
                 module.make_vector_env,
-                ENV_ID,
+                env_id,
                 games,
                 "more-games",
                 module.Agent,
@@ -194,7 +212,7 @@ def more_games(out: Path, games: int, seed: int) -> None:
         print(f"{played.name}: done", flush=True)
 
 
-def more_games_report(out: Path, games: int, seed: int) -> str:
+def more_games_report(out: Path, games: int, seed: int, env_id: str = ENV_ID) -> str:
     """Each run's policy against random in the extra games, beside random against random in the same games."""
     import numpy as np
 
@@ -205,9 +223,7 @@ def more_games_report(out: Path, games: int, seed: int) -> str:
         "| P(policy's game > random's) | p (permutation) | passes (more points per game) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for result in sorted(
-        (json.loads(p.read_text()) for p in out.glob(f"selfplay__{ENV_ID}__*.json")), key=lambda r: r["seed"]
-    ):
+    for result in sorted(finished_runs(out, env_id), key=lambda r: r["seed"]):
         played, baseline = more_games_files(out, result, games, seed)
         if not (played.exists() and baseline.exists()):
             continue
@@ -216,16 +232,17 @@ def more_games_report(out: Path, games: int, seed: int) -> str:
         p_value = rlstats.permutation_p_value([trained], [randoms], 10_000, np.random.default_rng(0))
         passes = trained.mean() > randoms.mean()
         lines.append(
-            f"| {result['total_timesteps']:,} | {result['seed']} | {games} ({seed}) | {mean_cell(trained)} "
-            f"| {mean_cell(randoms)} | {better:.2f} | {p_value:.3f} | {'yes' if passes else '**no**'} |"
+            f"| {result['total_timesteps']:,} | {result['seed']} | {games} ({seed}) | {mean_cell(trained, env_id)} "
+            f"| {mean_cell(randoms, env_id)} | {better:.2f} | {p_value:.3f} | {'yes' if passes else '**no**'} |"
         )
     return "\n".join(lines)
 
 
-def mean_cell(points: Sequence[float]) -> str:
+def mean_cell(points: Sequence[float], env_id: str = ENV_ID) -> str:
     """Mean ± standard error of the points per game, and the games won."""
     se = statistics.stdev(points) / len(points) ** 0.5 if len(points) > 1 else float("nan")
-    return f"{statistics.fmean(points):.1f} ± {se:.1f} ({games_won(points)} won)"
+    games = won(points, env_id).removeprefix("; ")
+    return f"{statistics.fmean(points):.1f} ± {se:.1f}" + (f" ({games})" if games else "")
 
 
 def main() -> None:
@@ -239,12 +256,12 @@ def main() -> None:
     )
     run_parser.add_argument("script_args", nargs="*", help="more flags for the script, after --")
     report_parser = commands.add_parser("report", help="the finished runs' policies against a random player")
-    for sub in (run_parser, report_parser):
-        sub.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
     evaluate_parser = commands.add_parser("evaluate", help="more games for each finished run's saved policy, then report")
     evaluate_parser.add_argument("--games", type=int, default=50)
     evaluate_parser.add_argument("--seed", type=int, default=1000, help="of the first game (training's evaluation: 0)")
-    evaluate_parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
+    for sub in (run_parser, report_parser, evaluate_parser):
+        sub.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")
+        sub.add_argument("--env-id", default=ENV_ID, help="a two-player game of pettingzoo.atari")
     lengths_parser = commands.add_parser("lengths", help="the episode-length curve of a finished run")
     lengths_parser.add_argument("run_dir", type=Path)
     lengths_parser.add_argument("--bins", type=int, default=5, help="equal step ranges of the curve")
@@ -255,14 +272,14 @@ def main() -> None:
     if args.command == "evaluate":
         if args.games < 2:
             parser.error("--games must be at least 2 (a standard error needs two games)")
-        more_games(args.out, args.games, args.seed)
-        print(more_games_report(args.out, args.games, args.seed))
+        more_games(args.out, args.env_id, args.games, args.seed)
+        print(more_games_report(args.out, args.games, args.seed, args.env_id))
         return
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
-        if code := run(args.out, args.total_timesteps, args.seeds, args.max_cycles, args.script_args):
+        if code := run(args.out, args.env_id, args.total_timesteps, args.seeds, args.max_cycles, args.script_args):
             sys.exit(code)
-    print(versus_random_report(args.out))
+    print(versus_random_report(args.out, args.env_id))
 
 
 if __name__ == "__main__":

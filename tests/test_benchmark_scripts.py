@@ -561,7 +561,7 @@ def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
 def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
     from benchmark import pettingzoo_pong_selfplay as bench
 
-    result = {"total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
+    result = {"env_id": "pong_v3", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
     (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps(result))
     played, baseline = bench.more_games_files(tmp_path, result, 4, 9)
     played.write_text(json.dumps({"points": [21, 21, 20, 21]}))
@@ -572,6 +572,28 @@ def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
     assert "| 1,000 | 1 | 4 (9) | 20.8 ± 0.2 (3 won) | 9.2 ± 4.0 (1 won) | 0.84 | " in table
     assert table.endswith("| yes |")
     assert bench.more_games_report(tmp_path, 5, 9).count("\n") == 1  # other games not played: no row
+
+
+def test_selfplay_other_games_are_named_after_their_game_and_have_no_games_won_count(tmp_path):
+    from benchmark import pettingzoo_pong_selfplay as bench
+
+    result = {"env_id": "boxing_v2", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
+    bench.result_path(tmp_path, "boxing_v2", 1000, 1).write_text(json.dumps(result))
+    (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps({**result, "env_id": "pong_v3"}))
+    played, baseline = bench.more_games_files(tmp_path, result, 2, 9)
+    assert (played.name, baseline.name) == (
+        "more_games__boxing_v2__1000__1__2_games__seed9.json",
+        "random_vs_random__boxing_v2__500__2_games__seed9.json",
+    )
+    played.write_text(json.dumps({"points": [30, 24]}))
+    baseline.write_text(json.dumps({"points": [10, 12]}))
+    table = bench.more_games_report(tmp_path, 2, 9, "boxing_v2")
+    assert table.count("\n") == 2  # the boxing run only, not Pong's
+    assert "| 1,000 | 1 | 2 (9) | 27.0 ± 3.0 | 11.0 ± 1.0 | 1.00 | " in table  # a punch is a point: no game is "won"
+    assert (
+        bench.points_cell([21, 3], "pong_v3") == "12.0 (21, 3; 1 won)"
+        and bench.points_cell([21, 3], "boxing_v2") == "12.0 (21, 3)"
+    )
 
 
 def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_path):
