@@ -187,7 +187,7 @@ if __name__ == "__main__":
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max)
-    q_params = q_network.init(q_key, obs[None])
+    q_params = jax.jit(q_network.init)(q_key, obs[None])  # one compilation, not one per operation
     q_state = QTrainState.create(
         apply_fn=q_network.apply,
         params=q_params,

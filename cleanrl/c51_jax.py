@@ -225,7 +225,7 @@ if __name__ == "__main__":
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms)
-    q_params = q_network.init(key, obs)
+    q_params = jax.jit(q_network.init)(key, obs)  # one compilation, not one per operation
     # the paper's Adam epsilon, 0.01 / batch size
     q_state = QTrainState.create(
         apply_fn=q_network.apply,

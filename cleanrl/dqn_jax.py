@@ -192,7 +192,7 @@ if __name__ == "__main__":
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n)
-    q_params = q_network.init(key, obs)
+    q_params = jax.jit(q_network.init)(key, obs)  # one compilation, not one per operation
     q_state = QTrainState.create(
         apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=optax.adam(learning_rate=args.learning_rate)
     )

@@ -264,7 +264,7 @@ if __name__ == "__main__":
 
     agent_state = TrainState.create(
         apply_fn=agent.apply,
-        params=agent.init(agent_key, next_obs),
+        params=jax.jit(agent.init)(agent_key, next_obs),  # one compilation, not one per operation
         tx=optax.chain(
             optax.clip_by_global_norm(args.max_grad_norm),
             optax.inject_hyperparams(optax.adam)(

@@ -24,7 +24,7 @@ def save_jax_teacher(path: Path, env_id: str = TEACHER_ENV_ID, seed: int = 0) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     env = dqn_atari_jax.make_env(env_id, 0, False, "unused")()
     network = dqn_atari_jax.QNetwork(action_dim=env.action_space.n)
-    params = network.init(jax.random.PRNGKey(seed), env.observation_space.sample()[None])
+    params = jax.jit(network.init)(jax.random.PRNGKey(seed), env.observation_space.sample()[None])
     env.close()
     partial = path.with_suffix(".partial")  # a reader never sees half a file
     partial.write_bytes(flax.serialization.to_bytes(params))

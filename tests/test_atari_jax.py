@@ -25,6 +25,7 @@ def random_frames(batch: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, (batch, STACK, *FRAME), dtype=np.uint8)
 
 
+@pytest.mark.extended  # 16 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     # the file dqn_atari_jax.py saves is what matters here, not what it learned: no update (nothing to compile),
     # and random play (epsilon 1), so the 10 games --save-model evaluates need no forward pass
@@ -109,15 +110,16 @@ def test_distillation_loss_matches_the_pytorch_twin():
 
 def test_networks_have_the_twins_shapes():
     frames = random_frames()
+    # shapes only (jax.eval_shape): nothing is compiled for the IMPALA CNN and the Nature CNN
     student = qdagger_jax.QNetwork(action_dim=4)
-    params = student.init(jax.random.PRNGKey(0), frames)
-    assert student.apply(params, frames).shape == (3, 4)
+    params = jax.eval_shape(student.init, jax.random.PRNGKey(0), frames)
+    assert jax.eval_shape(student.apply, params, frames).shape == (3, 4)
     assert params["params"]["Dense_0"]["kernel"].shape == (32 * 11 * 11, 256)  # 84 -> 42 -> 21 -> 11
     assert [params["params"][f"ConvSequence_{i}"]["Conv_0"]["kernel"].shape[-1] for i in range(3)] == [16, 32, 32]
     dqn = dqn_atari_jax.QNetwork(action_dim=4)
-    assert dqn.init(jax.random.PRNGKey(0), frames)["params"]["Dense_0"]["kernel"].shape == (3136, 512)
+    assert jax.eval_shape(dqn.init, jax.random.PRNGKey(0), frames)["params"]["Dense_0"]["kernel"].shape == (3136, 512)
     c51 = c51_atari_jax.QNetwork(action_dim=4, n_atoms=11, v_min=-5, v_max=5)
-    c51_params = c51.init(jax.random.PRNGKey(0), frames)
+    c51_params = jax.jit(c51.init)(jax.random.PRNGKey(0), frames)
     pmfs = c51.apply(c51_params, frames, method="pmfs")
     assert pmfs.shape == (3, 4, 11) and np.allclose(pmfs.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(c51.apply(c51_params, frames), (pmfs * np.linspace(-5, 5, 11)).sum(-1), rtol=1e-5)
@@ -184,7 +186,10 @@ def memory_paying(monkeypatch):
     return pay
 
 
-@pytest.mark.parametrize("script", ["dqn_atari_jax.py", "qdagger_dqn_atari_jax_impalacnn.py"])
+# the QDagger student's case compiles its IMPALA CNN (17 s of one core): `extended`, which CI runs after the quick run
+@pytest.mark.parametrize(
+    "script", ["dqn_atari_jax.py", pytest.param("qdagger_dqn_atari_jax_impalacnn.py", marks=pytest.mark.extended)]
+)
 def test_td_targets_are_the_sampled_rewards_when_gamma_is_0(script, memory_paying, tmp_path):
     """Rewards of 1000, no termination, γ = 0: each TD target is 1000, so the first loss is about 1000², whatever
     the fresh network's (small) Q-values. Taking the batch's termination flags for its rewards gives about 0."""
@@ -200,6 +205,7 @@ def test_td_targets_are_the_sampled_rewards_when_gamma_is_0(script, memory_payin
     assert first_loss == pytest.approx(1000.0**2, rel=0.05)
 
 
+@pytest.mark.extended  # 26 s of one core: CI runs it after the quick run
 def test_c51_target_distribution_sits_on_the_sampled_rewards(memory_paying, tmp_path):
     """Two atoms, 0 and 1; every reward 1, no termination, γ = 0: the target puts all mass on atom 1, so the
     predicted mean (losses/q_values) climbs from about 0.5 towards 1. Termination flags taken for rewards sink it."""

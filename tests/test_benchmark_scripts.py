@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import REPO, script_env
 
 
+@pytest.mark.extended  # 41 s of one core: CI runs it after the quick run
 def test_speed_vs_sb3_prints_both_rates_and_the_ratio(tmp_path):
     # few steps per run: ppo.py logs its SPS after each 512-step update, dqn.py only once it learns, after its 10000
     # learning-starts steps. Two rounds of ppo (the median of two), one of dqn (its row is built the same way)
@@ -34,6 +35,7 @@ def test_speed_vs_sb3_prints_both_rates_and_the_ratio(tmp_path):
             assert abs(float(row[5]) - ours / theirs) < 0.01
 
 
+@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
 def test_learning_benchmark_script_runs_each_seed_and_summarises(tmp_path):
     env = script_env(SEEDS="1 2", TOTAL_TIMESTEPS="1024", PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
     proc = subprocess.run(
@@ -229,6 +231,7 @@ def test_selfplay_report_leaves_out_ranges_without_games(tmp_path):
     assert curve == [(750, 1000, 2, 60.0)]
 
 
+@pytest.mark.extended  # 17 s of one core: CI runs it after the quick run
 def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path, monkeypatch):
     from benchmark import trxl_memory as bench
     from benchmark.benchlib import one_thread_env, run_queue
@@ -526,6 +529,7 @@ def test_qdagger_students_start_halfway_down_the_shared_epsilon_schedule():
         assert learning_starts < budget.offline and linear_schedule(1.0, 0.01, duration, 0) == 1.0  # scratch: from 1
 
 
+@pytest.mark.extended  # 32 s of one core: CI runs it after the quick run
 def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
     """`run` trains through the runner with --save-model; `report` sets the policy's points beside random's."""
     command = [sys.executable, str(REPO / "benchmark" / "pettingzoo_pong_selfplay.py"), "run", "--total-timesteps", "128"]

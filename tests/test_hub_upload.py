@@ -148,7 +148,9 @@ def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str,
 # push_to_hub), so a real upload runs for one script of each kind: a torch vector env, a torch single
 # env into an organisation, a MuJoCo video, a JAX Atari script, an envpool script without a training
 # video. Every script's own part, the algorithm name on the card, is checked from its source below.
-UPLOADED_FOR_REAL = ["ppo.py", "dqn.py", "sac_continuous_action.py", "dqn_atari_jax.py", "ppo_atari_envpool_xla_jax_scan.py"]
+# The quick run uploads from ppo.py; the other four kinds (12-24 s each) are `extended`, which CI runs after it.
+EXTENDED_UPLOADS = ("dqn.py", "sac_continuous_action.py", "dqn_atari_jax.py", "ppo_atari_envpool_xla_jax_scan.py")
+UPLOADED_FOR_REAL = ["ppo.py", *(pytest.param(name, marks=pytest.mark.extended) for name in EXTENDED_UPLOADS)]
 
 
 @pytest.mark.parametrize("script", sorted(UPLOADS))

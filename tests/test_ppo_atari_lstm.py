@@ -5,6 +5,7 @@ import math
 from types import SimpleNamespace
 
 import gymnasium as gym
+import pytest
 import torch
 
 from cleanrl import ppo_atari_lstm
@@ -99,6 +100,7 @@ def test_first_minibatch_of_each_update_has_ratio_one(tmp_path):
     assert all(abs(kl) < 1e-6 for _, kl in scalars["losses/old_approx_kl"] + scalars["losses/approx_kl"])
 
 
+@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
 def test_resumed_run_logs_what_the_uninterrupted_run_logged(tmp_path):
     """A checkpoint holds each env's memory (h, c) and episode-start flags beside the emulators: resumed from the
     older checkpoint the run kept, a copy of the run folder logs the same scalars as the run itself, step for step.

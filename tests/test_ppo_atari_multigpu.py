@@ -38,6 +38,7 @@ def parameters_digest(state_dict: dict[str, torch.Tensor]) -> str:
     return hashlib.sha256(b"".join(t.numpy().tobytes() for t in state_dict.values())).hexdigest()
 
 
+@pytest.mark.extended  # two real ranks under torchrun, 28 s of one core: CI runs it after the quick run
 def test_two_ranks_train_one_model_logged_by_rank_zero(tmp_path):
     run = torchrun(*TWO_RANKS, "--update-epochs", "1", "--num-minibatches", "2", "--save-model", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -65,6 +66,7 @@ def test_two_ranks_train_one_model_logged_by_rank_zero(tmp_path):
     assert [i for i, _ in scalars["eval/episodic_return"]] == list(range(10))
 
 
+@pytest.mark.extended  # 9 s of one core under torchrun: CI runs it after the quick run
 @pytest.mark.skipif(torch.cuda.is_available(), reason="nccl is a valid choice where CUDA is")
 def test_bad_input_under_torchrun_stops_every_rank_with_one_line(tmp_path):
     run = torchrun(*TWO_RANKS, "--backend", "nccl", cwd=tmp_path, timeout=120)

@@ -74,7 +74,11 @@ def random_xla_steps(num_envs: int, max_episode_steps: int, steps: int, seed: in
     envs.close()
 
 
-@pytest.mark.parametrize("max_episode_steps", [40, 27000], ids=["time-limit cuts", "game overs"])
+# the time-limit case (10 s of one core) is `extended`, which CI runs after the quick run; tests/test_envpool_episode_statistics.py
+# cuts the other envpool files' games by the same limit in the quick run
+@pytest.mark.parametrize(
+    "max_episode_steps", [pytest.param(40, marks=pytest.mark.extended), 27000], ids=["time-limit cuts", "game overs"]
+)
 def test_episode_statistics_follow_whole_games(max_episode_steps):
     modules = [importlib.import_module(f"cleanrl.{name}") for name in SCRIPTS]
     num_envs = 4

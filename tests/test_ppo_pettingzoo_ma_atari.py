@@ -91,6 +91,7 @@ def test_capture_video_writes_mp4s_of_the_first_game(smoke):
     assert all(v.stat().st_size > 1000 and v.read_bytes()[4:8] == b"ftyp" for v in videos + eval_videos)
 
 
+@pytest.mark.extended  # 16 s of one core: CI runs it after the quick run
 def test_same_seed_same_run_other_seed_differs(smoke, tmp_path):
     def history(run: Run) -> list:
         assert run.returncode == 0, run.stderr[-3000:]

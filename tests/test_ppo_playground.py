@@ -41,6 +41,7 @@ def smoke(tmp_path_factory):
     return run
 
 
+@pytest.mark.extended  # this and the next share a 20 s run of one core: CI runs them after the quick run
 def test_smoke_run_logs_each_episode_where_it_ended(smoke):
     scalars = smoke.scalars()
     # 10 iterations of 4 x 16 steps: episodes end at vector steps 50, 100, 150, i.e. global steps 200, 400, 600
@@ -53,6 +54,7 @@ def test_smoke_run_logs_each_episode_where_it_ended(smoke):
     assert scalars["charts/SPS"][-1][0] == 640
 
 
+@pytest.mark.extended
 def test_saved_model_holds_the_observation_statistics_and_is_evaluated(smoke):
     saved = torch.load(smoke.run_dir / "ppo_continuous_action_playground.cleanrl_model", weights_only=True)
     assert saved["obs_rms.count"] > 640  # every observation the agent saw (and a tiny prior count)
@@ -83,6 +85,7 @@ def test_dlpack_shares_memory_both_ways():
         assert torch.from_dlpack(on_gpu).data_ptr() == on_gpu.unsafe_buffer_pointer()
 
 
+@pytest.mark.extended  # 45 s of one core: CI runs it after the quick run
 def test_episode_statistics_match_a_hand_stepped_env():
     """The batched step's auto-reset and episode sums against the task stepped alone, env by env."""
     import jax
@@ -120,6 +123,7 @@ def test_episode_statistics_match_a_hand_stepped_env():
             np.testing.assert_allclose(next_obs, alone.obs, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.extended  # 12 s; the contract's real process blocks mujoco of one core: CI runs it after the quick run
 def test_missing_playground_is_one_line_naming_the_extra(tmp_path):
     stub = tmp_path / "blocked" / "mujoco_playground"
     stub.mkdir(parents=True)
@@ -150,6 +154,7 @@ def test_bad_input_is_one_line(args, expected, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.extended  # 20 s of one core: CI runs it after the quick run
 def test_resumed_run_logs_what_the_run_logged(tmp_path):
     """7 iterations, a checkpoint every 2 (the newest two kept); resumed from iteration 4's, the run logs the same again."""
     args = (*TINY, "--total-timesteps", "448", "--checkpoint-frequency", "2")

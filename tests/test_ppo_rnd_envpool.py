@@ -181,6 +181,7 @@ def test_visited_places_count_rooms_and_cells_from_the_ram():
     assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4", 1).known
 
 
+@pytest.mark.extended  # 18 s of one core: CI runs it after the quick run
 def test_montezuma_run_logs_the_places_it_reached(tmp_path):
     """A real run logs, each iteration, how many rooms and places its games have reached so far, and at each
     game's end how many places that game reached."""

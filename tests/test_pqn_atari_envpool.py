@@ -167,6 +167,7 @@ def test_missing_envpool_is_one_clear_line(tmp_path):
     assert not (tmp_path / "run" / "runs").exists()
 
 
+@pytest.mark.extended  # 17 s of one core: CI runs it after the quick run
 def test_lstm_run_resumes_the_learner_and_plays_new_games(tmp_path):
     """envpool cannot save its games: a resumed pqn_atari_envpool_lstm.py run restores the Q-network, the optimiser,
     the step count and the random generators, and starts new games (and new memories) from other env seeds.

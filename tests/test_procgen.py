@@ -182,6 +182,7 @@ def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
     assert all(v < 0.05 for _, v in scalars["losses/aux/kl_loss"])
 
 
+@pytest.mark.extended  # 18 s of one core: CI runs it after the quick run
 def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path):
     """envpool cannot save its games: a resumed ppo_procgen.py run restores the learner and plays new ones.
 

@@ -38,6 +38,7 @@ STUDENT = ("--teacher-eval-episodes", "1", "--buffer-size", "1000", "--batch-siz
 STUDENT += ("--offline-steps", "10", "--learning-starts", "199", "--total-timesteps", "191")
 
 
+@pytest.mark.extended  # 15 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
     # both runs in this process: an interpreter importing torch and the Atari stack costs more than either run
     teacher_run = run_in_process("dqn_atari.py", *RANDOM_TEACHER, "--save-model", cwd=tmp_path / "teacher", timeout_s=600)
@@ -78,6 +79,7 @@ def hub_env(hub: FakeHub, tmp_path, **extra: str) -> dict[str, str]:
     return script_env(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf_home"), **extra)
 
 
+@pytest.mark.extended  # 21 s of one core: CI runs it after the quick run
 def test_default_teacher_comes_from_the_hub_then_from_the_offline_cache(hub, tmp_path):
     hub.repos[HUB_REPO] = {"dqn_atari.cleanrl_model": TEACHER_MODEL.read_bytes()}
     args = (*QUICK, "--teacher-steps", "0", "--offline-steps", "0", "--total-timesteps", "5")

@@ -102,6 +102,7 @@ def test_buffer_size_counts_transitions():
     assert rb.valid.sum() >= 1
 
 
+@pytest.mark.extended  # 13 s of one core: CI runs it after the quick run
 def test_a_memory_of_ten_transitions_trains(tmp_path):
     """`--buffer-size` counts transitions, so even 10 (fewer than a batch) is a memory to learn from."""
     args = ("--buffer-size", "10", "--learning-starts", "10", "--total-timesteps", "101")

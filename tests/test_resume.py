@@ -132,7 +132,15 @@ def logged(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     return {tag: series for tag, series in read_scalars(run_dir).items() if tag not in TIME_TAGS}
 
 
-@pytest.mark.parametrize("name", sorted(KILL_CASES))
+# The quick run kills and resumes ppo.py (a vector env's rollout) and dqn.py (a replay memory); the other cases
+# (13-47 s each: what each script adds to its checkpoint) are `extended`, which CI runs after the quick run.
+QUICK_KILL_CASES = ("ppo.py", "dqn.py")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [name if name in QUICK_KILL_CASES else pytest.param(name, marks=pytest.mark.extended) for name in sorted(KILL_CASES)],
+)
 def test_run_killed_after_second_checkpoint_resumes_to_the_same_logs(name, tmp_path):
     case = KILL_CASES[name]
     # the reference run in this process (no interpreter to start); the killed run is a real process, killed for real
@@ -186,6 +194,7 @@ def trained(tmp_path_factory) -> tuple[Run, dict, Run]:
     return first, before, resumed
 
 
+@pytest.mark.extended  # this and the next share two real ppo.py runs (22-27 s of one core): CI runs them after the quick run
 def test_resume_with_video_and_checkpoint_arguments_win(trained):
     first, before, resumed = trained
     checkpoints = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)
@@ -198,6 +207,7 @@ def test_resume_with_video_and_checkpoint_arguments_win(trained):
     assert first.videos(), "videos keep being written"
 
 
+@pytest.mark.extended
 def test_tracked_run_resumes_its_wandb_run(trained):
     first, _, resumed = trained
     oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]

@@ -198,6 +198,7 @@ def rlops_in_process(runs_dir: Path, tmp_path: Path, capsys, *args: str) -> tupl
     return code, captured.out, captured.err
 
 
+@pytest.mark.extended  # shares 12 real ppo.py runs (63-81 s of one core): CI runs these after the quick run
 def test_runs_record_their_tags_and_untagged_runs_stay_readable(tagged_runs):
     runs = collect_runs([tagged_runs / "runs"], split_by_dir=False)
     by_seed = {(run.seed, run.tags) for run in runs}
@@ -205,6 +206,7 @@ def test_runs_record_their_tags_and_untagged_runs_stay_readable(tagged_runs):
     assert len(runs) == 12
 
 
+@pytest.mark.extended
 def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, tmp_path, capsys):
     code, out, err = run_rlops(tagged_runs / "runs", tmp_path, "--tags", "broken", "base", "--fail-on-regression")
     assert code == 1, err
@@ -218,6 +220,7 @@ def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, 
     assert rlops_in_process(tagged_runs / "runs", tmp_path, capsys, "--tags", "broken", "base")[0] == 0
 
 
+@pytest.mark.extended
 def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_runs, tmp_path, capsys):
     args = ("--tags", "untagged", "base", "--fail-on-regression")
     code, out, err = rlops_in_process(tagged_runs / "runs", tmp_path, capsys, *args)
@@ -225,6 +228,7 @@ def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_
     assert "rlops: untagged vs base: no detectable difference" in out
 
 
+@pytest.mark.extended
 def test_one_seed_per_tag_says_the_interval_is_undefined(tagged_runs, tmp_path, capsys):
     one = tmp_path / "one"
     for run in collect_runs([tagged_runs / "runs"], split_by_dir=False):
@@ -245,6 +249,7 @@ BAD_INPUT = {
 }
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("case", BAD_INPUT)
 def test_bad_input_is_one_line_and_exit_2(case, tagged_runs, tmp_path, capsys):
     args, expected = BAD_INPUT[case]
@@ -297,6 +302,7 @@ class FakeApi:
         return [run for run in self.remote if run.config["exp_name"] in filters["config.exp_name"]["$in"]]
 
 
+@pytest.mark.extended
 def test_wandb_source_gives_the_local_verdicts(tagged_runs, tmp_path, monkeypatch, capsys):
     import wandb
 

@@ -92,6 +92,7 @@ def test_autotune_moves_alpha_toward_the_target_entropy(logits, direction):
     assert log_alpha.item() * direction == pytest.approx(3 * 3e-4, rel=0.01)  # Adam: lr per step, in the right way
 
 
+@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
 def test_no_autotune_keeps_alpha_fixed(tmp_path):
     run = run_script(
         "sac_atari.py",

@@ -808,15 +808,27 @@ def test_capture_video_writes_mp4s(smoke):
         assert all(v.stat().st_size > 1000 and v.read_bytes()[4:8] == b"ftyp" for v in videos)
 
 
-# Two more runs each (the smoke run is shared): for these scripts that is still 50-85 s of a CI worker, so their
-# determinism checks are `slow` (run them with `pytest -m slow tests/test_script_contract.py -k same_seed`); every
-# other check of theirs stays in the default run. (Measured at a load of ~2: sac_atari.py 52 s; ppg_procgen.py 24 s
-# and rainbow_atari.py 35 s, as cheap as the default rows' 15-55 s, are back in the default run.)
+# Two more runs each (the smoke run is shared). For the first group below those cost 50-85 s of a CI worker: their
+# determinism checks are `slow` (run them with `pytest -m slow tests/test_script_contract.py -k same_seed`). For the
+# second (5-17 s: the other Atari, envpool and Procgen rows and the MuJoCo PPO ones) they are `extended`: the quick
+# run leaves them out and CI runs them after it. Every other check of those scripts stays in the quick run, and the
+# cheap rows (CartPole, MuJoCo off-policy, their JAX twins, ppo_procgen.py and ppo_trxl.py) keep this one there.
 SLOW_DETERMINISM = {
     "qdagger_dqn_atari_impalacnn.py", "qdagger_dqn_atari_jax_impalacnn.py", "sac_atari.py",
     "ppo_atari_envpool_xla_jax.py", "ppo_atari_envpool_xla_jax_scan.py", "ppo_atari_lstm.py",
+    "ppo_continuous_action_playground.py",  # each run loads (or compiles) the MJX step
 }  # fmt: skip
-SLOW_DETERMINISM |= {"ppo_continuous_action_playground.py"}  # each run loads (or compiles) the MJX step
+EXTENDED_DETERMINISM = {
+    "rainbow_atari.py", "ppo_atari_multigpu.py", "ppo_atari.py", "ppo_atari_envpool.py", "pqn_atari_envpool_lstm.py",
+    "dqn_atari.py", "ppo_rnd_envpool.py", "dqn_atari_jax.py", "pqn_atari_envpool.py", "ppg_procgen.py",
+    "c51_atari_jax.py", "c51_atari.py", "ppo_continuous_action.py", "rpo_continuous_action.py",
+}  # fmt: skip
+
+
+def determinism_param(name: str):
+    if name in SLOW_DETERMINISM:
+        return pytest.param(name, marks=pytest.mark.slow)
+    return pytest.param(name, marks=pytest.mark.extended) if name in EXTENDED_DETERMINISM else name
 
 
 def learned(script: Script, run: Run) -> list[tuple[int, float]]:
@@ -829,7 +841,7 @@ def learned(script: Script, run: Run) -> list[tuple[int, float]]:
 
 @pytest.mark.parametrize(
     "smoke",
-    [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_DETERMINISM else name for name in sorted(SCRIPTS)],
+    [determinism_param(name) for name in sorted(SCRIPTS)],
     indirect=True,
 )
 def test_same_seed_same_returns_other_seed_differs(smoke, tmp_path):

@@ -53,6 +53,7 @@ def test_report_keeps_a_trick_only_at_ten_percent(tmp_path):
     assert bench.CASES[2].script not in table  # not measured: no row
 
 
+@pytest.mark.extended  # 15 s of one core: CI runs it after the quick run
 def test_learn_runs_both_forms_tagged_and_compares_them_with_rlops(tmp_path):
     checks = {"ppo_continuous_action.py": ("Pendulum-v1", ("--total-timesteps", "512", "--num-steps", "256"))}
     assert bench.learn(tmp_path, 1, None, checks) == 0

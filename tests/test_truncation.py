@@ -59,7 +59,15 @@ def final_q_value(script: str, env_id: str, cwd) -> float:
     return run.scalars()[CONTINUOUS_Q_TAG.get(script, "losses/q_values")][-1][1]
 
 
-@pytest.mark.parametrize("script", sorted(FAST_Q_LEARNING))
+# The JAX twins' cases (14-24 s each of one core, mostly compiling) are `extended`: CI runs them after the quick run,
+# which checks their PyTorch twins
+JAX_TWINS = {name for name in FAST_Q_LEARNING if name.endswith("_jax.py")}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [pytest.param(s, marks=pytest.mark.extended) if s in JAX_TWINS else s for s in sorted(FAST_Q_LEARNING)],
+)
 def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
     prefix = "Continuous" if script in CONTINUOUS_Q_TAG else ""
     truncated = final_q_value(script, f"tests.envs:{prefix}ConstantRewardTruncated-v0", tmp_path / "t")
