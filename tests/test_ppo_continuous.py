@@ -17,10 +17,10 @@ SMOKE = ("--env-id", "Pendulum-v1", "--total-timesteps", "2048", "--num-steps", 
 
 
 # rpo's runs here (8 s each of one core) are `extended`: it shares these paths with ppo's (CI runs them after the quick run)
-RPO_SLOW = pytest.param("rpo_continuous_action", marks=pytest.mark.extended)
+RPO_EXTENDED = pytest.param("rpo_continuous_action", marks=pytest.mark.extended)
 
 
-@pytest.fixture(scope="module", params=["ppo_continuous_action", RPO_SLOW])
+@pytest.fixture(scope="module", params=["ppo_continuous_action", RPO_EXTENDED])
 def trained(request, tmp_path_factory):
     """(algorithm module, saved model path, run) of one short Pendulum run with --save-model."""
     import importlib
@@ -139,7 +139,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     assert not torch.allclose(fresh_stats, expected, atol=1e-3)
 
 
-@pytest.mark.parametrize("script", ["ppo_continuous_action", RPO_SLOW])
+@pytest.mark.parametrize("script", ["ppo_continuous_action", RPO_EXTENDED])
 def test_dm_control_dict_observations_are_flattened(script, tmp_path):
     """dm_control's cartpole observes {position: 3, velocity: 2}; its episodes are 1000 steps, cut by a time limit."""
     args = ("--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "1024", "--num-steps", "512")

@@ -74,8 +74,7 @@ def random_xla_steps(num_envs: int, max_episode_steps: int, steps: int, seed: in
     envs.close()
 
 
-# the time-limit case (10 s of one core) is `extended`, which CI runs after the quick run; tests/test_envpool_episode_statistics.py
-# cuts the other envpool files' games by the same limit in the quick run
+# the time-limit case (10 s of one core) is `extended`, which CI runs after the quick run; the game-overs case stays in it
 @pytest.mark.parametrize(
     "max_episode_steps", [pytest.param(40, marks=pytest.mark.extended), 27000], ids=["time-limit cuts", "game overs"]
 )

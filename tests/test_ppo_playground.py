@@ -123,7 +123,7 @@ def test_episode_statistics_match_a_hand_stepped_env():
             np.testing.assert_allclose(next_obs, alone.obs, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.extended  # 12 s; the contract's real process blocks mujoco of one core: CI runs it after the quick run
+@pytest.mark.extended  # 12 s of one core (the contract's real process blocks mujoco too): CI runs it after the quick run
 def test_missing_playground_is_one_line_naming_the_extra(tmp_path):
     stub = tmp_path / "blocked" / "mujoco_playground"
     stub.mkdir(parents=True)
