@@ -72,9 +72,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def blocked_imports(tmp_path_factory) -> Path:
-    """A folder that, first on the path, makes `import Box2D`, `mujoco` and `ale_py` fail as if not installed."""
+    """A folder that, first on the path, makes `import Box2D`, `mujoco`, `ale_py` and `envpool` fail as if not installed."""
     blocked = tmp_path_factory.mktemp("blocked")
-    for package in ("Box2D", "mujoco", "ale_py"):
+    for package in ("Box2D", "mujoco", "ale_py", "envpool"):
         (blocked / package).mkdir()
         (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is blocked for this test')\n")
     return blocked

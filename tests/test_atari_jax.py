@@ -62,7 +62,10 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     np.testing.assert_allclose(teacher.apply(params, random_frames()), original.apply(original_params, random_frames()))
 
 
-@pytest.mark.parametrize("case", ["not a model file", "a PyTorch model", "another game's teacher"])
+# another game's teacher (13 s of one core, a Pong model played in Breakout) is `extended`: CI runs it after the quick run
+@pytest.mark.parametrize(
+    "case", ["not a model file", "a PyTorch model", pytest.param("another game's teacher", marks=pytest.mark.extended)]
+)
 def test_bad_local_teachers_are_one_clear_line(case, tmp_path):
     path = tmp_path / "teacher.cleanrl_model"
     if case == "not a model file":
@@ -108,6 +111,7 @@ def test_distillation_loss_matches_the_pytorch_twin():
     assert float(qdagger_jax.kl_divergence_with_logits(teacher, teacher)) == pytest.approx(0.0, abs=1e-6)
 
 
+@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
 def test_networks_have_the_twins_shapes():
     frames = random_frames()
     # shapes only (jax.eval_shape): nothing is compiled for the IMPALA CNN and the Nature CNN
@@ -125,6 +129,7 @@ def test_networks_have_the_twins_shapes():
     np.testing.assert_allclose(c51.apply(c51_params, frames), (pmfs * np.linspace(-5, 5, 11)).sum(-1), rtol=1e-5)
 
 
+@pytest.mark.extended  # 16 s of one core: CI runs it after the quick run
 def test_evaluators_play_saved_params_and_refuse_files_that_do_not_fit(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     save_jax_teacher(tmp_path / "pong.cleanrl_model", "PongNoFrameskip-v4")  # 6 actions: not a Breakout model

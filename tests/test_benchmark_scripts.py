@@ -165,6 +165,7 @@ def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed
     assert "trained" in (logs / "fresh.log").read_text() and (logs / "bad.log").exists()
 
 
+@pytest.mark.extended  # 5 s of one core: CI runs it after the quick run
 def test_benchmark_runs_go_through_the_runner(tmp_path):
     from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run
 

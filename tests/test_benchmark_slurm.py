@@ -586,6 +586,7 @@ def assert_all_completed(cluster: SlurmCluster, cwd: Path, job_id: str, tasks: d
         )
 
 
+@pytest.mark.extended  # 31 s of one core: CI runs it after the quick run
 def test_a_ppo_benchmark_runs_as_a_slurm_job_array(slurm, tmp_path):
     env_ids, seeds = ["CartPole-v1", "Acrobot-v1"], [1, 2]
     command = shlex.join([sys.executable, str(REPO / "cleanrl" / "ppo.py"), "--no-cuda", "--total-timesteps", "2048"])

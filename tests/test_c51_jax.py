@@ -29,6 +29,7 @@ def test_projection_keeps_total_mass_and_mean():
     np.testing.assert_allclose((target * atoms).sum(-1), (next_pmfs * next_atoms).sum(-1), atol=1e-4)
 
 
+@pytest.mark.extended  # 6 s of one core: CI runs it after the quick run
 def test_update_after_a_termination_targets_the_reward_alone():
     """After a termination the target is all mass on the atom of r: the loss is -log p(s, a)[that atom]."""
     network = c51_jax.QNetwork(action_dim=2, n_atoms=3)
@@ -49,6 +50,7 @@ def test_update_after_a_termination_targets_the_reward_alone():
     assert abs(float(bootstrapped) - float(loss)) > 1e-3
 
 
+@pytest.mark.extended  # 7 s of one core: CI runs it after the quick run
 def test_update_still_learns_when_the_predicted_distribution_is_saturated():
     """All mass predicted on the top atom, the target on another: the step must still move the prediction.
 

@@ -60,6 +60,7 @@ def test_restored_mujoco_env_renders_the_restored_state(rendered):
         assert np.array_equal(fresh.render(), env.render())
 
 
+@pytest.mark.extended  # 5 s of one core: CI runs it after the quick run
 def test_resumed_mujoco_video_records_the_resumed_run(tmp_path, monkeypatch):
     """As sac_continuous_action.py resumes: a fresh vector env, not reset, restored; the recorder renders every step."""
     pytest.importorskip("mujoco", reason="mujoco is not installed (pip install -e '.[mujoco]')")

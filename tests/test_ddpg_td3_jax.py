@@ -93,8 +93,9 @@ def max_gap(a, b) -> float:
     ("script", "num_envs", "policy_frequency", "critic_updates", "actor_updates"),
     [
         ("td3_continuous_action_jax.py", 1, 2, 199, 99),
-        ("td3_continuous_action_jax.py", 1, 3, 199, 66),
-        ("td3_continuous_action_jax.py", 1, 1000, 199, 0),  # never due: actor and targets untouched
+        pytest.param("td3_continuous_action_jax.py", 1, 3, 199, 66, marks=pytest.mark.extended),  # 9 s of one core: CI runs it
+        # never due: actor and targets untouched (7 s of one core: CI runs it)
+        pytest.param("td3_continuous_action_jax.py", 1, 1000, 199, 0, marks=pytest.mark.extended),
         ("ddpg_continuous_action_jax.py", 2, 2, 99, 49),  # learning at global steps 102, 104, ..., 298
     ],
 )
@@ -149,6 +150,7 @@ def save_untrained(module, env_id: str, path, critics: int) -> tuple:
     return actor, params[0]
 
 
+@pytest.mark.extended  # 10 s of one core: CI runs it after the quick run
 @pytest.mark.parametrize(("module", "critics"), [(ddpg, 1), (td3, 2)], ids=["ddpg", "td3"])
 def test_evaluation_without_noise_is_the_deterministic_actor(module, critics, tmp_path, monkeypatch):
     """The evaluator's episodes equal a hand-written loop: raw Pendulum, the saved actor's own actions."""
@@ -172,6 +174,7 @@ def test_evaluation_without_noise_is_the_deterministic_actor(module, critics, tm
     assert noisy != returns
 
 
+@pytest.mark.extended  # 6 s of one core: CI runs it after the quick run
 def test_evaluator_rejects_other_files_and_other_envs(tmp_path):
     other = tmp_path / "other.cleanrl_model"
     other.write_bytes(flax.serialization.to_bytes({"agent": np.zeros(3)}))

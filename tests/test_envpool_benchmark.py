@@ -92,7 +92,8 @@ def test_report_bounds_the_speedup_by_the_share_of_time_in_the_games(tmp_path):
     )
 
 
-@pytest.mark.parametrize("script", ["ppo_atari", "ppo_atari_envpool"])
+# ppo_atari's pipeline (5 s of one core) is `extended`: CI runs it after the quick run
+@pytest.mark.parametrize("script", [pytest.param("ppo_atari", marks=pytest.mark.extended), "ppo_atari_envpool"])
 def test_env_only_rate_steps_each_files_own_pipeline(script):
     pytest.importorskip("envpool")
     from benchmark import envpool_procgen as bench

@@ -52,8 +52,18 @@ def expected_game_ends(rewards_seen, lengths_seen, terminations, truncations, in
     return np.flatnonzero(game_over), rewards_seen[game_over], lengths_seen[game_over]
 
 
-@pytest.mark.parametrize("max_episode_steps", [40, 2000], ids=["time-limit cuts", "game overs"])
-@pytest.mark.parametrize("case", CASES, ids=[case.script for case in CASES])
+LIMITS = {"time-limit cuts": 40, "game overs": 2000}
+# The quick run checks the Procgen files and ppo_atari_envpool's game overs; the other Atari cases (6-8 s each of
+# one core, Breakout and Montezuma games) are `extended`: CI runs them after the quick run
+QUICK = {("ppo_atari_envpool", "game overs"), *((s, limit) for s in ("ppo_procgen", "ppg_procgen") for limit in LIMITS)}
+PARAMS = [
+    pytest.param(case, steps, id=f"{case.script}-{limit}", marks=[] if (case.script, limit) in QUICK else pytest.mark.extended)
+    for case in CASES
+    for limit, steps in LIMITS.items()
+]
+
+
+@pytest.mark.parametrize(("case", "max_episode_steps"), PARAMS)
 def test_statistics_follow_whole_games(case, max_episode_steps):
     module = importlib.import_module(f"cleanrl.{case.script}")
     num_envs = 4

@@ -54,6 +54,7 @@ def test_act_matches_evaluate_actions():
     envs.close()
 
 
+@pytest.mark.extended  # 6 s of one core: CI runs it after the quick run
 def test_evaluate_plays_whole_games(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     envs = ppo_atari.make_vector_env("BreakoutNoFrameskip-v4", 1, False, "unused")

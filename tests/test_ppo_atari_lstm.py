@@ -86,6 +86,7 @@ def test_minibatch_of_envs_replays_the_rollout_from_its_initial_state():
     assert not torch.allclose(zero_value, values.reshape(-1)[mb_inds], atol=1e-3)
 
 
+@pytest.mark.extended  # 9 s of one core: CI runs it after the quick run
 def test_first_minibatch_of_each_update_has_ratio_one(tmp_path):
     """End to end: with one minibatch and one epoch the logged statistics are those of the first minibatch,
     replayed from the saved initial state before any gradient step. With a clip range of 1e-5 any replay

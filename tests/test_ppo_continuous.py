@@ -31,6 +31,7 @@ def trained(request, tmp_path_factory):
     return importlib.import_module(f"cleanrl.{request.param}"), run.run_dir / f"{request.param}.cleanrl_model", run
 
 
+@pytest.mark.extended  # 9 s of one core: CI runs it after the quick run
 def test_saved_model_holds_the_observation_statistics(trained):
     module, model_path, _ = trained
     saved = load_model(str(model_path))
@@ -139,6 +140,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     assert not torch.allclose(fresh_stats, expected, atol=1e-3)
 
 
+@pytest.mark.extended  # 9 s of one core: CI runs it after the quick run
 @pytest.mark.parametrize("script", ["ppo_continuous_action", RPO_EXTENDED])
 def test_dm_control_dict_observations_are_flattened(script, tmp_path):
     """dm_control's cartpole observes {position: 3, velocity: 2}; its episodes are 1000 steps, cut by a time limit."""

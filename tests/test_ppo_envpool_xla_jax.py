@@ -78,6 +78,7 @@ def random_xla_steps(num_envs: int, max_episode_steps: int, steps: int, seed: in
 @pytest.mark.parametrize(
     "max_episode_steps", [pytest.param(40, marks=pytest.mark.extended), 27000], ids=["time-limit cuts", "game overs"]
 )
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
 def test_episode_statistics_follow_whole_games(max_episode_steps):
     modules = [importlib.import_module(f"cleanrl.{name}") for name in SCRIPTS]
     num_envs = 4
@@ -123,6 +124,7 @@ def test_episode_statistics_follow_whole_games(max_episode_steps):
         assert game_overs >= num_envs and cuts == 0 and last_return.max() > 0
 
 
+@pytest.mark.extended  # 7 s of one core: CI runs it after the quick run
 def test_saved_layout_is_the_references_and_is_read_back(tmp_path):
     """[args, [network, actor, critic]], each {"params": ...} with the reference's layer names; other files are refused."""
     import flax

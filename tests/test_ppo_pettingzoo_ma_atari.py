@@ -138,6 +138,7 @@ def games_of(log: list) -> list[list]:
     return games
 
 
+@pytest.mark.extended  # 7 s of one core: CI runs it after the quick run
 def test_random_against_random_is_reproducible_and_alternates_sides():
     log, again, other = [], [], []
     points = points_against_random(recording(log), "pong_v3", None, 2, seed=3, max_cycles=EVAL_CYCLES)

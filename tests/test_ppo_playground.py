@@ -66,6 +66,7 @@ def test_saved_model_holds_the_observation_statistics_and_is_evaluated(smoke):
         assert videos and all(v.read_bytes()[4:8] == b"ftyp" for v in videos)
 
 
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
 def test_dlpack_shares_memory_both_ways():
     import jax
     import jax.numpy as jnp

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import ppo_rnd_envpool as rnd
-from tests.helpers import run_script, script_env
+from tests.helpers import run_script
 
 
 def moments_with_prior(data):
@@ -142,19 +142,6 @@ def test_curiosity_is_half_the_squared_feature_error():
         expected = 0.5 * ((model.target(frames) - model.predictor(frames)) ** 2).sum(1)
         np.testing.assert_allclose(model.curiosity(frames), expected, rtol=1e-6)
         assert (expected > 0).all()
-
-
-def test_missing_envpool_is_one_clear_line(tmp_path):
-    stub = tmp_path / "blocked" / "envpool"
-    stub.mkdir(parents=True)
-    (stub / "__init__.py").write_text("raise ImportError('envpool is blocked for this test')\n")
-    env = script_env()
-    env["PYTHONPATH"] = f"{stub.parent}:{env['PYTHONPATH']}"
-    run = run_script("ppo_rnd_envpool.py", cwd=tmp_path / "run", env=env, timeout=120)
-    assert run.returncode == 2
-    expected = 'ppo_rnd_envpool.py: error: this script runs the Atari games of envpool: pip install -e ".[envpool]"'
-    assert run.stderr.strip() == expected
-    assert not (tmp_path / "run" / "runs").exists()
 
 
 def test_visited_places_count_rooms_and_cells_from_the_ram():

@@ -121,6 +121,7 @@ def test_proof_of_memory_needs_the_cue():
     assert env.spec.max_episode_steps == 16
 
 
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
 def test_minigrid_memory_smoke_with_reconstruction(tmp_path):
     args = ("--env-id", "MiniGrid-MemoryS9-v0", "--num-envs", "2", "--num-steps", "96", "--total-timesteps", "192")
     args += ("--num-minibatches", "2", "--update-epochs", "1")
@@ -134,6 +135,7 @@ def test_minigrid_memory_smoke_with_reconstruction(tmp_path):
     assert np.isfinite(scalars["losses/loss"][0][1])
 
 
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
 def test_enjoy_plays_a_saved_model(tmp_path):
     agent = small_agent()
     args = {**vars(SimpleNamespace(**SMALL)), "env_id": "ProofofMemory-v0"}

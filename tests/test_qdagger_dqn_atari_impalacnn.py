@@ -99,8 +99,14 @@ def test_default_teacher_comes_from_the_hub_then_from_the_offline_cache(hub, tmp
 @pytest.mark.parametrize(
     ("args", "offline", "expected"),
     [
-        ((), False, f"teacher: Hub repo {HUB_REPO} not found (or private without a token): give --teacher-model-path"),
-        ((), True, "HF_HUB_OFFLINE is set and it is not in the local Hub cache"),
+        # these two (5 s each of one core) are `extended`: CI runs them after the quick run
+        pytest.param(
+            (),
+            False,
+            f"teacher: Hub repo {HUB_REPO} not found (or private without a token): give --teacher-model-path",
+            marks=pytest.mark.extended,
+        ),
+        pytest.param((), True, "HF_HUB_OFFLINE is set and it is not in the local Hub cache", marks=pytest.mark.extended),
         (("--teacher-model-path", "a/b/c"), False, "neither a model file nor a Hub repo id"),
     ],
     ids=["no such repo", "offline and not cached", "not a repo id"],

@@ -340,6 +340,7 @@ def test_rng_state_round_trip():
     assert (random.random(), np.random.random(), torch.rand(1).item()) == expected
 
 
+@pytest.mark.extended  # 7 s of one core: CI runs it after the quick run
 def test_checkpoint_frequency_off_writes_nothing(tmp_path):
     run = run_script("dqn.py", "--total-timesteps", "300", "--learning-starts", "100", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]

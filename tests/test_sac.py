@@ -143,6 +143,7 @@ def trained(tmp_path_factory) -> dict[str, Run]:
     return runs
 
 
+@pytest.mark.extended  # 5 s of one core: CI runs it after the quick run
 def test_autotune_moves_alpha_and_no_autotune_keeps_it(trained):
     tuned, fixed = trained["pendulum"], trained["three_envs"]
     # alpha starts at 1; Pendulum's fresh policy is far more random than the target entropy -1, so alpha falls
@@ -161,6 +162,7 @@ def test_several_envs_count_environment_steps(trained):
     assert [step for step, _ in scalars["losses/qf_loss"]] == [102, 201, 300]
 
 
+@pytest.mark.extended  # 7 s of one core: CI runs it after the quick run
 def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
     """A run resumed at a step where the actor is not updated logs the losses the uninterrupted run logs.
 

@@ -518,6 +518,8 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
+# envpool is blocked in these tests' real processes (a new interpreter importing envpool also imports JAX, ~4 s)
+MISSING_ENVPOOL = {"missing envpool": ((), '.[envpool]"')}
 # What the envpool Atari rows below share: envpool's own game ids, no training video (envpool's vector envs
 # render none), no --save-model (as in the reference; the scan file overrides it), scores that are not lengths
 ENVPOOL_ATARI = {"saves_model": False, "captures_video": False, "env_id": "Breakout-v5", "returns_are_lengths": False}
@@ -544,6 +546,7 @@ XLA_JAX_TAGS = frozenset(
 XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--no-anneal-lr")
 XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
 XLA_JAX_BAD_INPUT = {
+    **MISSING_ENVPOOL,
     **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
     "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
     "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
@@ -577,6 +580,7 @@ SCRIPTS["ppo_atari_envpool.py"] = Script(
     tags=PPO_TAGS | {"charts/avg_episodic_return"},
     bad_input={
         **NORM_ADV_BAD_INPUT,
+        **MISSING_ENVPOOL,
         "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
         "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
         "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "ppo_atari.py"),
@@ -602,6 +606,7 @@ PQN_ENVPOOL_TAGS = frozenset(
     }
 )
 PQN_ENVPOOL_BAD_INPUT = {
+    **MISSING_ENVPOOL,
     "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
     "not an envpool env": (("--env-id", "BreakoutNoFrameskip-v4"), "not an envpool env"),
     "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
@@ -643,6 +648,7 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
     | {"charts/avg_episodic_return", "charts/episode_curiosity_reward", "losses/fwd_loss"},
     bad_input={
         **NORM_ADV_BAD_INPUT,
+        **MISSING_ENVPOOL,
         "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
         "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
         "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "named like MontezumaRevenge-v5"),
@@ -658,6 +664,7 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
 # Procgen through envpool (the `procgen` extra): no --save-model (none in the reference), --capture-video
 # accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
 PROCGEN_BAD_INPUT = {
+    "missing envpool": ((), '.[procgen]"'),
     "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
     "envpool id instead of a game": (("--env-id", "StarpilotHard-v0"), "--env-id starpilot --distribution-mode hard"),
     "unknown distribution mode": (("--distribution-mode", "medium"), "--distribution-mode must be one of"),
@@ -691,7 +698,7 @@ SCRIPTS["ppg_procgen.py"] = Script(
     bad_input={  # the game and mode checks are ppo_procgen.py's (tests/test_procgen.py maps both files' names)
         **{
             case: PROCGEN_BAD_INPUT[case]
-            for case in ("unknown env id", "zero timesteps", "minibatches do not divide the batch")
+            for case in ("missing envpool", "unknown env id", "zero timesteps", "minibatches do not divide the batch")
         },
         "less than one phase": (("--total-timesteps", "100000"), "less than one phase"),
         "value epochs other than 1": (("--v-value", "2"), "--v-value must be 1"),
@@ -859,7 +866,7 @@ def test_same_seed_same_returns_other_seed_differs(smoke, tmp_path):
 
 # Cases that need a package to be missing run in a real process with it blocked; so does one case of every
 # script that has none of them. The rest run in-process (`run_in_process`): they stop before training.
-MISSING_PACKAGE_CASES = {"missing optional dependency", "missing ale-py", "missing mujoco"}
+MISSING_PACKAGE_CASES = {"missing optional dependency", "missing ale-py", "missing mujoco", "missing envpool"}
 IN_A_REAL_PROCESS = {
     (name, case) for name in SCRIPTS for case in (MISSING_PACKAGE_CASES & set(SCRIPTS[name].bad_input) or {"unknown env id"})
 }

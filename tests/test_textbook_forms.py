@@ -30,6 +30,7 @@ def test_a_file_that_holds_neither_form_is_one_line_error(monkeypatch):
         case.held_form()
 
 
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
 def test_the_copy_in_the_other_form_trains_and_is_named_as_the_file(tmp_path):
     (case,) = [c for c in bench.CASES if c.script == "ppo_continuous_action.py"]
     short = dataclasses.replace(case, args=("--env-id", "Pendulum-v1", "--total-timesteps", "512", "--num-steps", "256"))

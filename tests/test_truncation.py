@@ -59,14 +59,14 @@ def final_q_value(script: str, env_id: str, cwd) -> float:
     return run.scalars()[CONTINUOUS_Q_TAG.get(script, "losses/q_values")][-1][1]
 
 
-# The JAX twins' cases (14-24 s each of one core, mostly compiling) are `extended`: CI runs them after the quick run,
-# which checks their PyTorch twins
-JAX_TWINS = {name for name in FAST_Q_LEARNING if name.endswith("_jax.py")}
+# The quick run checks dqn.py (8 s of one core); the other cases (11-24 s each, the JAX twins' mostly compiling)
+# are `extended`: CI runs them after the quick run
+QUICK_CASES = {"dqn.py"}
 
 
 @pytest.mark.parametrize(
     "script",
-    [pytest.param(s, marks=pytest.mark.extended) if s in JAX_TWINS else s for s in sorted(FAST_Q_LEARNING)],
+    [s if s in QUICK_CASES else pytest.param(s, marks=pytest.mark.extended) for s in sorted(FAST_Q_LEARNING)],
 )
 def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
     prefix = "Continuous" if script in CONTINUOUS_Q_TAG else ""

@@ -307,6 +307,7 @@ def test_two_workers_share_one_postgresql_study(tmp_path, postgres_url):
 # The real thing
 
 
+@pytest.mark.extended  # 6 s of one core: CI runs it after the quick run
 def test_tunes_the_real_ppo_script():
     tuner = Tuner(
         script=str(REPO / "cleanrl" / "ppo.py"),

@@ -164,7 +164,22 @@ def test_every_script_that_saves_a_model_is_in_the_zoo():
         assert callable(evaluate) and isinstance(model_class, type) and callable(make_env)
 
 
-@pytest.mark.parametrize("exp_name", sorted(ZOO))
+# The costliest models to play (6-19 s each of one core: QDagger's IMPALA CNNs, the JAX Atari networks and MJX
+# compiling, two-player Pong) are `extended`: CI runs them after the quick run
+EXTENDED_ZOO = {
+    "c51_atari_jax",
+    "dqn_atari_jax",
+    "ppo_atari_envpool_xla_jax_scan",
+    "ppo_continuous_action_playground",
+    "ppo_pettingzoo_ma_atari",
+    "qdagger_dqn_atari_impalacnn",
+    "qdagger_dqn_atari_jax_impalacnn",
+}
+
+
+@pytest.mark.parametrize(
+    "exp_name", [pytest.param(name, marks=pytest.mark.extended) if name in EXTENDED_ZOO else name for name in sorted(ZOO)]
+)
 def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     model = save_untrained(exp_name, tmp_path / f"{exp_name}.cleanrl_model")
@@ -273,6 +288,7 @@ def hub_env(hub: FakeHub, tmp_path: Path, **extra: str) -> dict[str, str]:
     return {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": hub.token, **extra}
 
 
+@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
 def test_enjoy_downloads_from_the_hub_then_plays_from_the_offline_cache(hub, tmp_path):
     repo_args = ("--exp-name", "dqn", "--hf-entity", "tester", "--seed", "3", "--eval-episodes", "4")
     online = run_enjoy(*repo_args, cwd=tmp_path, **hub_env(hub, tmp_path))
