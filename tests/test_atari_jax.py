@@ -62,7 +62,7 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     np.testing.assert_allclose(teacher.apply(params, random_frames()), original.apply(original_params, random_frames()))
 
 
-# another game's teacher (13 s of one core, a Pong model played in Breakout) is `extended`: CI runs it after the quick run
+# another game's teacher (13 s of one core: a Pong model offered to the Breakout student) is `extended`: CI runs it after the quick run
 @pytest.mark.parametrize(
     "case", ["not a model file", "a PyTorch model", pytest.param("another game's teacher", marks=pytest.mark.extended)]
 )

@@ -53,7 +53,7 @@ def untrained_pqn(tmp_path) -> str:
     return save_untrained_model(pqn.QNetwork, envs, tmp_path / "pqn.cleanrl_model")
 
 
-# with videos (6 s of one core) `extended`: CI runs it after the quick run
+# the case with videos (6 s of one core) is `extended`: CI runs it after the quick run
 @pytest.mark.parametrize("capture_video", [False, pytest.param(True, marks=pytest.mark.extended)])
 def test_evaluate_is_greedy_at_epsilon_zero(untrained_pqn, tmp_path, monkeypatch, capture_video):
     monkeypatch.chdir(tmp_path)
