@@ -817,9 +817,9 @@ def test_capture_video_writes_mp4s(smoke):
 
 # Two more runs each (the smoke run is shared). For the first group below those cost 50-85 s of a CI worker: their
 # determinism checks are `slow` (run them with `pytest -m slow tests/test_script_contract.py -k same_seed`). For the
-# second (5-17 s: the other Atari, envpool and Procgen rows and the MuJoCo PPO ones) they are `extended`: the quick
-# run leaves them out and CI runs them after it. Every other check of those scripts stays in the quick run, and the
-# cheap rows (CartPole, MuJoCo off-policy, their JAX twins, ppo_procgen.py and ppo_trxl.py) keep this one there.
+# second (4-17 s: the other Atari, envpool and Procgen rows, the MuJoCo ones but DDPG's) they are `extended`: the
+# quick run leaves them out and CI runs them after it. Every other check of those scripts stays in the quick run, and
+# the cheap rows (CartPole and its JAX twins, ddpg_continuous_action.py, ppo_trxl.py) keep this one there.
 SLOW_DETERMINISM = {
     "qdagger_dqn_atari_impalacnn.py", "qdagger_dqn_atari_jax_impalacnn.py", "sac_atari.py",
     "ppo_atari_envpool_xla_jax.py", "ppo_atari_envpool_xla_jax_scan.py", "ppo_atari_lstm.py",
@@ -829,6 +829,8 @@ EXTENDED_DETERMINISM = {
     "rainbow_atari.py", "ppo_atari_multigpu.py", "ppo_atari.py", "ppo_atari_envpool.py", "pqn_atari_envpool_lstm.py",
     "dqn_atari.py", "ppo_rnd_envpool.py", "dqn_atari_jax.py", "pqn_atari_envpool.py", "ppg_procgen.py",
     "c51_atari_jax.py", "c51_atari.py", "ppo_continuous_action.py", "rpo_continuous_action.py",
+    "sac_continuous_action.py", "td3_continuous_action.py", "td3_continuous_action_jax.py",
+    "ddpg_continuous_action_jax.py", "ppo_procgen.py",
 }  # fmt: skip
 
 
