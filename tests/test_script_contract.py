@@ -353,7 +353,7 @@ SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
         }
     ),
     bad_input={
-        **ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **ATARI_BAD_INPUT,
         **REPLAY_BAD_INPUT,
         "several envs": (("--num-envs", "2"), "--num-envs"),
         "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
