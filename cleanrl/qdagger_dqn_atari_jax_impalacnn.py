@@ -54,6 +54,10 @@ class Args:
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many offline and online steps (0: never); it holds both replay memories"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest checkpoint, with its arguments"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"
@@ -344,37 +348,55 @@ if __name__ == "__main__":
     rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
     teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
 
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
-        # 1. Score the teacher: the online phase measures the student against this mean.
-        teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
-        teacher_env.reset(seed=args.seed)
-        teacher_env.action_space.seed(args.seed)
-        teacher_returns = play_games(
-            lambda obs: int(teacher_action(teacher_params, obs)), teacher_env, args.teacher_eval_episodes, args.end_e
-        )
-        teacher_return = float(np.mean(teacher_returns))
-        print(f"teacher: mean score {teacher_return} over {len(teacher_returns)} games")
-        writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
+    student_returns = deque(maxlen=10)  # the last 10 games: the online distillation coefficient's measure
+    steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
+    if exp.checkpoint:  # pick up exactly where the checkpoint was written, in the offline phase or the online one
+        checkpoint = exp.resume()  # the env, random generators and clock as they were
+        q_state = flax.serialization.from_state_dict(q_state, checkpoint["q_state"])  # parameters, target, Adam
+        rb, teacher_rb = checkpoint["replay_buffer"], checkpoint["teacher_replay_buffer"]
+        teacher_return, student_returns = checkpoint["teacher_return"], checkpoint["student_returns"]
+        steps_done, obs = checkpoint["global_step"], checkpoint["obs"]
+        if checkpoint["ale_state"] is not None:  # the emulator, which the env snapshot cannot pickle
+            env.unwrapped.ale.restoreState(checkpoint["ale_state"])
 
-        # 2. Fill the teacher's replay memory by letting it play (its training memory is not available):
-        # epsilon decays from start-e to end-e over these steps, as in the teacher's own training.
-        teacher_env = make_env(args.env_id, 1, False, run_name)()
-        teacher_env.action_space.seed(args.seed + 1)
-        obs, _ = teacher_env.reset(seed=args.seed + 1)
-        for step in range(args.teacher_steps):
-            exp.raise_if_stopped()
-            if random.random() < linear_schedule(args.start_e, args.end_e, args.teacher_steps, step):
-                action = teacher_env.action_space.sample()
-            else:
-                action = int(teacher_action(teacher_params, obs))
-            next_obs, reward, terminated, truncated, info = teacher_env.step(action)
-            teacher_rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
-            obs = teacher_env.reset()[0] if terminated or truncated else next_obs
-        teacher_env.close()
+    def save_checkpoint(obs, ale_state):
+        state = {"q_state": flax.serialization.to_state_dict(jax.device_get(q_state))}
+        state |= {"replay_buffer": rb, "teacher_replay_buffer": teacher_rb, "teacher_return": teacher_return}
+        state |= {"student_returns": student_returns, "obs": obs, "ale_state": ale_state}
+        exp.save_checkpoint(steps_done, {"global_step": steps_done, **state})
+
+    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
+        if not exp.checkpoint:
+            # 1. Score the teacher: the online phase measures the student against this mean.
+            teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
+            teacher_env.reset(seed=args.seed)
+            teacher_env.action_space.seed(args.seed)
+            teacher_returns = play_games(
+                lambda obs: int(teacher_action(teacher_params, obs)), teacher_env, args.teacher_eval_episodes, args.end_e
+            )
+            teacher_return = float(np.mean(teacher_returns))
+            print(f"teacher: mean score {teacher_return} over {len(teacher_returns)} games")
+            writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
+
+            # 2. Fill the teacher's replay memory by letting it play (its training memory is not available):
+            # epsilon decays from start-e to end-e over these steps, as in the teacher's own training.
+            teacher_env = make_env(args.env_id, 1, False, run_name)()
+            teacher_env.action_space.seed(args.seed + 1)
+            obs, _ = teacher_env.reset(seed=args.seed + 1)
+            for step in range(args.teacher_steps):
+                exp.raise_if_stopped()
+                if random.random() < linear_schedule(args.start_e, args.end_e, args.teacher_steps, step):
+                    action = teacher_env.action_space.sample()
+                else:
+                    action = int(teacher_action(teacher_params, obs))
+                next_obs, reward, terminated, truncated, info = teacher_env.step(action)
+                teacher_rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
+                obs = teacher_env.reset()[0] if terminated or truncated else next_obs
+            teacher_env.close()
+            exp.restart_clock()
 
         # 3. Offline phase: the student learns from the teacher's memory alone, TD loss + distillation (coefficient 1).
-        exp.restart_clock()
-        for offline_step in range(args.offline_steps):
+        for offline_step in range(steps_done, args.offline_steps):
             exp.raise_if_stopped()
             q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, teacher_rb.sample(args.batch_size), 1.0)
 
@@ -403,13 +425,18 @@ if __name__ == "__main__":
                 print(f"offline_step={offline_step + 1}, student's mean score {np.mean(offline_returns)}")
                 writer.add_scalar("charts/offline/avg_episodic_return", np.mean(offline_returns), offline_step + 1)
 
+            steps_done = offline_step + 1
+            if exp.checkpoint_due(steps_done):
+                save_checkpoint(None, None)  # the online env has not started yet
+
         # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher.
         # Its steps continue the offline count: epsilon, learning-starts and the logs' x-axis see
         # offline-steps + the online step.
-        obs, _ = env.reset(seed=args.seed)
-        student_returns = deque(maxlen=10)  # the last 10 games: the distillation coefficient's measure
-        exp.restart_clock()
-        for step in range(args.total_timesteps):
+        first_step = steps_done - args.offline_steps
+        if first_step == 0:
+            obs, _ = env.reset(seed=args.seed)
+            exp.restart_clock()
+        for step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             global_step = args.offline_steps + step
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -453,6 +480,10 @@ if __name__ == "__main__":
                 # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     q_state = update_target(q_state)
+
+            steps_done = global_step + 1
+            if exp.checkpoint_due(steps_done):
+                save_checkpoint(obs, env.unwrapped.ale.cloneState(include_rng=True))
 
         if args.save_model:
             with open(exp.model_path, "wb") as f:

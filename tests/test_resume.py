@@ -14,6 +14,7 @@ import torch
 
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
+from tests.atari_jax_teacher import JAX_TEACHER_MODEL
 from tests.atari_teacher import TEACHER_MODEL
 from tests.helpers import REPO, Run, run_in_process, run_script, script_env
 
@@ -38,7 +39,7 @@ FEWER_GRADIENT_STEPS = ("--update-epochs", "2", "--num-minibatches", "4")  # ppo
 SPARSE_CNN_UPDATES = ("--target-network-frequency", "100", "--update-frequency", "8", "--batch-size", "16")
 SPARSE_DQN_UPDATES = ("--target-network-frequency", "100", "--train-frequency", "5", "--batch-size", "16")  # dqn_atari.py
 QDAGGER_TINY = (
-    "--teacher-model-path", str(TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
+    "--teacher-eval-episodes", "1", "--teacher-steps", "100",
     "--offline-steps", "60", "--offline-eval-frequency", "30", "--buffer-size", "300", "--learning-starts", "100",
     "--total-timesteps", "240", "--train-frequency", "5", "--batch-size", "8", "--end-e", "0.5",
 )  # fmt: skip
@@ -105,7 +106,13 @@ KILL_CASES = {
     # after 30 and 60, at epsilon 0.5: an untrained network alone may never press FIRE), then 240 online steps learning
     # from step 100 (offline ones counted). A checkpoint (student, target, optimiser, both memories) every 25 steps:
     # the kill after the 2nd, at 50, resumes in the offline phase and crosses into the online one
-    "qdagger_dqn_atari_impalacnn.py": KillCase("qdagger_dqn_atari_impalacnn.py", QDAGGER_TINY, "25", 300),
+    "qdagger_dqn_atari_impalacnn.py": KillCase(
+        "qdagger_dqn_atari_impalacnn.py", ("--teacher-model-path", str(TEACHER_MODEL), *QDAGGER_TINY), "25", 300
+    ),
+    # the same with an untrained dqn_atari_jax.py teacher
+    "qdagger_dqn_atari_jax_impalacnn.py": KillCase(
+        "qdagger_dqn_atari_jax_impalacnn.py", ("--teacher-model-path", str(JAX_TEACHER_MODEL), *QDAGGER_TINY), "25", 300
+    ),
     # ProofofMemory: 16 iterations of 4 x 64 steps with a tiny Transformer-XL, a checkpoint every 2; the memory of the
     # episodes under way and the last 100 episodes' statistics (episode/r_mean) must carry over
     "ppo_trxl/ppo_trxl.py": KillCase(

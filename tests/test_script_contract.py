@@ -507,7 +507,7 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     smoke_args=QDAGGER_JAX_ARGS,
     tags=SCRIPTS["qdagger_dqn_atari_impalacnn.py"].tags,
     bad_input={
-        **ATARI_JAX_BAD_INPUT,
+        **ATARI_BAD_INPUT,  # with the checkpoint cases: it has checkpoints
         "zero batch size": (("--batch-size", "0"), "--batch-size"),
         "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
         "several envs": (("--num-envs", "2"), "--num-envs"),
