@@ -26,8 +26,9 @@ warm-up): one gradient step of the IMPALA-CNN student (batch 32: target and teac
 student forward and backward, Adam) takes 0.44 s in PyTorch (0.46 s beside another one-thread run)
 and 0.67 s in JAX (XLA's convolution gradient: 0.49 s of it; the forward pass alone 0.09 s); a
 student's action 7.5 ms (PyTorch) and 3.6 ms (JAX), the teacher's 1.2 ms, an env step 2.3 ms. The
-gradient steps are what a budget can afford: the QDagger files have no checkpoints, so a student run
-must end within ~90 minutes.
+gradient steps are what a budget can afford. The first two budgets date from before the QDagger files
+had checkpoints, when a student run had to end within ~90 minutes; the third, a longer offline phase,
+writes checkpoints and is resumed by `run` after a stop, across sessions.
 
 Budgets (`PAIRS`). PyTorch: the teacher plays 50k steps into the replay memory (a quarter of its
 training), 3k offline gradient steps (96k distilled samples, about two passes over that memory),
@@ -35,10 +36,13 @@ then 20k online steps, a tenth of the teacher's training: 5k gradient steps (~38
 (~23 min), playing and 30 scored games (~11 min): ~72 min. JAX: 50k, 1.75k offline (~20 min), 14k
 online (3.5k gradient steps, ~41 min), playing, scoring and compiling (~10 min): ~71 min. With 1,000
 steps between target-network copies (the default, in gradient steps offline), the offline phase
-refreshes its target 3 times (PyTorch) or twice (JAX).
+refreshes its target 3 times (PyTorch) or twice (JAX). JAX, long: 10k offline steps (~2 h), scored
+every 2.5k of them (10 games each), then the same 14k online steps as the short JAX budget, against the
+same scratch run; a checkpoint every 1,000 steps (offline, then online).
 Both files read the same online flags: learning from 10% of the online steps, epsilon annealed over
-twice the offline steps (`Budget.shared_args`). A QDagger file counts its online steps on from its
-offline ones, so the student starts halfway down that schedule (epsilon ~0.5, as with the published
+twice the offline steps (`Budget.shared_args`; the long budget keeps the short one's scratch schedule,
+3.5k steps, and its student reaches 0.01 after 1.75k online steps, like the short student). A QDagger
+file counts its online steps on from its offline ones, so the student starts halfway down that schedule (epsilon ~0.5, as with the published
 defaults: 500k offline steps, epsilon over 1M) and learns from its first step, while the scratch run
 explores from epsilon 1: that is the reincarnation being measured, not a difference of settings.
 
@@ -100,30 +104,45 @@ EXTRA_TAGS = {"eval_returns": "eval/episodic_return", "offline_returns": "charts
 
 @dataclass(frozen=True)
 class Budget:
-    """A student's steps; its scratch run gets the online steps and the flags they share."""
+    """A student's steps; its scratch run gets the online steps and the exploration schedule they share."""
 
     online: int  # --total-timesteps: the student's online env steps, and all the scratch run's steps
     offline: int  # --offline-steps: gradient steps on the teacher's memory
     teacher_play: int = 50_000  # --teacher-steps: env steps the teacher plays to fill that memory
+    # online steps over which the scratch run's epsilon falls to 0.01; the student's falls over the second half
+    # of them (None: twice the offline steps, so the student starts at epsilon ~0.5, see `shared_args`)
+    explore: int | None = None
+    offline_evals: int = 1  # the student's scores during the offline phase, evenly spaced, the last at its end
+    checkpoint_every: int = 0  # the student's checkpoints, in offline then online steps (0: none)
+
+    @property
+    def exploration_steps(self) -> int:
+        return 2 * self.offline if self.explore is None else self.explore
 
     @property
     def shared_args(self) -> tuple[str, ...]:
-        """Learning from 10% of the steps; epsilon annealed over twice the offline steps.
+        """The scratch run's flags, which the student shares: learning from 10% of the steps; epsilon annealed over
+        `exploration_steps`.
 
-        The QDagger files count the online steps on from the offline ones, so the student starts
-        halfway down the schedule (epsilon ~0.5), as with the published defaults (500k offline steps,
-        epsilon over 1M), and reaches 0.01 after `offline` online steps; the scratch run, from 1.
+        By default that is twice the offline steps: the QDagger files count the online steps on from the offline
+        ones, so the student starts halfway down the schedule (epsilon ~0.5), as with the published defaults (500k
+        offline steps, epsilon over 1M), and reaches 0.01 after `offline` online steps; the scratch run, from 1.
         """
-        fraction = f"{2 * self.offline / self.online:g}"
+        fraction = f"{self.exploration_steps / self.online:g}"
         buffer = max(self.online, self.teacher_play)  # no memory wraps, as with the default 1M (7 GB of address space)
         learning = ("--learning-starts", str(self.online // 10), "--exploration-fraction", fraction)
         return ("--total-timesteps", str(self.online), *learning, "--buffer-size", str(buffer))
 
     @property
     def student_args(self) -> tuple[str, ...]:
+        """The shared flags, except that the student's epsilon reaches 0.01 after half the scratch run's exploration
+        steps (its schedule counts the offline steps first: the default gives the shared fraction)."""
+        fraction = f"{(self.offline + self.exploration_steps // 2) / self.online:g}"
+        shared = list(self.shared_args)
+        shared[shared.index("--exploration-fraction") + 1] = fraction
         teacher = ("--teacher-steps", str(self.teacher_play), "--offline-steps", str(self.offline))
-        # one offline score, of the student the online phase starts from
-        return (*self.shared_args, *teacher, "--offline-eval-frequency", str(self.offline), "--save-model")
+        scored = ("--offline-eval-frequency", str(self.offline // self.offline_evals), "--save-model")
+        return (*shared, *teacher, *scored)
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,14 @@ PAIRS = (
     Pair("qdagger_dqn_atari_impalacnn", "dqn_atari", 25_000, Budget(online=20_000, offline=3_000)),
     # a JAX gradient step costs ~1.5x PyTorch's here (XLA's one-thread convolution gradient): a smaller budget
     Pair("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 0, Budget(online=14_000, offline=1_750)),
+    # the same online budget after a longer offline phase (~2 h on one thread), scored every 2.5k offline steps on
+    # the way; the scratch run's schedule is the one above (the same run), the student's epsilon starts at ~0.16
+    Pair(
+        "qdagger_dqn_atari_jax_impalacnn",
+        "dqn_atari_jax",
+        0,
+        Budget(online=14_000, offline=10_000, explore=3_500, offline_evals=4, checkpoint_every=1_000),
+    ),
 )
 
 
@@ -153,8 +180,7 @@ def summarize(run_dir: Path, result: Path, **identity: object) -> None:
     summarize_run(run_dir, result, **identity, **extra)
 
 
-def queued(role: str, name: str, args: tuple[str, ...], pair: Pair, steps: int, seed: int, out: Path, **kwargs) -> QueuedRun:
-    result = result_path(out, role, name, pair.env_id, steps, seed)
+def queued(role: str, name: str, args: tuple[str, ...], pair: Pair, result: Path, seed: int, **kwargs) -> QueuedRun:
     identity = {"role": role, "algo": name, "env_id": pair.env_id, "seed": seed, "args": list(args)}
     return QueuedRun(
         result, script(name), args, pair.env_id, seed, summarize=partial(summarize, result=result, **identity), **kwargs
@@ -162,15 +188,9 @@ def queued(role: str, name: str, args: tuple[str, ...], pair: Pair, steps: int, 
 
 
 def teacher_run(out: Path, pair: Pair) -> QueuedRun:
+    result = result_path(out, "teacher", pair.teacher, pair.env_id, TEACHER_STEPS, TEACHER_SEED)
     return queued(
-        "teacher",
-        pair.teacher,
-        TEACHER_ARGS,
-        pair,
-        TEACHER_STEPS,
-        TEACHER_SEED,
-        out,
-        checkpoint_every=pair.teacher_checkpoint_every,
+        "teacher", pair.teacher, TEACHER_ARGS, pair, result, TEACHER_SEED, checkpoint_every=pair.teacher_checkpoint_every
     )
 
 
@@ -187,8 +207,8 @@ def teacher_model(out: Path, pair: Pair) -> Path | None:
 
 
 def student_result(out: Path, pair: Pair, seed: int) -> Path:
-    """The summary of `pair`'s student (known before its teacher's model exists)."""
-    return result_path(out, "student", pair.student, pair.env_id, pair.budget.online, seed)
+    """The summary of `pair`'s student (known before its teacher's model exists); its steps: offline+online."""
+    return out / f"student__{pair.student}__{pair.env_id}__{pair.budget.offline}+{pair.budget.online}__{seed}.json"
 
 
 def student_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
@@ -197,11 +217,13 @@ def student_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
     if model is None:
         raise ValueError(f"the teacher of {pair.student} ({pair.teacher}) has not saved its model under {out}")
     args = (*pair.budget.student_args, "--teacher-model-path", str(model.resolve()))
-    return queued("student", pair.student, args, pair, pair.budget.online, seed, out)
+    result, every = student_result(out, pair, seed), pair.budget.checkpoint_every
+    return queued("student", pair.student, args, pair, result, seed, checkpoint_every=every)
 
 
 def scratch_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
-    return queued("scratch", pair.teacher, pair.budget.shared_args, pair, pair.budget.online, seed, out)
+    result = result_path(out, "scratch", pair.teacher, pair.env_id, pair.budget.online, seed)
+    return queued("scratch", pair.teacher, pair.budget.shared_args, pair, result, seed)
 
 
 def selected(only: list[str] | None) -> list[Pair]:
@@ -209,21 +231,29 @@ def selected(only: list[str] | None) -> list[Pair]:
     return [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
 
 
+def once(runs: list[QueuedRun]) -> list[QueuedRun]:
+    """Each run once: pairs of two budgets share their teacher and, with the same online schedule, their scratch run."""
+    by_result: dict[Path, QueuedRun] = {}
+    for run in runs:
+        if by_result.setdefault(run.result, run).args != run.args:
+            raise ValueError(f"two runs would write {run.result.name} with different flags")
+    return list(by_result.values())
+
+
 def run(out: Path, workers: int, only: list[str] | None, env: dict[str, str], seeds: tuple[int, ...] = SEEDS) -> int:
     """The three stages in order, each through the runner; the exit code (that of a stop, at once)."""
     pairs, logs, codes = selected(only), out / "logs", []
     out.mkdir(parents=True, exist_ok=True)
-    codes.append(run_queue([teacher_run(out, pair) for pair in pairs], workers, env, logs))
+    codes.append(run_queue(once([teacher_run(out, pair) for pair in pairs]), workers, env, logs))
     if codes[-1] > 1:  # stopped by a signal: the runner stopped its runs, so stop here too
         return codes[-1]
     taught = [pair for pair in pairs if teacher_model(out, pair) is not None]
-    for pair in pairs:
-        if pair not in taught:
-            print(f"qdagger_reincarnation: {pair.student} waits for its teacher's model ({pair.teacher})", flush=True)
+    for student, teacher in dict.fromkeys((pair.student, pair.teacher) for pair in pairs if pair not in taught):
+        print(f"qdagger_reincarnation: {student} waits for its teacher's model ({teacher})", flush=True)
     codes.append(run_queue([student_run(out, pair, seed) for pair in taught for seed in seeds], workers, env, logs))
     if codes[-1] > 1:
         return codes[-1]
-    codes.append(run_queue([scratch_run(out, pair, seed) for pair in pairs for seed in seeds], workers, env, logs))
+    codes.append(run_queue(once([scratch_run(out, pair, seed) for pair in pairs for seed in seeds]), workers, env, logs))
     return max(codes)
 
 

@@ -386,7 +386,8 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
     assert bench.run(out, 2, None, one_thread_env()) == 0
     started = (tmp_path / "order.txt").read_text().split()
     roles = [name.split("__")[0] for name in started]
-    assert roles == ["teacher"] * 2 + ["student"] * 4 + ["scratch"] * 4  # stage by stage
+    # stage by stage; the two JAX budgets share their teacher and their scratch run
+    assert roles == ["teacher"] * 2 + ["student"] * 6 + ["scratch"] * 4
     argv = {name: (out / name / "argv.txt").read_text() for name in started}
     # the torch teacher goes on from its checkpoint; the JAX one (no checkpoints) runs from the start
     assert argv["teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1"] == (
@@ -396,23 +397,29 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
     assert jax_teacher.startswith("--total-timesteps 200000 --learning-starts 20000 --exploration-fraction 0.5 --save-model")
     assert "--checkpoint-frequency" not in jax_teacher
     # each student is taught by its own teacher's saved model, found in that teacher's run folder
-    for student, teacher_name, online in (
-        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 20000),
-        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 14000),
+    for student, teacher_name, offline, online in (
+        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 3000, 20000),
+        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 1750, 14000),
+        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 10000, 14000),
     ):
         for seed in (1, 2):
-            args = argv[f"student__{student}__BreakoutNoFrameskip-v4__{online}__{seed}"].split()
+            args = argv[f"student__{student}__BreakoutNoFrameskip-v4__{offline}+{online}__{seed}"].split()
             model = (out / f"teacher__{teacher_name}__BreakoutNoFrameskip-v4__200000__1" / "runs" / "run").resolve()
             assert args[args.index("--teacher-model-path") + 1] == str(model / f"{teacher_name}.cleanrl_model")
             assert args[-2:] == ["--seed", str(seed)]
-            assert args[args.index("--total-timesteps") + 1] == str(online) and "--offline-steps" in args
+            assert args[args.index("--total-timesteps") + 1] == str(online)
+            assert args[args.index("--offline-steps") + 1] == str(offline)
+    # the long offline phase writes checkpoints, scored every 2,500 offline steps; the short ones neither
+    long_student = argv["student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__1"]
+    assert "--offline-eval-frequency 2500" in long_student and "--checkpoint-frequency 1000" in long_student
+    assert "--checkpoint-frequency" not in argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__3000+20000__1"]
     # the scratch run: the student's online steps and flags, none of the teacher's
     scratch = argv["scratch__dqn_atari__BreakoutNoFrameskip-v4__20000__2"]
     assert scratch == (
         "--total-timesteps 20000 --learning-starts 2000 --exploration-fraction 0.3 --buffer-size 50000"
         " --env-id BreakoutNoFrameskip-v4 --seed 2"
     )
-    student = argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__20000__2"]
+    student = argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__3000+20000__2"]
     assert student.startswith(scratch.removesuffix(" --env-id BreakoutNoFrameskip-v4 --seed 2"))
 
     # started again when all is done: nothing runs
@@ -439,7 +446,7 @@ def test_qdagger_benchmark_students_wait_for_their_teachers_model(tmp_path, monk
     assert bench.run(out, 2, None, {}) == 1  # a stage failed
     assert queues == [
         [["teacher", "dqn_atari"]],
-        [["student", "qdagger_dqn_atari_jax_impalacnn"]] * 2,  # only the student whose teacher saved its model
+        [["student", "qdagger_dqn_atari_jax_impalacnn"]] * 4,  # only the students whose teacher saved its model
         [["scratch", "dqn_atari"]] * 2 + [["scratch", "dqn_atari_jax"]] * 2,
     ]
     # a summary whose run folder is gone (copied from another --out) teaches no student
@@ -473,7 +480,7 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     # seeds 1 and 2: students at 9 and 11 (mean 10 = 0.5 x 20), scratch runs at 2 and 4; only the last 20 games count
     for seed, student, scratch in ((1, 9.0, 2.0), (2, 11.0, 4.0)):
         write_qdagger_result(
-            tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__20000__{seed}.json",
+            tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__3000+20000__{seed}.json",
             [0.0] * 30 + [student] * 20,
             [student + 1] * 10,
             [5.0],
@@ -489,7 +496,9 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     assert "jax" not in table  # not run: no row rather than a made-up one
 
     # a student below half the teacher, though above scratch; then one that trails scratch
-    write_qdagger_result(tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__20000__2.json", [10.2] * 20)  # mean 9.6
+    write_qdagger_result(
+        tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__3000+20000__2.json", [10.2] * 20
+    )  # mean 9.6
     assert "| 0.48× | **no** | yes |" in bench.report(tmp_path)
     write_qdagger_result(tmp_path / f"scratch__dqn_atari__{game}__20000__1.json", [20.0] * 20)
     assert "| 12.0 ± 8.0 | 0.48× | **no** | **no** |" in bench.report(tmp_path)
@@ -516,18 +525,40 @@ def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
     assert summary["offline_returns"] == [7.5] and (summary["role"], summary["seed"], summary["sps"]) == ("student", 1, 60)
 
 
-def test_qdagger_students_start_halfway_down_the_shared_epsilon_schedule():
+def test_qdagger_students_explore_over_half_the_scratch_runs_schedule():
     from benchmark import qdagger_reincarnation as bench
     from cleanrl.qdagger_dqn_atari_impalacnn import linear_schedule
 
-    for pair in bench.PAIRS:
-        budget, args = pair.budget, pair.budget.shared_args
+    def schedule(args, total):
         fraction = float(args[args.index("--exploration-fraction") + 1])
-        learning_starts = int(args[args.index("--learning-starts") + 1])
-        duration = fraction * budget.online
-        # the student's online steps continue its offline count: epsilon 0.505 at its first step, and it learns at once
-        assert abs(linear_schedule(1.0, 0.01, duration, budget.offline) - 0.505) < 1e-9
-        assert learning_starts < budget.offline and linear_schedule(1.0, 0.01, duration, 0) == 1.0  # scratch: from 1
+        return lambda step: linear_schedule(1.0, 0.01, fraction * total, step)
+
+    for pair in bench.PAIRS:
+        budget = pair.budget
+        scratch, student = schedule(budget.shared_args, budget.online), schedule(budget.student_args, budget.online)
+        learning_starts = int(budget.shared_args[budget.shared_args.index("--learning-starts") + 1])
+        # scratch explores from 1 down to 0.01 over its exploration steps
+        assert scratch(0) == 1.0 and abs(scratch(budget.exploration_steps) - 0.01) < 1e-6
+        # the student's online steps continue its offline count: it learns at once, and reaches 0.01 halfway
+        assert learning_starts < budget.offline
+        assert abs(student(budget.offline + budget.exploration_steps // 2) - 0.01) < 1e-3
+        if budget.explore is None:  # by default the student starts at 0.505, as with the published defaults
+            assert (
+                abs(student(budget.offline) - 0.505) < 1e-9
+                and budget.student_args[: len(budget.shared_args)] == budget.shared_args
+            )
+
+
+def test_qdagger_runs_shared_by_two_budgets_run_once(tmp_path):
+    from benchmark import qdagger_reincarnation as bench
+
+    short, long = (pair for pair in bench.PAIRS if pair.teacher == "dqn_atari_jax")
+    runs = bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, long, 1)])
+    assert [run.result for run in runs] == [bench.scratch_run(tmp_path, short, 1).result]
+    # the same summary from other flags would hide a run: refused
+    other = bench.Pair(long.student, long.teacher, 0, bench.Budget(online=14_000, offline=10_000))
+    with pytest.raises(ValueError, match="different flags"):
+        bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, other, 1)])
 
 
 @pytest.mark.extended  # 32 s of one core: CI runs it after the quick run
