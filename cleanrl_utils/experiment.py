@@ -96,15 +96,16 @@ class Experiment:
         self.stop_signals: list[int] = []
         self.elapsed_before = 0.0  # seconds of training before a --resume
         self.start_time = time.time()  # the SPS clock; it restarts when training does (`with exp:`)
-        self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
-        if self.checkpoint_frequency < 0:
-            self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
         if getattr(args, "resume", None):
             try:  # a resumed run goes on with the arguments it was started with
                 self.checkpoint = ckpt.load(args.resume)
                 ckpt.restored_args(args, self.checkpoint)
             except ckpt.CheckpointError as e:
                 self.fail(str(e))
+        # read after a resume: without the flag on its command line, a resumed run keeps checkpointing as it did
+        self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
+        if self.checkpoint_frequency < 0:
+            self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
         if self.checkpoint:
             self.run_name = self.checkpoint["run_name"]
         else:

@@ -224,6 +224,20 @@ def test_sps_clock_of_a_resumed_run_goes_on_from_the_checkpoint(tmp_path, monkey
         assert resumed.elapsed == 43.0
 
 
+def test_resumed_run_keeps_writing_checkpoints_at_its_frequency(tmp_path, monkeypatch):
+    """`--resume` alone (as the benchmark runner resumes a stopped run) goes on checkpointing every N iterations."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    exp = Experiment(Args(checkpoint_frequency=4), SCRIPT)
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(400, {})
+    resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
+    assert [i for i in range(5, 13) if resumed.checkpoint_due(i)] == [8, 12]
+    # a frequency given with --resume wins (a run-control flag), and is checked like any other
+    assert Experiment(Args(resume=f"runs/{exp.run_name}", checkpoint_frequency=3), SCRIPT).checkpoint_due(6)
+
+
 def test_seed_makes_draws_repeat():
     import torch
 
