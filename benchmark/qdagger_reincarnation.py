@@ -36,12 +36,12 @@ then 20k online steps, a tenth of the teacher's training: 5k gradient steps (~38
 (~23 min), playing and 30 scored games (~11 min): ~72 min. JAX: 50k, 1.75k offline (~20 min), 14k
 online (3.5k gradient steps, ~41 min), playing, scoring and compiling (~10 min): ~71 min. With 1,000
 steps between target-network copies (the default, in gradient steps offline), the offline phase
-refreshes its target 3 times (PyTorch) or twice (JAX). JAX, long: 10k offline steps (~2 h), scored
-every 2.5k of them (10 games each), then the same 14k online steps as the short JAX budget, against the
-same scratch run; a checkpoint every 1,000 steps (offline, then online).
+refreshes its target 3 times (PyTorch) or twice (JAX). The long budgets: 10k offline steps (~75 min in
+PyTorch, ~2 h in JAX), scored every 2.5k of them (10 games each), then the same online steps as the short
+budget of the file, against the same scratch run; a checkpoint every 1,000 steps (offline, then online).
 Both files read the same online flags: learning from 10% of the online steps, epsilon annealed over
-twice the offline steps (`Budget.shared_args`; the long budget keeps the short one's scratch schedule,
-3.5k steps, and its student reaches 0.01 after 1.75k online steps, like the short student). A QDagger
+twice the offline steps (`Budget.shared_args`; a long budget keeps the short one's scratch schedule,
+and its student reaches 0.01 after as many online steps as the short student). A QDagger
 file counts its online steps on from its offline ones, so the student starts halfway down that schedule (epsilon ~0.5, as with the published
 defaults: 500k offline steps, epsilon over 1M) and learns from its first step, while the scratch run
 explores from epsilon 1: that is the reincarnation being measured, not a difference of settings.
@@ -156,6 +156,14 @@ class Pair:
 
 PAIRS = (
     Pair("qdagger_dqn_atari_impalacnn", "dqn_atari", 25_000, Budget(online=20_000, offline=3_000)),
+    # the same online budget after a longer offline phase (~75 min on one thread), scored every 2.5k offline steps
+    # on the way; the scratch run's schedule is the one above (the same run), the student's epsilon starts at ~0.24
+    Pair(
+        "qdagger_dqn_atari_impalacnn",
+        "dqn_atari",
+        25_000,
+        Budget(online=20_000, offline=10_000, explore=6_000, offline_evals=4, checkpoint_every=1_000),
+    ),
     # a JAX gradient step costs ~1.5x PyTorch's here (XLA's one-thread convolution gradient): a smaller budget
     Pair("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 0, Budget(online=14_000, offline=1_750)),
     # the same online budget after a longer offline phase (~2 h on one thread), scored every 2.5k offline steps on

@@ -387,7 +387,7 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
     started = (tmp_path / "order.txt").read_text().split()
     roles = [name.split("__")[0] for name in started]
     # stage by stage; the two JAX budgets share their teacher and their scratch run
-    assert roles == ["teacher"] * 2 + ["student"] * 6 + ["scratch"] * 4
+    assert roles == ["teacher"] * 2 + ["student"] * 8 + ["scratch"] * 4
     argv = {name: (out / name / "argv.txt").read_text() for name in started}
     # the torch teacher goes on from its checkpoint; the JAX one (no checkpoints) runs from the start
     assert argv["teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1"] == (
@@ -399,6 +399,7 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
     # each student is taught by its own teacher's saved model, found in that teacher's run folder
     for student, teacher_name, offline, online in (
         ("qdagger_dqn_atari_impalacnn", "dqn_atari", 3000, 20000),
+        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 10000, 20000),
         ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 1750, 14000),
         ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 10000, 14000),
     ):
@@ -409,9 +410,12 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
             assert args[-2:] == ["--seed", str(seed)]
             assert args[args.index("--total-timesteps") + 1] == str(online)
             assert args[args.index("--offline-steps") + 1] == str(offline)
-    # the long offline phase writes checkpoints, scored every 2,500 offline steps; the short ones neither
-    long_student = argv["student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__1"]
-    assert "--offline-eval-frequency 2500" in long_student and "--checkpoint-frequency 1000" in long_student
+    # the long offline phases write checkpoints, scored every 2,500 offline steps; the short ones neither
+    for long_student in (
+        argv["student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__1"],
+        argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__10000+20000__2"],
+    ):
+        assert "--offline-eval-frequency 2500" in long_student and "--checkpoint-frequency 1000" in long_student
     assert "--checkpoint-frequency" not in argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__3000+20000__1"]
     # the scratch run: the student's online steps and flags, none of the teacher's
     scratch = argv["scratch__dqn_atari__BreakoutNoFrameskip-v4__20000__2"]
@@ -437,7 +441,8 @@ def test_qdagger_benchmark_students_wait_for_their_teachers_model(tmp_path, monk
 
     monkeypatch.setattr(bench, "run_queue", run_queue)
     out = tmp_path / "out"
-    jax_teacher = bench.teacher_run(out, bench.PAIRS[1])
+    jax_pair = next(pair for pair in bench.PAIRS if pair.teacher == "dqn_atari_jax")
+    jax_teacher = bench.teacher_run(out, jax_pair)
     (jax_teacher.workdir / "runs" / "run").mkdir(parents=True)
     (jax_teacher.workdir / "runs" / "run" / "events.out.tfevents.0").write_text("")
     (jax_teacher.workdir / "runs" / "run" / "dqn_atari_jax.cleanrl_model").write_text("weights")
