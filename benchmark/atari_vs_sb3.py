@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
+    check_only,
     one_thread_env,
     result_last_mean,
     run_queue,
@@ -290,6 +291,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch thread each)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these speed runs")
     args = parser.parse_args()
+    if args.command == "run":
+        check_only(parser, args.only, [name for check in CHECKS for name in (check.script, check.env_id)])
+    elif args.command == "speed":
+        check_only(parser, args.only, SPEED_RUNS)
     if args.command == "random":
         measure_random(args.out, args.games)
     elif args.command == "run":

@@ -6,13 +6,14 @@ log under `<out>/logs/<summary name>.log`. A run is done once its summary file e
 what is not done: runs that write checkpoints go on from their newest one, the others start over.
 """
 
+import argparse
 import json
 import os
 import shlex
 import shutil
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,14 @@ class QueuedRun:
     @property
     def workdir(self) -> Path:
         return self.result.with_suffix("")
+
+
+def check_only(parser: argparse.ArgumentParser, only: list[str] | None, known: Iterable[str]) -> None:
+    """Stop with argparse's one-line error (exit 2) when a name given to --only selects nothing: a typo would
+    otherwise run nothing and succeed."""
+    names = set(known)
+    if unknown := [name for name in only or () if name not in names]:
+        parser.error(f"--only {' '.join(unknown)}: not a name this benchmark knows; one of: {' '.join(sorted(names))}")
 
 
 def script(name: str) -> tuple[str, ...]:

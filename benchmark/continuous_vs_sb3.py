@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, one_thread_env, run_queue, script, summarize_run  # noqa: E402
 from cleanrl_utils.summarize import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
@@ -173,6 +173,8 @@ def main() -> None:
         "--only", nargs="+", help="only these scripts, SB3 algorithms or env ids (e.g. sac_continuous_action td3 Hopper-v4)"
     )
     args = parser.parse_args()
+    names = [name for c in COMPARISONS for name in (c.script, c.sb3_algo, c.env_id)]
+    check_only(parser, args.only, names)
     if args.command == "run":
         runs = learning_runs(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
         sys.exit(run_queue(runs, args.workers, one_thread_env(), args.out / "logs"))

@@ -50,6 +50,7 @@ sys.path.insert(0, str(REPO))
 from benchmark import benchlib  # noqa: E402
 from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
+    check_only,
     keep_large_allocations,
     result_last_mean,
     run_queue,
@@ -338,6 +339,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="run: torch threads per run (2 for one run alone: --workers 1)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
     args = parser.parse_args()
+    if args.command == "run":
+        check_only(parser, args.only, [name for check in CHECKS for name in (check.script, check.env_id)])
+    elif args.command == "speed":
+        check_only(parser, args.only, SPEED_RUNS)
     if args.command == "random":
         measure_random(args.out, args.games)
     elif args.command == "run":

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, one_thread_env, run_queue, script, steady_rate  # noqa: E402
 from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
@@ -159,6 +159,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="learn: runs at a time (one torch/XLA thread each)")
     parser.add_argument("--only", nargs="+", help="only these scripts")
     args = parser.parse_args()
+    if args.command == "speed":
+        check_only(parser, args.only, [name for pair in SPEED_PAIRS for name in (pair.jax, pair.torch)])
+    elif args.command == "learn":
+        check_only(parser, args.only, [check.script for check in LEARNING_CHECKS])
     if args.command == "speed":
         run_speed(args.out, args.rounds, args.only)
     elif args.command == "learn":

@@ -81,6 +81,7 @@ sys.path.insert(0, str(REPO))
 from benchmark.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
 from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
+    check_only,
     newest_run_dir,
     one_thread_env,
     result_last_mean,
@@ -361,6 +362,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="run: only the pairs of these scripts (student or teacher) or env ids")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs")
     args = parser.parse_args()
+    check_only(parser, args.only, [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)])
     if args.command == "run":
         sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds)))
     print(report(args.out))

@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, newest_run_dir, one_thread_env, run_queue, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, newest_run_dir, one_thread_env, run_queue, summarize_run  # noqa: E402
 from cleanrl_utils import rlops  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
@@ -280,6 +280,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="run/learn: only these files (without .py)")
     parser.add_argument("--seeds", type=int, default=3, help="learn: seeds per form")
     args = parser.parse_args()
+    if args.command == "run":
+        check_only(parser, args.only, [case.script.removesuffix(".py") for case in CASES])
+    elif args.command == "learn":
+        check_only(parser, args.only, [script.removesuffix(".py") for script in LEARNING_CHECKS])
     if args.command == "list":
         for case in CASES:
             print(f"{case.script}: {case.trick}; the file holds the {case.held_form()} form")

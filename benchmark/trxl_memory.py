@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, run_queue, summarize_run, torch_threads_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, run_queue, summarize_run, torch_threads_env  # noqa: E402
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9
@@ -144,6 +144,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="run: learning runs at a time")
     parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
     args = parser.parse_args()
+    check_only(parser, args.only, [check.env_id for check in CHECKS])
     if args.command == "run":
         env = torch_threads_env(args.threads)
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))

@@ -655,3 +655,32 @@ def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_
     summary["game_places"] = [50.0] * 20  # no_intrinsic seed 2 ties RND's seed 2: not above
     bench.result_path(tmp_path, "no_intrinsic", 2).write_text(json.dumps(summary))
     assert "Every RND seed above every seed without: **no**." in bench.report(tmp_path)
+
+
+# A typo in --only used to select nothing, run nothing and exit 0; each script's names, per command
+UNKNOWN_ONLY = [
+    ("atari_vs_sb3", ["run", "--only", "ppo_atar"], "ppo_atari BreakoutNoFrameskip-v4"),
+    ("atari_vs_sb3", ["speed", "--only", "ppo_atari_3_threads"], "ppo_atari ppo_atari_2_threads"),
+    ("continuous_vs_sb3", ["run", "--only", "Hopper-v4", "sac_continous_action"], "Hopper-v4 InvertedPendulum-v4"),
+    ("envpool_procgen", ["run", "--only", "starpilot", "ppo_procgn"], "ppo_procgen"),
+    ("jax_vs_torch", ["learn", "--only", "dqn"], "c51_jax dqn_jax"),
+    ("textbook_forms", ["learn", "--only", "ppo_atari.py"], "ppo_atari ppo_continuous_action"),
+    ("trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS7-v0 MiniGrid-MemoryS9-v0"),
+    ("qdagger_reincarnation", ["run", "--only", "qdagger"], "BreakoutNoFrameskip-v4 dqn_atari dqn_atari_jax"),
+]
+
+
+@pytest.mark.parametrize(("module", "argv", "known"), UNKNOWN_ONLY, ids=[f"{m}-{a[0]}" for m, a, _ in UNKNOWN_ONLY])
+def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    bench = importlib.import_module(f"benchmark.{module}")
+    monkeypatch.setattr(sys, "argv", [f"{module}.py", *argv, "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as stopped:
+        bench.main()
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    unknown = argv[-1]
+    assert error.startswith(f"{module}.py: error: --only {unknown}: not a name this benchmark knows; one of: ")
+    assert set(known.split()) <= set(error.split("one of: ")[1].split())  # the names it knows, to pick from
+    assert not any(tmp_path.iterdir()), "nothing ran"
