@@ -47,6 +47,7 @@ from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
     check_only,
     one_thread_env,
+    positive_int,
     result_last_mean,
     run_queue,
     script,
@@ -285,10 +286,10 @@ def report(out: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["random", "run", "speed", "report"])
-    parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per Atari game")
-    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--games", type=positive_int, default=RANDOM_GAMES, help="random: games per Atari game")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "atari_vs_sb3")
-    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch thread each)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch thread each)")
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these speed runs")
     args = parser.parse_args()
     if args.command == "run":

@@ -68,6 +68,14 @@ class QueuedRun:
         return self.result.with_suffix("")
 
 
+def positive_int(text: str) -> int:
+    """argparse's type for a count of at least 1 (workers, threads, rounds, games): 0 workers would wait forever."""
+    value = int(text)  # not a number: argparse's own "invalid positive_int value" line
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def check_only(parser: argparse.ArgumentParser, only: list[str] | None, known: Iterable[str]) -> None:
     """Stop with argparse's one-line error (exit 2) when a name given to --only selects nothing: a typo would
     otherwise run nothing and succeed."""

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, one_thread_env, run_queue, script, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, one_thread_env, positive_int, run_queue, script, summarize_run  # noqa: E402
 from cleanrl_utils.summarize import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
@@ -165,8 +165,8 @@ def report(out: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["run", "speed", "report"])
-    parser.add_argument("--rounds", type=int, default=2, help="speed: alternating rounds per comparison")
-    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch thread each)")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: alternating rounds per comparison")
+    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch thread each)")
     parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
     parser.add_argument(

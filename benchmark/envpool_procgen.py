@@ -52,6 +52,7 @@ from benchmark.benchlib import (  # noqa: E402
     QueuedRun,
     check_only,
     keep_large_allocations,
+    positive_int,
     result_last_mean,
     run_queue,
     steady_rate,
@@ -332,11 +333,13 @@ def amdahl_line(ppo_atari_sps: float, gym_env_sps: float, envpool_env_sps: float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["random", "run", "speed", "report"])
-    parser.add_argument("--games", type=int, default=RANDOM_GAMES, help="random: games per env")
-    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--games", type=positive_int, default=RANDOM_GAMES, help="random: games per env")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "envpool_procgen")
-    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time")
-    parser.add_argument("--threads", type=int, default=1, help="run: torch threads per run (2 for one run alone: --workers 1)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time")
+    parser.add_argument(
+        "--threads", type=positive_int, default=1, help="run: torch threads per run (2 for one run alone: --workers 1)"
+    )
     parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
     args = parser.parse_args()
     if args.command == "run":

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, one_thread_env, run_queue, script, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, one_thread_env, positive_int, run_queue, script, steady_rate  # noqa: E402
 from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
@@ -154,9 +154,9 @@ def report(out: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["speed", "learn", "report"])
-    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "jax_vs_torch")
-    parser.add_argument("--workers", type=int, default=2, help="learn: runs at a time (one torch/XLA thread each)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="learn: runs at a time (one torch/XLA thread each)")
     parser.add_argument("--only", nargs="+", help="only these scripts")
     args = parser.parse_args()
     if args.command == "speed":

@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "pong_v3"  # the default game
@@ -250,14 +250,14 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="train and evaluate the seeds not done yet, then report")
     run_parser.add_argument("--total-timesteps", type=int, default=500_000, help="agent steps (both players)")
-    run_parser.add_argument("--seeds", type=int, default=1)
+    run_parser.add_argument("--seeds", type=positive_int, default=1)
     run_parser.add_argument(
         "--max-cycles", type=int, default=100_000, help="emulator frames after which a game is cut (training and evaluation)"
     )
     run_parser.add_argument("script_args", nargs="*", help="more flags for the script, after --")
     report_parser = commands.add_parser("report", help="the finished runs' policies against a random player")
     evaluate_parser = commands.add_parser("evaluate", help="more games for each finished run's saved policy, then report")
-    evaluate_parser.add_argument("--games", type=int, default=50)
+    evaluate_parser.add_argument("--games", type=positive_int, default=50)
     evaluate_parser.add_argument("--seed", type=int, default=1000, help="of the first game (training's evaluation: 0)")
     for sub in (run_parser, report_parser, evaluate_parser):
         sub.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "pettingzoo_pong_selfplay")

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, steady_rate  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 SCRIPT = "ppo_continuous_action_playground"
@@ -207,8 +207,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["learn", "speed", "report"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "playground_cartpole")
-    parser.add_argument("--rounds", type=int, default=2, help="speed: rounds of every speed run")
-    parser.add_argument("--workers", type=int, default=1, help="learn: seeds at a time")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
+    parser.add_argument("--workers", type=positive_int, default=1, help="learn: seeds at a time")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64, 256], help="speed: batch sizes of ours")
     parser.add_argument("--total-timesteps", type=int, default=TOTAL_TIMESTEPS, help="learn, report: budget per seed")
     parser.add_argument("--results", type=Path, default=REPO / "benchmark" / "results" / "playground_cartpole.md")

@@ -84,6 +84,7 @@ from benchmark.benchlib import (  # noqa: E402
     check_only,
     newest_run_dir,
     one_thread_env,
+    positive_int,
     result_last_mean,
     run_queue,
     script,
@@ -358,7 +359,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["run", "report"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "qdagger_reincarnation")
-    parser.add_argument("--workers", type=int, default=2, help="run: learning runs at a time (one torch/XLA thread each)")
+    parser.add_argument(
+        "--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch/XLA thread each)"
+    )
     parser.add_argument("--only", nargs="+", help="run: only the pairs of these scripts (student or teacher) or env ids")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs")
     args = parser.parse_args()

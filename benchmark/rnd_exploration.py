@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmark import benchlib  # noqa: E402
-from benchmark.benchlib import QueuedRun, run_queue, torch_threads_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, positive_int, run_queue, torch_threads_env  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "MontezumaRevenge-v5"
@@ -111,8 +111,8 @@ def main() -> None:
     parser.add_argument("command", choices=["run", "report"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "rnd_exploration")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--workers", type=int, default=1, help="run: learning runs at a time")
-    parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
+    parser.add_argument("--workers", type=positive_int, default=1, help="run: learning runs at a time")
+    parser.add_argument("--threads", type=positive_int, default=2, help="run: torch threads per run")
     args = parser.parse_args()
     if args.command == "run":
         env = torch_threads_env(args.threads)

@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, newest_run_dir, one_thread_env, run_queue, summarize_run  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, newest_run_dir, one_thread_env, positive_int, run_queue, summarize_run  # noqa: E402
 from cleanrl_utils import rlops  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
@@ -275,10 +275,10 @@ def report(out: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["list", "run", "report", "learn"])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "textbook_forms")
     parser.add_argument("--only", nargs="+", help="run/learn: only these files (without .py)")
-    parser.add_argument("--seeds", type=int, default=3, help="learn: seeds per form")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="learn: seeds per form")
     args = parser.parse_args()
     if args.command == "run":
         check_only(parser, args.only, [case.script.removesuffix(".py") for case in CASES])

@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, run_queue, summarize_run, torch_threads_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, check_only, positive_int, run_queue, summarize_run, torch_threads_env  # noqa: E402
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9
@@ -141,8 +141,8 @@ def main() -> None:
     parser.add_argument("command", choices=["run", "report"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "trxl_memory")
     parser.add_argument("--only", nargs="+", help="run: only these env ids")
-    parser.add_argument("--workers", type=int, default=1, help="run: learning runs at a time")
-    parser.add_argument("--threads", type=int, default=2, help="run: torch threads per run")
+    parser.add_argument("--workers", type=positive_int, default=1, help="run: learning runs at a time")
+    parser.add_argument("--threads", type=positive_int, default=2, help="run: torch threads per run")
     args = parser.parse_args()
     check_only(parser, args.only, [check.env_id for check in CHECKS])
     if args.command == "run":

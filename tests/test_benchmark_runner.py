@@ -109,6 +109,14 @@ def test_workers_0_only_prints_the_commands(tmp_path):
     assert not (tmp_path / "benchmark_logs").exists(), "printing the commands must not run or log anything"
 
 
+def test_runner_without_workers_is_refused(tmp_path):
+    from cleanrl_utils.benchmark import LocalRunner, RunSpec
+
+    runs = [RunSpec(0, "A-v1", 1, [sys.executable, "-c", "pass"])]
+    with pytest.raises(ValueError, match="at least 1 worker, got 0"):  # a queue with no worker waits forever
+        LocalRunner(runs, 0, tmp_path, {})
+
+
 # --- running them -------------------------------------------------------------------------
 
 

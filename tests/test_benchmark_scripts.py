@@ -684,3 +684,25 @@ def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path,
     assert error.startswith(f"{module}.py: error: --only {unknown}: not a name this benchmark knows; one of: ")
     assert set(known.split()) <= set(error.split("one of: ")[1].split())  # the names it knows, to pick from
     assert not any(tmp_path.iterdir()), "nothing ran"
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "error"),
+    [
+        ("trxl_memory", ["run", "--workers", "0"], "argument --workers: must be at least 1, got 0"),
+        ("qdagger_reincarnation", ["run", "--workers", "two"], "argument --workers: invalid positive_int value: 'two'"),
+        ("envpool_procgen", ["run", "--threads", "0"], "argument --threads: must be at least 1, got 0"),
+        ("atari_vs_sb3", ["speed", "--rounds", "-1"], "argument --rounds: must be at least 1, got -1"),
+        ("textbook_forms", ["learn", "--seeds", "0"], "argument --seeds: must be at least 1, got 0"),
+    ],
+)
+def test_counts_below_one_are_one_line_and_exit_2(module, argv, error, tmp_path, monkeypatch, capsys):
+    """0 workers used to wait forever; 0 rounds or seeds to run nothing and exit 0."""
+    import importlib
+
+    bench = importlib.import_module(f"benchmark.{module}")
+    monkeypatch.setattr(sys, "argv", [f"{module}.py", *argv, "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as stopped:
+        bench.main()
+    assert stopped.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == f"{module}.py: error: {error}"
+    assert not any(tmp_path.iterdir())

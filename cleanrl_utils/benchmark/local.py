@@ -141,6 +141,8 @@ class LocalRunner:
         env: dict[str, str],
         on_success: Callable[[RunSpec], None] | None = None,
     ):
+        if workers < 1:  # with none, the queue would wait forever
+            raise ValueError(f"LocalRunner needs at least 1 worker, got {workers}")
         self.queue = deque(runs)
         self.on_success = on_success  # called as each run exits with 0 (e.g. to summarise it before the next ends)
         self.total = len(runs)
