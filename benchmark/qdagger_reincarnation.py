@@ -276,6 +276,7 @@ class Outcome:
     student: list[float]  # per seed: its last training games of the online phase
     student_eval: list[float]  # per seed: mean of its evaluation games
     student_offline: list[float]  # per seed: its score after the offline phase
+    offline_curve: list[list[float]]  # per seed: its scores during the offline phase, the last at its end
     scratch: list[float]  # per seed: its last training games
     seeds: list[int]
 
@@ -311,6 +312,7 @@ def outcome(out: Path, pair: Pair) -> Outcome | None:
         student=[result_last_mean(students[seed], LAST_EPISODES) for seed in seeds],
         student_eval=[statistics.fmean(games) for seed in seeds if (games := logged(students[seed], "eval_returns"))],
         student_offline=[scores[-1] for seed in seeds if (scores := logged(students[seed], "offline_returns"))],
+        offline_curve=[scores for seed in seeds if (scores := logged(students[seed], "offline_returns"))],
         scratch=[result_last_mean(scratches[seed], LAST_EPISODES) for seed in seeds],
         seeds=seeds,
     )
@@ -328,6 +330,16 @@ def steps(count: int) -> str:
     return f"{count / 1000:g}k"
 
 
+def offline_cell(budget: Budget, result: Outcome) -> str:
+    """The student's score after the offline phase; with several scores on the way, each (mean over seeds)."""
+    curve = [scores for scores in result.offline_curve if len(scores) == budget.offline_evals]
+    if budget.offline_evals == 1 or not curve:
+        return cell(result.student_offline)
+    every = budget.offline // budget.offline_evals
+    means = [statistics.fmean(point) for point in zip(*curve)]
+    return " → ".join(f"{steps(every * (i + 1))}: {mean:.1f}" for i, mean in enumerate(means))
+
+
 def report_row(pair: Pair, result: Outcome) -> str:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
@@ -336,7 +348,7 @@ def report_row(pair: Pair, result: Outcome) -> str:
         f"| {pair.student} ← {pair.teacher} | {pair.env_id} | {TEACHER_STEPS // 1000}k "
         f"| {steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)} "
         f"| {', '.join(map(str, result.seeds))} | {result.teacher:.1f} ({result.teacher_training:.1f}) "
-        f"| {cell(result.student_offline)} | {cell(result.student)} ({cell(result.student_eval)}) "
+        f"| {offline_cell(budget, result)} | {cell(result.student)} ({cell(result.student_eval)}) "
         f"| {cell(result.scratch)} | {ratio} | {yes_no(result.reaches_teacher)} | {yes_no(result.beats_scratch)} | {command} |"
     )
 
@@ -344,7 +356,7 @@ def report_row(pair: Pair, result: Outcome) -> str:
 def report(out: Path) -> str:
     lines = [
         f"| student ← teacher | game | teacher steps | student steps: teacher play + offline + online | seeds "
-        f"| teacher: eval (last {LAST_EPISODES} training games) | student after offline phase "
+        f"| teacher: eval (last {LAST_EPISODES} training games) | student after offline phase (long: on the way) "
         f"| student: last {LAST_EPISODES} (eval) | scratch: last {LAST_EPISODES} | student / teacher "
         f"| ≥ {OF_TEACHER:g} × teacher | > scratch | command |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",

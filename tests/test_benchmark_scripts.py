@@ -512,6 +512,21 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     assert "| 1 | 20.0 (12.0) | 5.0 ± 0.0 | 9.0 ± 0.0 (10.0 ± 0.0) | 20.0 ± 0.0 | 0.45× |" in bench.report(tmp_path)
 
 
+def test_qdagger_report_shows_a_long_offline_phase_on_the_way(tmp_path):
+    from benchmark import qdagger_reincarnation as bench
+
+    game = "BreakoutNoFrameskip-v4"
+    write_qdagger_result(tmp_path / f"teacher__dqn_atari_jax__{game}__200000__1.json", [18.0] * 20, [22.0] * 10)
+    write_qdagger_result(tmp_path / f"scratch__dqn_atari_jax__{game}__14000__1.json", [1.0] * 20)
+    long = f"student__qdagger_dqn_atari_jax_impalacnn__{game}__10000+14000__1.json"
+    write_qdagger_result(tmp_path / long, [12.0] * 20, [13.0] * 10, [4.0, 6.0, 8.0, 10.0])
+    rows = [row for row in bench.report(tmp_path).splitlines() if "50k + 10k + 14k" in row]
+    assert len(rows) == 1 and "| 2.5k: 4.0 → 5k: 6.0 → 7.5k: 8.0 → 10k: 10.0 | 12.0 ± 0.0 (13.0 ± 0.0) |" in rows[0]
+    assert "| 0.55× | yes | yes |" in rows[0]
+    # a budget whose student has no summary (still running, or never run) has no row
+    assert "50k + 1.75k + 14k" not in bench.report(tmp_path)
+
+
 def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 
