@@ -258,7 +258,13 @@ def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on
     from benchmark.benchlib import resumable_args
 
     runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
-    assert [run.checkpoint_every for run in runs] == [4, 4]
+    assert [run.checkpoint_every for run in runs] == [4, 4] * 2  # 500k steps, then the published 2M
+    assert [run.result.name.split("__")[2:4] for run in runs] == [
+        ["memory64", "500000"],
+        ["memory1", "500000"],
+        ["memory64", "2000000"],
+        ["memory1", "2000000"],
+    ]
     assert [run.checkpoint_every for run in bench.learning_runs(tmp_path, ["ProofofMemory-v0"])] == [0] * 6
     # a fresh run is started with checkpoints on; one stopped after a checkpoint is resumed from it
     assert resumable_args(runs[0].workdir, list(runs[0].args), 4)[-2:] == ["--checkpoint-frequency", "4"]
@@ -280,11 +286,12 @@ def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
         result.write_text(json.dumps({"episodic_returns": [0.0] * 50 + returns, "sps": 100}))
     table = bench.report(tmp_path)
     assert f"| MiniGrid-MemoryS9-v0 | 500k | {check.memory_length} | 1 | 0.76 | 0.95 (100 episodes) | 100 |" in table
-    assert "MiniGrid-MemoryS9-v0: passes" in table
+    assert "MiniGrid-MemoryS9-v0, 500k steps: passes" in table
+    assert "2000k" not in table  # the 2M runs not run: no row, no verdict
     check.result(tmp_path, 1, 1).write_text(json.dumps({"episodic_returns": [0.0] * 15 + [0.8] * 85, "sps": 100}))
     assert (
-        "MiniGrid-MemoryS9-v0: **fails** (with memory every seed ≥ 0.9: yes; without memory at least 0.15 below: no)"
-        in bench.report(tmp_path)
+        "MiniGrid-MemoryS9-v0, 500k steps: **fails** (with memory every seed ≥ 0.9: yes; "
+        "without memory at least 0.15 below: no)" in bench.report(tmp_path)
     )
 
 
