@@ -10,9 +10,10 @@ no memory), same steps and seeds:
 
 - `ProofofMemory-v0` (the reference's hyperparameters for it, 25k steps, seeds 1-3): a cue at the start
   says which end of a corridor pays; the best return is 1.0, a guess averages about -0.3.
-- `MiniGrid-MemoryS9-v0`, `MiniGrid-MemoryS7-v0` (a smaller room and corridor): an object shown in the
-  first room must be matched at the corridor's end (MiniGrid pays 1 - 0.9 x steps / (5 x size^2) for the
-  right one, 0 otherwise; the script cuts episodes at 96 steps); a guess succeeds half the time.
+- `MiniGrid-MemoryS9-v0` (500k steps, and the published 2M), `MiniGrid-MemoryS7-v0` (a smaller room and
+  corridor, 500k): an object shown in the first room must be matched at the corridor's end (MiniGrid pays
+  1 - 0.9 x steps / (5 x size^2) for the right one, 0 otherwise; the script cuts episodes at 96 steps); a
+  guess succeeds half the time.
 
 The score of a run is over its last `LAST_EPISODES` episodes: the mean return and the success rate
 (the share of episodes with a positive return). A task passes when every seed with memory succeeds in
