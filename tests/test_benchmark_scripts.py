@@ -249,7 +249,7 @@ def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path
     assert [memory for memory, *_ in rows] == ["16", "1"]
     # an episode of ProofofMemory-v0 returns 1.0 at best (the cued end, shortest way) and -1.6 at worst
     assert all(-1.6 <= float(mean) <= 1.0 and 0.0 <= float(rate) <= 1.0 and int(n) > 0 for _, mean, rate, n in rows)
-    assert "ProofofMemory-v0: " in table  # both arms of every seed ran: a verdict
+    assert "ProofofMemory-v0, 2k steps: " in table  # both arms of every seed ran: a verdict
     assert "MiniGrid" not in table  # not run: no row
 
 
