@@ -2,6 +2,8 @@
 
     python benchmark/qdagger_reincarnation.py run --workers 2    # the stages not done yet, in order
     python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one pair, one seed
+    python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_jax_impalacnn --offline-steps 10000 --seeds 2
+                                                                 # its long budget only (seed 2)
     python benchmark/qdagger_reincarnation.py report             # the Markdown rows for docs/rl-algorithms/qdagger.md
 
 The claim checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget
@@ -236,9 +238,11 @@ def scratch_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
     return queued("scratch", pair.teacher, pair.budget.shared_args, pair, result, seed)
 
 
-def selected(only: list[str] | None) -> list[Pair]:
-    """The pairs named in `only` by their student's or teacher's file or their env id (all without `only`)."""
-    return [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
+def selected(only: list[str] | None, offline: list[int] | None = None) -> list[Pair]:
+    """The pairs named in `only` by their student's or teacher's file or their env id (all without `only`), and of
+    the budgets with `offline` offline steps (all without it)."""
+    named = [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
+    return [pair for pair in named if not offline or pair.budget.offline in offline]
 
 
 def once(runs: list[QueuedRun]) -> list[QueuedRun]:
@@ -250,9 +254,16 @@ def once(runs: list[QueuedRun]) -> list[QueuedRun]:
     return list(by_result.values())
 
 
-def run(out: Path, workers: int, only: list[str] | None, env: dict[str, str], seeds: tuple[int, ...] = SEEDS) -> int:
+def run(
+    out: Path,
+    workers: int,
+    only: list[str] | None,
+    env: dict[str, str],
+    seeds: tuple[int, ...] = SEEDS,
+    offline: list[int] | None = None,
+) -> int:
     """The three stages in order, each through the runner; the exit code (that of a stop, at once)."""
-    pairs, logs, codes = selected(only), out / "logs", []
+    pairs, logs, codes = selected(only, offline), out / "logs", []
     out.mkdir(parents=True, exist_ok=True)
     codes.append(run_queue(once([teacher_run(out, pair) for pair in pairs]), workers, env, logs))
     if codes[-1] > 1:  # stopped by a signal: the runner stopped its runs, so stop here too
@@ -376,10 +387,16 @@ def main() -> None:
     )
     parser.add_argument("--only", nargs="+", help="run: only the pairs of these scripts (student or teacher) or env ids")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs")
+    parser.add_argument(
+        "--offline-steps", type=int, nargs="+", help="run: only the budgets with these offline steps (10000: the long ones)"
+    )
     args = parser.parse_args()
     check_only(parser, args.only, [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)])
+    budgets = sorted({pair.budget.offline for pair in PAIRS})
+    if args.offline_steps and not set(args.offline_steps) <= set(budgets):
+        parser.error(f"--offline-steps: no budget has {args.offline_steps} offline steps (they have {budgets})")
     if args.command == "run":
-        sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds)))
+        sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds), args.offline_steps))
     print(report(args.out))
 
 

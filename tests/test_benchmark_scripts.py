@@ -438,6 +438,33 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
     assert (tmp_path / "order.txt").read_text().split() == started
 
 
+def test_qdagger_benchmark_offline_steps_picks_the_long_budget_of_one_pair(tmp_path, monkeypatch):
+    from benchmark.benchlib import one_thread_env
+
+    bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    only, seeds = ["qdagger_dqn_atari_jax_impalacnn"], (2,)
+    assert bench.run(out, 1, only, one_thread_env(), seeds, offline=[10_000]) == 0
+    # its teacher, its long student (not the short one) and the scratch run that student is judged against
+    assert (tmp_path / "order.txt").read_text().split() == [
+        "teacher__dqn_atari_jax__BreakoutNoFrameskip-v4__200000__1",
+        "student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__2",
+        "scratch__dqn_atari_jax__BreakoutNoFrameskip-v4__14000__2",
+    ]
+
+
+def test_qdagger_benchmark_rejects_offline_steps_no_budget_has(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "benchmark/qdagger_reincarnation.py", "run", "--out", str(tmp_path), "--offline-steps", "5000"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "--offline-steps: no budget has [5000] offline steps (they have [1750, 3000, 10000])" in done.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_qdagger_benchmark_students_wait_for_their_teachers_model(tmp_path, monkeypatch):
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
     queues = []
