@@ -354,7 +354,8 @@ def offline_cell(budget: Budget, result: Outcome) -> str:
 def report_row(pair: Pair, result: Outcome) -> str:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
-    command = f"`python benchmark/qdagger_reincarnation.py run --only {pair.student}`"
+    # the row's own budget: the student's file runs with more than one
+    command = f"`python benchmark/qdagger_reincarnation.py run --only {pair.student} --offline-steps {budget.offline}`"
     return (
         f"| {pair.student} ← {pair.teacher} | {pair.env_id} | {TEACHER_STEPS // 1000}k "
         f"| {steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)} "

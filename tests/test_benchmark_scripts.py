@@ -529,7 +529,7 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     row = (
         "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 3k + 20k | 1, 2 | 20.0 (12.0) "
         "| 5.0 ± 0.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
-        "| `python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn` |"
+        "| `python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --offline-steps 3000` |"
     )
     assert row in table.splitlines()
     assert "jax" not in table  # not run: no row rather than a made-up one
