@@ -393,9 +393,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     check_only(parser, args.only, [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)])
-    budgets = sorted({pair.budget.offline for pair in PAIRS})
-    if args.offline_steps and not set(args.offline_steps) <= set(budgets):
-        parser.error(f"--offline-steps: no budget has {args.offline_steps} offline steps (they have {budgets})")
+    budgets = sorted({pair.budget.offline for pair in selected(args.only)})  # a count they lack would run nothing
+    if missing := [count for count in args.offline_steps or [] if count not in budgets]:
+        parser.error(f"--offline-steps: no budget of these pairs has {missing} offline steps (they have {budgets})")
     if args.command == "run":
         sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds), args.offline_steps))
     print(report(args.out))

@@ -453,15 +453,29 @@ def test_qdagger_benchmark_offline_steps_picks_the_long_budget_of_one_pair(tmp_p
     ]
 
 
-def test_qdagger_benchmark_rejects_offline_steps_no_budget_has(tmp_path):
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (
+            ["--offline-steps", "10000", "5000"],
+            "no budget of these pairs has [5000] offline steps (they have [1750, 3000, 10000])",
+        ),
+        # the PyTorch file's short budget, asked of the JAX file: it would run nothing
+        (
+            ["--only", "qdagger_dqn_atari_jax_impalacnn", "--offline-steps", "3000"],
+            "no budget of these pairs has [3000] offline steps (they have [1750, 10000])",
+        ),
+    ],
+)
+def test_qdagger_benchmark_rejects_offline_steps_no_selected_budget_has(tmp_path, argv, error):
     done = subprocess.run(
-        [sys.executable, "benchmark/qdagger_reincarnation.py", "run", "--out", str(tmp_path), "--offline-steps", "5000"],
+        [sys.executable, "benchmark/qdagger_reincarnation.py", "run", "--out", str(tmp_path), *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
     )
     assert done.returncode == 2
-    assert "--offline-steps: no budget has [5000] offline steps (they have [1750, 3000, 10000])" in done.stderr
+    assert f"--offline-steps: {error}" in done.stderr
     assert not any(tmp_path.iterdir())
 
 
