@@ -277,6 +277,21 @@ def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on
     ]
 
 
+def test_trxl_variant_is_queued_only_by_its_own_name_with_its_own_files(tmp_path):
+    from benchmark import trxl_memory as bench
+
+    published = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
+    assert all("--init-ent-coef" not in run.args for run in published)  # the published runs keep their default
+    runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0+ent0.01"])
+    assert [run.result.name for run in runs] == [
+        "ppo_trxl__MiniGrid-MemoryS9-v0+ent0.01__memory64__500000__1.json",
+        "ppo_trxl__MiniGrid-MemoryS9-v0+ent0.01__memory1__500000__1.json",
+    ]
+    assert all(run.args[run.args.index("--init-ent-coef") + 1] == "0.01" for run in runs)
+    assert {run.env_id for run in runs} == {"MiniGrid-MemoryS9-v0"}  # the env the runner passes to the script
+    assert not {run.workdir for run in runs} & {run.workdir for run in published}  # no shared checkpoints
+
+
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
     from benchmark import trxl_memory as bench
 
