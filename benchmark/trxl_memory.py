@@ -3,6 +3,7 @@
     python benchmark/trxl_memory.py run --only ProofofMemory-v0     # the runs not done yet, one at a time
     python benchmark/trxl_memory.py run --workers 2 --threads 1     # two at a time, one torch thread each
     python benchmark/trxl_memory.py report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
+    python benchmark/trxl_memory.py cue CHECKPOINT --episodes 500    # a MiniGrid agent's success, split by the cue seen
 
 Each check trains ppo_trxl.py on a task that cannot be solved without remembering an early cue, with
 the memory of its published settings and with a memory of length 1 (each step attends only to itself:
@@ -18,6 +19,11 @@ no memory), same steps and seeds:
 The score of a run is over its last `LAST_EPISODES` episodes: the mean return and the success rate
 (the share of episodes with a positive return). A task passes when every seed with memory succeeds in
 at least `SUCCESS_BAR` of its episodes and every seed without memory at least `ABLATION_GAP` less.
+
+`cue` asks what a MiniGrid Memory agent does with its memory: it plays episodes with the policy of a
+run's checkpoint (actions sampled, as in training) and splits the success rate by whether the cue object
+was in the agent's view at its first step, later in the episode, or never. An agent that remembers what
+it saw succeeds almost always once it has seen the cue; one that does not, half the time either way.
 
 The runs go through the project's runner (benchlib's queue, logs under `--out`/logs). A MiniGrid run
 (~1.5 h alone on 2 cores) writes a checkpoint every 4 iterations (16,384 steps, ~3 min) and `run`
@@ -158,9 +164,77 @@ def report(out: Path) -> str:
     return "\n".join(lines + ([""] + verdicts if verdicts else []))
 
 
+@dataclass(frozen=True)
+class CueEpisode:
+    seen_at_start: bool  # the cue object was in the agent's view at its first step
+    seen: bool  # ... at any step of the episode
+    success: bool
+
+
+def cue_episodes(env, act, episodes: int, seed: int) -> list[CueEpisode]:
+    """Play `episodes` episodes of a MiniGrid Memory env with `act(obs, episode_start) -> action`."""
+    memory_env = env.unwrapped
+    played = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        cue = (1, memory_env.height // 2 - 1)  # where MiniGrid's MemoryEnv puts the object to remember
+        seen_at_start = seen = bool(memory_env.agent_sees(*cue))
+        episode_start, done = True, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs, episode_start))
+            episode_start, done = False, terminated or truncated
+            seen = seen or bool(memory_env.agent_sees(*cue))
+        played.append(CueEpisode(seen_at_start, seen, reward > 0))
+    return played
+
+
+def cue_report(played: list[CueEpisode]) -> str:
+    groups = [
+        ("cue in view at the first step", [e for e in played if e.seen_at_start]),
+        ("cue seen later in the episode", [e for e in played if e.seen and not e.seen_at_start]),
+        ("cue never seen", [e for e in played if not e.seen]),
+        ("all", played),
+    ]
+    lines = ["| episodes | count | success rate |", "|---|---|---|"]
+    for label, group in groups:
+        rate = f"{sum(e.success for e in group) / len(group):.2f}" if group else "–"
+        lines.append(f"| {label} | {len(group)} | {rate} |")
+    return "\n".join(lines)
+
+
+def checkpoint_policy(checkpoint: Path, env):
+    """`act(obs, episode_start)` for one env: the policy of a ppo_trxl.py checkpoint, its memory emptied per episode."""
+    import numpy as np
+    import torch
+
+    from cleanrl.ppo_trxl.ppo_trxl import Agent
+    from cleanrl_utils.evals.ppo_trxl_eval import memory_policy
+
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)  # our own run's file, not a download
+    agent = Agent(argparse.Namespace(**saved["args"]), env.observation_space, env.action_space, env.spec.max_episode_steps)
+    agent.load_state_dict(saved["agent"])
+    act = memory_policy(agent.eval(), "cpu")
+    return lambda obs, episode_start: int(act(obs[None], np.array([episode_start]))[0])
+
+
+def cue(checkpoint: Path, episodes: int, seed: int) -> str:
+    import torch
+
+    from cleanrl.ppo_trxl.ppo_trxl import make_env
+
+    env_id = torch.load(checkpoint, map_location="cpu", weights_only=False)["args"]["env_id"]
+    if not env_id.startswith("MiniGrid-Memory"):
+        raise SystemExit(f"trxl_memory.py: error: cue: {checkpoint} is a run of {env_id}, not of a MiniGrid Memory env")
+    env = make_env(env_id, 0, False, "")()
+    return cue_report(cue_episodes(env, checkpoint_policy(checkpoint, env), episodes, seed))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("command", choices=["run", "report", "cue"])
+    parser.add_argument("checkpoint", nargs="?", type=Path, help="cue: a ppo_trxl.py checkpoint of a MiniGrid run")
+    parser.add_argument("--episodes", type=positive_int, default=500, help="cue: episodes to play")
+    parser.add_argument("--seed", type=int, default=0, help="cue: seed of the first episode's reset (then +1 each)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "trxl_memory")
     parser.add_argument("--only", nargs="+", help="run: only these checks (env ids; env+variant for a variant)")
     parser.add_argument("--workers", type=positive_int, default=1, help="run: learning runs at a time")
@@ -170,6 +244,11 @@ def main() -> None:
     if args.command == "run":
         env = torch_threads_env(args.threads)
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))
+    if args.command == "cue":
+        if args.checkpoint is None or not args.checkpoint.is_file():
+            parser.error(f"cue needs a checkpoint file of a run, got {args.checkpoint}")
+        print(cue(args.checkpoint, args.episodes, args.seed))
+        return
     print(report(args.out))
 
 

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -290,6 +291,60 @@ def test_trxl_variant_is_queued_only_by_its_own_name_with_its_own_files(tmp_path
     assert all(run.args[run.args.index("--init-ent-coef") + 1] == "0.01" for run in runs)
     assert {run.env_id for run in runs} == {"MiniGrid-MemoryS9-v0"}  # the env the runner passes to the script
     assert not {run.workdir for run in runs} & {run.workdir for run in published}  # no shared checkpoints
+
+
+def test_trxl_cue_episodes_split_by_whether_the_agent_saw_the_cue():
+    from benchmark import trxl_memory as bench
+    from cleanrl.ppo_trxl.ppo_trxl import make_env
+
+    env = make_env("MiniGrid-MemoryS7-v0", 0, False, "")()
+    starts = [(env.reset(seed=seed), env.unwrapped.agent_pos[0])[1] for seed in range(24)]  # cue_episodes' resets
+    # walking straight east never turns back to the cue (west of every start) and never steps beside an object
+    played = bench.cue_episodes(env, lambda obs, episode_start: 2, episodes=24, seed=0)
+    assert [e.seen_at_start for e in played] == [x == 1 for x in starts]  # in view only from the room's first column
+    assert 0 < sum(starts_in_first_column := [e.seen_at_start for e in played]) < 24
+    assert [e.seen for e in played] == starts_in_first_column
+    assert not any(e.success for e in played)  # cut at the 96-step limit
+    # turning left on the spot from the room's first two columns brings the cue into view, later than the first step
+    turned = bench.cue_episodes(env, lambda obs, episode_start: 0, episodes=24, seed=0)
+    assert any(e.seen and not e.seen_at_start for e in turned)
+
+
+def test_trxl_cue_report_rates_per_group():
+    from benchmark.trxl_memory import CueEpisode, cue_report
+
+    played = [CueEpisode(True, True, True)] * 3 + [CueEpisode(True, True, False)] + [CueEpisode(False, False, True)] * 2
+    table = cue_report(played + [CueEpisode(False, False, False)] * 2)
+    assert "| cue in view at the first step | 4 | 0.75 |" in table
+    assert "| cue seen later in the episode | 0 | – |" in table  # no such episode: no rate
+    assert "| cue never seen | 4 | 0.50 |" in table
+    assert "| all | 8 | 0.62 |" in table
+
+
+def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatch, capsys):
+    import torch
+
+    from benchmark import trxl_memory as bench
+    from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
+
+    def checkpoint(env_id: str) -> Path:
+        args = Args(env_id=env_id, trxl_dim=16, trxl_num_layers=1, trxl_num_heads=1, trxl_memory_length=8)
+        env = make_env(env_id, 0, False, "")()
+        agent = Agent(args, env.observation_space, env.action_space, env.spec.max_episode_steps)
+        path = tmp_path / f"{env_id}.pt"
+        torch.save({"args": dataclasses.asdict(args), "agent": agent.state_dict()}, path)  # the keys a run's checkpoint has
+        return path
+
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(checkpoint("MiniGrid-MemoryS7-v0")), "--episodes", "3"])
+    bench.main()
+    assert "| all | 3 |" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(checkpoint("ProofofMemory-v0"))])
+    with pytest.raises(SystemExit, match="is a run of ProofofMemory-v0, not of a MiniGrid Memory env"):
+        bench.main()
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(tmp_path / "missing.pt")])
+    with pytest.raises(SystemExit) as stopped:
+        bench.main()
+    assert stopped.value.code == 2 and "cue needs a checkpoint file of a run" in capsys.readouterr().err
 
 
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
