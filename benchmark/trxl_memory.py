@@ -15,6 +15,8 @@ no memory), same steps and seeds:
   corridor, 500k): an object shown in the first room must be matched at the corridor's end (MiniGrid pays
   1 - 0.9 x steps / (5 x size^2) for the right one, 0 otherwise; the script cuts episodes at 96 steps); a
   guess succeeds half the time.
+- `MiniGrid-MemoryS9-v0+ent0.01` (500k): not the published settings but MemoryS9's with a 100x larger
+  entropy bonus, to test whether the published runs' plateau comes from too little exploration.
 
 The score of a run is over its last `LAST_EPISODES` episodes: the mean return and the success rate
 (the share of episodes with a positive return). A task passes when every seed with memory succeeds in
