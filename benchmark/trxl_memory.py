@@ -204,37 +204,43 @@ def cue_report(played: list[CueEpisode]) -> str:
     return "\n".join(lines)
 
 
-def checkpoint_policy(checkpoint: Path, env):
-    """`act(obs, episode_start)` for one env: the policy of a ppo_trxl.py checkpoint, its memory emptied per episode."""
+def saved_policy(saved: dict, env):
+    """`act(obs, episode_start)` for one env: the policy of a ppo_trxl.py checkpoint or model file, its memory emptied
+    per episode."""
     import numpy as np
-    import torch
 
     from cleanrl.ppo_trxl.ppo_trxl import Agent
     from cleanrl_utils.evals.ppo_trxl_eval import memory_policy
 
-    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)  # our own run's file, not a download
     agent = Agent(argparse.Namespace(**saved["args"]), env.observation_space, env.action_space, env.spec.max_episode_steps)
-    agent.load_state_dict(saved["agent"])
+    agent.load_state_dict(saved["agent"] if "agent" in saved else saved["model_weights"])
     act = memory_policy(agent.eval(), "cpu")
     return lambda obs, episode_start: int(act(obs[None], np.array([episode_start]))[0])
 
 
-def cue(checkpoint: Path, episodes: int, seed: int) -> str:
+def cue(path: Path, episodes: int, seed: int) -> str:
     import torch
 
     from cleanrl.ppo_trxl.ppo_trxl import make_env
 
-    env_id = torch.load(checkpoint, map_location="cpu", weights_only=False)["args"]["env_id"]
+    try:  # a run's checkpoint holds its envs and random generators as pickles: our own files, not downloads
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        env_id = saved["args"]["env_id"]
+    except Exception as e:  # any unreadable file: one line, not a traceback
+        raise SystemExit(f"trxl_memory.py: error: cue: {path} is not a ppo_trxl.py checkpoint or model file ({e!r})") from None
+    if "agent" not in saved and "model_weights" not in saved:
+        raise SystemExit(f"trxl_memory.py: error: cue: {path} holds no weights (neither 'agent' nor 'model_weights')")
     if not env_id.startswith("MiniGrid-Memory"):
-        raise SystemExit(f"trxl_memory.py: error: cue: {checkpoint} is a run of {env_id}, not of a MiniGrid Memory env")
+        raise SystemExit(f"trxl_memory.py: error: cue: {path} is a run of {env_id}, not of a MiniGrid Memory env")
     env = make_env(env_id, 0, False, "")()
-    return cue_report(cue_episodes(env, checkpoint_policy(checkpoint, env), episodes, seed))
+    torch.manual_seed(seed)  # the sampled actions: the same command gives the same table
+    return cue_report(cue_episodes(env, saved_policy(saved, env), episodes, seed))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["run", "report", "cue"])
-    parser.add_argument("checkpoint", nargs="?", type=Path, help="cue: a ppo_trxl.py checkpoint of a MiniGrid run")
+    parser.add_argument("checkpoint", nargs="?", type=Path, help="cue: a MiniGrid run's checkpoint or saved model")
     parser.add_argument("--episodes", type=positive_int, default=500, help="cue: episodes to play")
     parser.add_argument("--seed", type=int, default=0, help="cue: seed of the first episode's reset (then +1 each)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "trxl_memory")
@@ -248,7 +254,7 @@ def main() -> None:
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))
     if args.command == "cue":
         if args.checkpoint is None or not args.checkpoint.is_file():
-            parser.error(f"cue needs a checkpoint file of a run, got {args.checkpoint}")
+            parser.error(f"cue needs a run's checkpoint or model file, got {args.checkpoint}")
         print(cue(args.checkpoint, args.episodes, args.seed))
         return
     print(report(args.out))

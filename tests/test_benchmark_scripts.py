@@ -327,24 +327,34 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
     from benchmark import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
 
-    def checkpoint(env_id: str) -> Path:
+    def saved(env_id: str, weights_key: str = "agent") -> Path:
         args = Args(env_id=env_id, trxl_dim=16, trxl_num_layers=1, trxl_num_heads=1, trxl_memory_length=8)
         env = make_env(env_id, 0, False, "")()
+        torch.manual_seed(0)  # the same weights in both files
         agent = Agent(args, env.observation_space, env.action_space, env.spec.max_episode_steps)
-        path = tmp_path / f"{env_id}.pt"
-        torch.save({"args": dataclasses.asdict(args), "agent": agent.state_dict()}, path)  # the keys a run's checkpoint has
+        path = tmp_path / f"{env_id}.{weights_key}"
+        # "agent": a run's checkpoint; "model_weights": a --save-model file
+        torch.save({"args": dataclasses.asdict(args), weights_key: agent.state_dict()}, path)
         return path
 
-    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(checkpoint("MiniGrid-MemoryS7-v0")), "--episodes", "3"])
-    bench.main()
-    assert "| all | 3 |" in capsys.readouterr().out
-    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(checkpoint("ProofofMemory-v0"))])
+    tables = []
+    for path in (saved("MiniGrid-MemoryS7-v0"), saved("MiniGrid-MemoryS7-v0", "model_weights")):
+        monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(path), "--episodes", "6"])
+        bench.main()
+        tables.append(capsys.readouterr().out)
+        assert "| all | 6 |" in tables[-1]
+    assert tables[0] == tables[1]  # the same weights and seed: the same sampled actions, the same table
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(saved("ProofofMemory-v0"))])
     with pytest.raises(SystemExit, match="is a run of ProofofMemory-v0, not of a MiniGrid Memory env"):
+        bench.main()
+    (not_a_checkpoint := tmp_path / "notes.txt").write_text("not a checkpoint")
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(not_a_checkpoint)])
+    with pytest.raises(SystemExit, match="notes.txt is not a ppo_trxl.py checkpoint or model file"):
         bench.main()
     monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(tmp_path / "missing.pt")])
     with pytest.raises(SystemExit) as stopped:
         bench.main()
-    assert stopped.value.code == 2 and "cue needs a checkpoint file of a run" in capsys.readouterr().err
+    assert stopped.value.code == 2 and "cue needs a run's checkpoint or model file" in capsys.readouterr().err
 
 
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
