@@ -71,6 +71,12 @@ class Check:
         return out / f"ppo_trxl__{self.name}__memory{memory_length}__{self.total_timesteps}__{seed}.json"
 
 
+# the reference's hyperparameters for MiniGrid-MemoryS9-v0 (published budget 2M steps), used for every MiniGrid check
+MINIGRID_FLAGS = (
+    "--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4", "--trxl-dim", "256",
+    "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2",
+)  # fmt: skip
+
 CHECKS = [
     # the reference's hyperparameters for ProofofMemory-v0
     Check(
@@ -81,34 +87,17 @@ CHECKS = [
          "--clip-coef", "0.2"),
         16, 25_000, (1, 2, 3),
     ),
-    # the reference's hyperparameters for MiniGrid-MemoryS9-v0 (published budget 2M steps)
-    Check(
-        "MiniGrid-MemoryS9-v0",
-        ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
-         "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2"),
-        64, 500_000, (1,), checkpoint_every=4,
-    ),
+    # MiniGrid-MemoryS9-v0 at a quarter of its published budget
+    Check("MiniGrid-MemoryS9-v0", MINIGRID_FLAGS, 64, 500_000, (1,), checkpoint_every=4),
     # the same at the published budget (~4.6 h with memory at 120 steps/s: several sessions, resumed by `run`)
-    Check(
-        "MiniGrid-MemoryS9-v0",
-        ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
-         "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2"),
-        64, 2_000_000, (1,), checkpoint_every=4,
-    ),
+    Check("MiniGrid-MemoryS9-v0", MINIGRID_FLAGS, 64, 2_000_000, (1,), checkpoint_every=4),
     # the smallest MiniGrid Memory room, the same settings and budget: the size that fits a 2-core session best
-    Check(
-        "MiniGrid-MemoryS7-v0",
-        ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
-         "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2"),
-        64, 500_000, (1,), checkpoint_every=4,
-    ),
+    Check("MiniGrid-MemoryS7-v0", MINIGRID_FLAGS, 64, 500_000, (1,), checkpoint_every=4),
     # not the published settings: MemoryS9's at 500k with a 100x larger entropy bonus (0.01 for 1e-4), to see
     # whether the plateau of the published runs (a coin flip, entropy ~0.03) is one of too little exploration
     Check(
         "MiniGrid-MemoryS9-v0",
-        ("--num-envs", "16", "--num-steps", "256", "--trxl-num-layers", "2", "--trxl-num-heads", "4",
-         "--trxl-dim", "256", "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2",
-         "--init-ent-coef", "0.01"),
+        (*MINIGRID_FLAGS, "--init-ent-coef", "0.01"),
         64, 500_000, (1,), checkpoint_every=4, variant="ent0.01",
     ),
 ]  # fmt: skip
@@ -211,10 +200,10 @@ def saved_policy(saved: dict, env):
 
     from cleanrl.ppo_trxl.ppo_trxl import Agent
     from cleanrl_utils.evals.ppo_trxl_eval import memory_policy
+    from cleanrl_utils.evals.torch_models import with_weights
 
     agent = Agent(argparse.Namespace(**saved["args"]), env.observation_space, env.action_space, env.spec.max_episode_steps)
-    agent.load_state_dict(saved["agent"] if "agent" in saved else saved["model_weights"])
-    act = memory_policy(agent.eval(), "cpu")
+    act = memory_policy(with_weights(agent, saved["agent"] if "agent" in saved else saved["model_weights"], "cpu"), "cpu")
     return lambda obs, episode_start: int(act(obs[None], np.array([episode_start]))[0])
 
 
