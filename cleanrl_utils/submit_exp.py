@@ -10,9 +10,11 @@ image, submits one job per seed (`<command> --seed S`) to `--job-queue` and dere
 definition again (jobs already submitted are not affected).
 
 The W&B key comes from `--wandb-key`, else the WANDB_API_KEY environment variable, else the
-`api.wandb.ai` entry of ~/.netrc (what `wandb login` writes). It is passed to the jobs and
-never printed. Exit codes: 0 on success, 1 when docker or AWS failed, 2 on bad input or
-missing credentials.
+`api.wandb.ai` entry of ~/.netrc (what `wandb login` writes). It is never printed. On AWS it
+never enters a job definition or a job either (those stay readable to anyone who may describe
+them, deregistered or not): the jobs get it from AWS Secrets Manager (or an SSM parameter), as a
+secret that ECS reads with `--execution-role-arn` when the container starts. Exit codes: 0 on
+success, 1 when docker or AWS failed, 2 on bad input or missing credentials.
 """
 
 import netrc
@@ -39,6 +41,7 @@ API_RETRY_ATTEMPTS = 5
 MIN_TIMEOUT_SECONDS = 60
 MAX_JOB_ATTEMPTS = 10
 MAX_NAME_LENGTH = 128
+DEFAULT_SECRET_NAME = "cleanrl/wandb-api-key"
 
 
 @dataclass
@@ -76,7 +79,17 @@ class Args:
     num_hours: float = 16.0
     """time limit of one job attempt, in hours"""
     aws_num_retries: int = 1
-    """attempts AWS Batch makes per job (1 to 10); a failed attempt is retried"""
+    """attempts AWS Batch makes per job (1 to 10); a failed attempt is retried, as a W&B run of its own"""
+    resumes_from_checkpoints: bool = False
+    """the command resumes from checkpoints kept on storage that outlives an attempt: every attempt of a job then
+    continues one W&B run (without it, each attempt trains from step 0 and is a W&B run of its own)"""
+    wandb_secret: Annotated[str, tyro.conf.arg(metavar="ARN")] = ""
+    """AWS: ARN of a Secrets Manager secret or SSM parameter holding the W&B key; empty: the key found here is
+    stored in Secrets Manager as --wandb-secret-name"""
+    wandb_secret_name: str = DEFAULT_SECRET_NAME
+    """AWS: name of the Secrets Manager secret the W&B key found here is stored in (created, or its value updated)"""
+    execution_role_arn: Annotated[str, tyro.conf.arg(metavar="ARN")] = ""
+    """AWS: IAM role with which ECS reads the W&B secret when a job starts (needed when the command has --track)"""
 
 
 class BadInput(Exception):
@@ -142,6 +155,11 @@ def find_wandb_key(flag_value: str) -> str | None:
 
 def uses_wandb(command: str) -> bool:
     return "--track" in shlex.split(command)
+
+
+def aws_passes_key(args: Args) -> bool:
+    """Whether the AWS jobs get the W&B key: when the command tracks, or a secret is named for it."""
+    return uses_wandb(args.command) or bool(args.wandb_secret)
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -237,52 +255,84 @@ def new_wandb_run_id() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
-def job_definition_request(args: Args, wandb_key: str | None) -> dict[str, Any]:
+def job_definition_request(args: Args, key_secret_arn: str | None) -> dict[str, Any]:
+    """The job definition: image, resources, retries; the W&B key only as a reference to its secret."""
     resources = [{"type": "VCPU", "value": str(args.num_vcpu)}, {"type": "MEMORY", "value": str(args.num_memory)}]
     if args.num_gpu > 0:
         resources.append({"type": "GPU", "value": str(args.num_gpu)})
-    # A retried attempt continues the same W&B run (same WANDB_RUN_ID, set per job) instead of starting another.
-    environment = [{"name": "WANDB_RESUME", "value": "allow"}]
-    if wandb_key:
-        environment.append({"name": "WANDB_API_KEY", "value": wandb_key})
+    container: dict[str, Any] = {
+        "image": args.docker_tag,
+        "command": ["/bin/bash", "-c", args.command],
+        "resourceRequirements": resources,
+        # Resuming attempts continue their job's W&B run (WANDB_RUN_ID set per job); see `job_command`.
+        "environment": [{"name": "WANDB_RESUME", "value": "allow"}] if args.resumes_from_checkpoints else [],
+    }
+    if key_secret_arn:
+        # ECS reads the value when the container starts: the definition holds only where it is.
+        container["secrets"] = [{"name": "WANDB_API_KEY", "valueFrom": key_secret_arn}]
+        container["executionRoleArn"] = args.execution_role_arn
     return {
         "jobDefinitionName": batch_name(args.job_definition_name or f"cleanrl-{script_stem(args.command)}"),
         "type": "container",
-        "containerProperties": {
-            "image": args.docker_tag,
-            "command": ["/bin/bash", "-c", args.command],
-            "resourceRequirements": resources,
-            "environment": environment,
-        },
+        "containerProperties": container,
         "retryStrategy": {"attempts": args.aws_num_retries},
         "timeout": {"attemptDurationSeconds": int(args.num_hours * 3600)},
     }
 
 
+def job_command(args: Args, seed: int, run_id: str) -> str:
+    """The job's shell command: the seed's command, with the W&B run id of the attempt running it.
+
+    A retried attempt starts in a fresh container from step 0, so it is a run of its own
+    (`<id>-attempt<N>`, N from AWS_BATCH_JOB_ATTEMPT) rather than steps interleaved with the failed
+    attempt's; only a command that resumes from persistent checkpoints continues the job's run.
+    """
+    command = seed_command(args.command, seed)
+    if args.resumes_from_checkpoints:
+        return command
+    return f'export WANDB_RUN_ID="{run_id}-attempt${{AWS_BATCH_JOB_ATTEMPT:-1}}"; {command}'
+
+
 def job_request(args: Args, definition_arn: str, seed: int) -> dict[str, Any]:
+    run_id = new_wandb_run_id()
+    environment = [{"name": "WANDB_RUN_ID", "value": run_id}] if args.resumes_from_checkpoints else []
     return {
         "jobName": job_name(args.command, seed),
         "jobQueue": args.job_queue,
         "jobDefinition": definition_arn,
-        "containerOverrides": {
-            "command": ["/bin/bash", "-c", seed_command(args.command, seed)],
-            "environment": [{"name": "WANDB_RUN_ID", "value": new_wandb_run_id()}],
-        },
+        "containerOverrides": {"command": ["/bin/bash", "-c", job_command(args, seed, run_id)], "environment": environment},
     }
 
 
-def batch_client() -> Any:
+def aws_session() -> Any:
     try:
         import boto3
-        from botocore.config import Config
-        from botocore.exceptions import NoRegionError
     except ImportError:
         raise BadInput('--provider aws needs boto3: pip install -e ".[cloud]"') from None
+    return boto3.session.Session()
+
+
+def aws_client(session: Any, service: str) -> Any:
+    from botocore.config import Config
+    from botocore.exceptions import NoRegionError
+
     config = Config(retries={"max_attempts": API_RETRY_ATTEMPTS, "mode": "standard"})
     try:
-        return boto3.client("batch", config=config)
+        return session.client(service, config=config)
     except NoRegionError:
         raise BadInput("no AWS region: set AWS_DEFAULT_REGION or a region in ~/.aws/config (aws configure)") from None
+
+
+def store_key_secret(client: Any, name: str, wandb_key: str) -> str:
+    """Put the key into the Secrets Manager secret `name` (created, or given a new value); returns its ARN."""
+    try:
+        created = client.create_secret(Name=name, SecretString=wandb_key, Description="W&B API key for cleanrl jobs")
+        print(f"stored the W&B key in the new secret {created['ARN']}")
+        return created["ARN"]
+    except client.exceptions.ResourceExistsException:
+        updated = client.put_secret_value(SecretId=name, SecretString=wandb_key)
+        print(f"stored the W&B key in the secret {updated['ARN']}")
+        return updated["ARN"]
 
 
 def check_job_queue(client: Any, job_queue: str) -> None:
@@ -293,10 +343,16 @@ def check_job_queue(client: Any, job_queue: str) -> None:
         raise BadInput(f"AWS Batch job queue {job_queue!r} is not enabled")
 
 
-def submit_jobs(client: Any, args: Args, wandb_key: str | None) -> None:
+def submit_jobs(session: Any, args: Args, wandb_key: str | None) -> None:
     """Register the job definition, submit one job per seed, then deregister the definition."""
+    client = aws_client(session, "batch")
     check_job_queue(client, args.job_queue)
-    definition = client.register_job_definition(**job_definition_request(args, wandb_key))
+    key_secret_arn = None
+    if aws_passes_key(args):
+        key_secret_arn = args.wandb_secret or store_key_secret(
+            aws_client(session, "secretsmanager"), args.wandb_secret_name, wandb_key or ""
+        )
+    definition = client.register_job_definition(**job_definition_request(args, key_secret_arn))
     arn = definition["jobDefinitionArn"]
     print(f"registered job definition {arn}")
     try:
@@ -304,17 +360,22 @@ def submit_jobs(client: Any, args: Args, wandb_key: str | None) -> None:
             job = client.submit_job(**job_request(args, arn, seed))
             print(f"submitted seed {seed}: job {job['jobName']} ({job['jobId']}) to queue {args.job_queue}")
     finally:
-        # Drops the stored definition (and the key in it) from the active list; jobs keep running.
+        # Only active definitions are listed by default; jobs already submitted keep running.
         client.deregister_job_definition(jobDefinition=arn)
 
 
 def submit_to_aws(args: Args, wandb_key: str | None) -> None:
     """Submit the jobs, turning boto3's errors into BadInput (credentials) or SubmitFailed."""
-    client = batch_client()
+    if aws_passes_key(args) and not args.execution_role_arn:
+        raise BadInput(
+            "the jobs read the W&B key from AWS Secrets Manager, which needs --execution-role-arn"
+            " (an IAM role ECS may assume, allowed to read the secret)"
+        )
+    session = aws_session()
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
     try:
-        submit_jobs(client, args, wandb_key)
+        submit_jobs(session, args, wandb_key)
     except NoCredentialsError:
         raise BadInput(
             "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run aws configure"
@@ -322,7 +383,7 @@ def submit_to_aws(args: Args, wandb_key: str | None) -> None:
     except ClientError as error:
         details = error.response.get("Error", {})
         operation = error.operation_name
-        message = f"AWS Batch refused {operation}: {details.get('Code', '?')}: {details.get('Message', '')}"
+        message = f"AWS refused {operation}: {details.get('Code', '?')}: {details.get('Message', '')}"
         raise SubmitFailed(redact(message, wandb_key)) from None
     except BotoCoreError as error:
         raise SubmitFailed(redact(f"AWS request failed: {error}", wandb_key)) from None
@@ -334,7 +395,8 @@ def submit_to_aws(args: Args, wandb_key: str | None) -> None:
 def run(args: Args) -> None:
     validate(args)
     wandb_key = find_wandb_key(args.wandb_key)
-    if uses_wandb(args.command) and not wandb_key:
+    key_from_aws = args.provider == "aws" and args.wandb_secret
+    if uses_wandb(args.command) and not wandb_key and not key_from_aws:
         raise BadInput("the command has --track but no W&B key was found (--wandb-key, WANDB_API_KEY or ~/.netrc)")
     if args.build or args.push:
         build_image(args)

@@ -24,6 +24,7 @@ ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 KEY = "wandb-test-key-0123456789abcdef"
 COMMAND = "python cleanrl/ppo.py --env-id CartPole-v1 --track"
 REGION = "us-east-1"
+ROLE = "arn:aws:iam::123456789012:role/cleanrl-batch-execution"
 
 
 # ---- helpers --------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_single_platform_build_is_loaded_and_a_failed_build_stops(tmp_path):
 
 def test_missing_aws_credentials_is_one_clear_error(tmp_path):
     env = clean_env(tmp_path, AWS_DEFAULT_REGION=REGION, WANDB_API_KEY=KEY)
-    proc = run_cli("--provider", "aws", "--command", COMMAND, env=env, cwd=tmp_path)
+    proc = run_cli("--provider", "aws", "--command", COMMAND, "--execution-role-arn", ROLE, env=env, cwd=tmp_path)
     assert proc.returncode == 2
     assert_one_error_line(proc, "AWS credentials")
     assert KEY not in proc.stdout + proc.stderr
@@ -323,6 +324,7 @@ def test_aws_registers_the_job_definition_and_submits_one_job_per_seed(mocked_ba
     argv = ["--provider", "aws", "--docker-tag", "me/cleanrl:3", "--command", COMMAND, "--num-seed", "3"]
     argv += ["--job-queue", queue, "--num-vcpu", "2", "--num-memory", "4000", "--num-gpu", "1", "--num-hours", "1.5"]
     argv += ["--aws-num-retries", "3", "--job-definition-name", "cleanrl-test-def", "--wandb-key", KEY]
+    argv += ["--execution-role-arn", ROLE]
     assert submit_exp.main(argv) == 0
     output = capsys.readouterr()
     assert KEY not in output.out + output.err
@@ -333,30 +335,119 @@ def test_aws_registers_the_job_definition_and_submits_one_job_per_seed(mocked_ba
     assert container["command"] == ["/bin/bash", "-c", COMMAND]
     resources = {r["type"]: r["value"] for r in container["resourceRequirements"]}
     assert resources == {"VCPU": "2", "MEMORY": "4000", "GPU": "1"}
-    assert env_dict(container["environment"]) == {"WANDB_API_KEY": KEY, "WANDB_RESUME": "allow"}
     assert definition["timeout"] == {"attemptDurationSeconds": 5400}
     assert definition["retryStrategy"]["attempts"] == 3
     assert definition["status"] == "INACTIVE"  # deregistered once the jobs were submitted
 
     jobs = sorted(all_jobs(batch, queue), key=lambda job: job["jobName"])
     assert [job["jobName"] for job in jobs] == [f"ppo-CartPole-v1-seed{seed}" for seed in (1, 2, 3)]
-    run_ids = set()
     for seed, job in enumerate(jobs, start=1):
         assert job["jobQueue"].endswith(f"job-queue/{queue}")
         assert job["jobDefinition"] == definition["jobDefinitionArn"]
-        assert job["container"]["command"] == ["/bin/bash", "-c", f"{COMMAND} --seed {seed}"]
-        run_ids.add(env_dict(job["container"]["environment"])["WANDB_RUN_ID"])
+        assert job["container"]["command"][:2] == ["/bin/bash", "-c"]
+        assert job["container"]["command"][2].endswith(f"; {COMMAND} --seed {seed}")
         assert f"submitted seed {seed}: job {job['jobName']} ({job['jobId']})" in output.out
-    assert len(run_ids) == 3  # each seed is its own W&B run
+
+
+def test_aws_key_reaches_the_jobs_as_a_secret_never_in_a_definition_or_job(mocked_batch, capsys):
+    """The key goes to Secrets Manager; the definition names the secret; nothing Batch can describe holds the key."""
+    import boto3
+
+    batch, queue = mocked_batch
+    argv = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--num-seed", "2", "--wandb-key", KEY]
+    assert submit_exp.main([*argv, "--execution-role-arn", ROLE]) == 0
+    output = capsys.readouterr()
+    assert KEY not in output.out + output.err
+
+    # Every definition, deregistered ones included, and every job as Batch describes them.
+    described = json.dumps(batch.describe_job_definitions()["jobDefinitions"], default=str)
+    described += json.dumps(all_jobs(batch, queue), default=str)
+    assert "cleanrl-ppo" in described and "--seed 2" in described
+    assert KEY not in described
+    secrets = boto3.client("secretsmanager")
+    stored = secrets.get_secret_value(SecretId=submit_exp.DEFAULT_SECRET_NAME)
+    assert stored["SecretString"] == KEY
+    (definition,) = batch.describe_job_definitions(jobDefinitionName="cleanrl-ppo")["jobDefinitions"]
+    container = definition["containerProperties"]
+    assert container["secrets"] == [{"name": "WANDB_API_KEY", "valueFrom": stored["ARN"]}]
+    assert container["executionRoleArn"] == ROLE
+
+    # A second submission updates the stored value instead of failing on the existing secret.
+    assert submit_exp.main([*argv[:-1], "new-key-42", "--execution-role-arn", ROLE]) == 0
+    assert secrets.get_secret_value(SecretId=submit_exp.DEFAULT_SECRET_NAME)["SecretString"] == "new-key-42"
+    assert "new-key-42" not in json.dumps(batch.describe_job_definitions()["jobDefinitions"], default=str)
+
+
+def test_aws_uses_a_named_secret_without_a_local_key(mocked_batch, capsys):
+    """An SSM parameter (or secret) ARN: the key need not exist on this machine, and none is stored."""
+    import boto3
+
+    batch, queue = mocked_batch
+    parameter = boto3.client("ssm").put_parameter(Name="/cleanrl/wandb", Value=KEY, Type="SecureString")
+    arn = f"arn:aws:ssm:{REGION}:123456789012:parameter/cleanrl/wandb"
+    assert parameter["Version"] == 1
+    argv = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--wandb-secret", arn]
+    assert submit_exp.main([*argv, "--execution-role-arn", ROLE]) == 0, capsys.readouterr().err
+    (definition,) = batch.describe_job_definitions(jobDefinitionName="cleanrl-ppo")["jobDefinitions"]
+    assert definition["containerProperties"]["secrets"] == [{"name": "WANDB_API_KEY", "valueFrom": arn}]
+    assert boto3.client("secretsmanager").list_secrets()["SecretList"] == []
+
+
+def test_aws_key_without_an_execution_role_is_one_clear_error(mocked_batch, capsys):
+    batch, queue = mocked_batch
+    argv = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--wandb-key", KEY]
+    assert submit_exp.main(argv) == 2
+    output = capsys.readouterr()
+    assert output.out == "" and len(output.err.strip().splitlines()) == 1 and "--execution-role-arn" in output.err
+    assert batch.describe_job_definitions()["jobDefinitions"] == []
+
+
+def run_attempt(job: dict, attempt: int, tmp_path: Path) -> dict[str, str]:
+    """Run a submitted job's command the way Batch runs attempt `attempt`, with a stand-in `python` that records
+    the W&B variables it was started with."""
+    record = tmp_path / f"attempt{attempt}"
+    fake_program(tmp_path / "bin", "python", 'printf "%s\\n" "id=$WANDB_RUN_ID" "resume=$WANDB_RESUME" > "$RECORD"')
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "RECORD": str(record),
+        "AWS_BATCH_JOB_ATTEMPT": str(attempt),
+        **env_dict(job["container"]["environment"]),
+    }
+    proc = subprocess.run(job["container"]["command"], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return dict(line.split("=", 1) for line in record.read_text().splitlines())
+
+
+@pytest.mark.parametrize("resumes", [False, True])
+def test_each_retry_attempt_is_a_wandb_run_of_its_own_unless_it_resumes(mocked_batch, capsys, tmp_path, resumes):
+    """A retried attempt trains from step 0 in a fresh container: it must not write into the failed attempt's W&B run.
+    Only a command that resumes from persistent checkpoints continues it."""
+    batch, queue = mocked_batch
+    argv = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--num-seed", "2", "--aws-num-retries", "3"]
+    argv += ["--wandb-key", KEY, "--execution-role-arn", ROLE] + (["--resumes-from-checkpoints"] if resumes else [])
+    assert submit_exp.main(argv) == 0
+    (definition,) = batch.describe_job_definitions(jobDefinitionName="cleanrl-ppo")["jobDefinitions"]
+    jobs = sorted(all_jobs(batch, queue), key=lambda job: job["jobName"])
+    for job in jobs:
+        job["container"]["environment"] = definition["containerProperties"]["environment"] + job["container"]["environment"]
+    first, second = (run_attempt(jobs[0], attempt, tmp_path) for attempt in (1, 2))
+    other_seed = run_attempt(jobs[1], 1, tmp_path)
+    assert first["id"] and second["id"] and other_seed["id"] not in (first["id"], second["id"])
+    if resumes:
+        assert first == second == {"id": first["id"], "resume": "allow"}
+    else:
+        assert first["id"] != second["id"], "a retry would write into the failed attempt's W&B run"
+        assert first["resume"] == second["resume"] == ""
 
 
 def test_aws_without_gpu_requests_none(mocked_batch, capsys):
     batch, queue = mocked_batch
-    assert submit_exp.main(["--provider", "aws", "--job-queue", queue, "--command", "python cleanrl/dqn.py"]) == 0
+    argv = ["--provider", "aws", "--job-queue", queue, "--command", "python cleanrl/dqn.py", "--wandb-key", KEY]
+    assert submit_exp.main(argv) == 0
     (definition,) = batch.describe_job_definitions(jobDefinitionName="cleanrl-dqn")["jobDefinitions"]
     container = definition["containerProperties"]
     assert {r["type"] for r in container["resourceRequirements"]} == {"VCPU", "MEMORY"}
-    assert "WANDB_API_KEY" not in env_dict(container["environment"])
+    assert not container.get("secrets"), "an untracked command gets no key"
     assert definition["timeout"] == {"attemptDurationSeconds": 16 * 3600}
 
 
@@ -401,10 +492,15 @@ def test_cli_process_submits_to_a_batch_server(moto_server, tmp_path):
     batch = session.client("batch", endpoint_url=moto_server)
     queue = create_job_queue(batch, session.client("iam", endpoint_url=moto_server))
     env = clean_env(tmp_path, AWS_ENDPOINT_URL=moto_server, WANDB_API_KEY=KEY, **aws)
-    args = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--num-seed", "2"]
+    args = ["--provider", "aws", "--job-queue", queue, "--command", COMMAND, "--num-seed", "2", "--execution-role-arn", ROLE]
     proc = run_cli(*args, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert KEY not in proc.stdout + proc.stderr
     jobs = all_jobs(batch, queue)
-    assert sorted(job["container"]["command"][-1] for job in jobs) == [f"{COMMAND} --seed 1", f"{COMMAND} --seed 2"]
-    assert all(env_dict(job["container"]["environment"])["WANDB_API_KEY"] == KEY for job in jobs)
+    assert sorted(job["container"]["command"][-1].split("; ")[-1] for job in jobs) == [
+        f"{COMMAND} --seed 1",
+        f"{COMMAND} --seed 2",
+    ]
+    secrets = session.client("secretsmanager", endpoint_url=moto_server)
+    assert secrets.get_secret_value(SecretId=submit_exp.DEFAULT_SECRET_NAME)["SecretString"] == KEY
+    assert KEY not in json.dumps([batch.describe_job_definitions()["jobDefinitions"], jobs], default=str)
