@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils import procgen_runtime
 from cleanrl_utils.experiment import Experiment, parse_args
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
@@ -133,14 +134,13 @@ def make_env(game, distribution_mode, num_envs, seed):
     if (game, distribution_mode) not in ids:
         game_modes = ", ".join(m for g, m in sorted(ids) if g == game)
         raise gym.error.Error(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
-    try:
+    try:  # the Procgen library links Qt 5, which the PyQt5-Qt5 wheel brings
+        procgen_runtime.load()
         return envpool.make(
             ids[game, distribution_mode], env_type="gymnasium", num_envs=num_envs, seed=seed, num_levels=0, start_level=0
         )
-    except (ImportError, OSError) as e:  # the Procgen library links Qt 5
-        raise gym.error.Error(
-            f"envpool's Procgen needs Qt 5 ({e}); Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5"
-        ) from e
+    except (ImportError, OSError) as e:
+        raise gym.error.Error(f"envpool's Procgen needs Qt 5 ({e}); {procgen_runtime.INSTALL_HINT}") from e
 
 
 class EpisodeStatistics:
@@ -294,11 +294,10 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size
     args.num_phases = args.num_iterations // args.n_iteration
     args.aux_batch_rollouts = int(args.num_envs * args.n_iteration)
-    aux_minibatches = args.aux_batch_rollouts // args.num_aux_rollouts
+    # minibatches of num-aux-rollouts stored rollouts; the last takes those left over
+    aux_minibatches = -(-args.aux_batch_rollouts // args.num_aux_rollouts)
     exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
     exp.require(args.num_phases > 0, f"--total-timesteps is less than one phase ({args.n_iteration * args.batch_size} steps)")
-    divides = args.aux_batch_rollouts % args.num_aux_rollouts == 0
-    exp.require(divides, f"--num-aux-rollouts {args.num_aux_rollouts} does not divide --num-envs × --n-iteration")
     divides = aux_minibatches % args.n_aux_grad_accum == 0
     exp.require(divides, f"--n-aux-grad-accum {args.n_aux_grad_accum} does not divide the {aux_minibatches} aux minibatches")
 

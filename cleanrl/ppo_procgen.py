@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils import procgen_runtime
 from cleanrl_utils.experiment import Experiment, parse_args
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
@@ -119,14 +120,13 @@ def make_env(game, distribution_mode, num_envs, seed):
     if (game, distribution_mode) not in ids:
         game_modes = ", ".join(m for g, m in sorted(ids) if g == game)
         raise gym.error.Error(f"{game} has no {distribution_mode} distribution mode; it has {game_modes}")
-    try:
+    try:  # the Procgen library links Qt 5, which the PyQt5-Qt5 wheel brings
+        procgen_runtime.load()
         return envpool.make(
             ids[game, distribution_mode], env_type="gymnasium", num_envs=num_envs, seed=seed, num_levels=0, start_level=0
         )
-    except (ImportError, OSError) as e:  # the Procgen library links Qt 5
-        raise gym.error.Error(
-            f"envpool's Procgen needs Qt 5 ({e}); Debian/Ubuntu: apt-get install libqt5core5a libqt5gui5"
-        ) from e
+    except (ImportError, OSError) as e:
+        raise gym.error.Error(f"envpool's Procgen needs Qt 5 ({e}); {procgen_runtime.INSTALL_HINT}") from e
 
 
 class EpisodeStatistics:

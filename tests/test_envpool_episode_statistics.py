@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from cleanrl_utils import procgen_runtime
+
 envpool = pytest.importorskip("envpool")
 
 
@@ -67,6 +69,7 @@ PARAMS = [
 def test_statistics_follow_whole_games(case, max_episode_steps):
     module = importlib.import_module(f"cleanrl.{case.script}")
     num_envs = 4
+    procgen_runtime.load()  # the Qt 5 that envpool's Procgen links
     envs = envpool.make(
         case.env_id,
         env_type="gymnasium",

@@ -28,6 +28,33 @@ def trained_value(tmp_path, env_id: str) -> tuple[float, dict]:
         return agent.get_value(torch.as_tensor(obs)).item(), run.scalars()
 
 
+def test_every_episode_is_logged_with_its_true_return_and_length():
+    """Gymnasium's vector RecordEpisodeStatistics under same-step autoreset counts each episode whole.
+
+    CartPole pays 1 per step, so each episode's return equals its length; 1.2 and 1.3 lost each later
+    episode's first step (fixed in 1.4.0, the floor in pyproject.toml).
+    """
+    envs = ppo.make_vector_env("CartPole-v1", 3, False, "unused")
+    envs.action_space.seed(0)
+    envs.reset(seed=0)
+    true_return, true_length = [0.0] * 3, [0] * 3
+    logged, expected = [], []
+    for _ in range(600):
+        _, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+        for i in range(3):
+            true_return[i] += float(rewards[i])
+            true_length[i] += 1
+            if terminations[i] or truncations[i]:
+                expected.append((i, true_return[i], true_length[i]))
+                true_return[i], true_length[i] = 0.0, 0
+        if "episode" in infos:
+            for i in infos["_episode"].nonzero()[0]:
+                logged.append((int(i), float(infos["episode"]["r"][i]), int(infos["episode"]["l"][i])))
+    envs.close()
+    assert len(expected) > 3 * 5  # several episodes after each sub-env's first
+    assert logged == expected
+
+
 def test_truncation_bootstraps_and_termination_does_not(tmp_path):
     # Same rewards, same episode length; only how the episode ends differs.
     truncated, scalars = trained_value(tmp_path / "t", "tests.envs:ConstantRewardTruncated-v0")

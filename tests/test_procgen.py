@@ -37,7 +37,7 @@ def test_game_names_map_to_envpool_ids(module):
     envs.close()
 
 
-def test_missing_qt_names_the_system_packages(module, monkeypatch, capsys):
+def test_missing_qt_names_the_extra_that_brings_it(module, monkeypatch, capsys):
     def make(*args, **kwargs):
         raise ImportError("libQt5Core.so.5: cannot open shared object file: No such file or directory")
 
@@ -47,7 +47,41 @@ def test_missing_qt_names_the_system_packages(module, monkeypatch, capsys):
         exp.make_envs(lambda: module.make_env("starpilot", "easy", 2, 1), "starpilot")
     assert exit_info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "libQt5Core" in lines[0] and "apt-get install libqt5core5a libqt5gui5" in lines[0]
+    assert len(lines) == 1 and "libQt5Core" in lines[0] and 'pip install -e ".[procgen]"' in lines[0]
+
+
+MAPPED_QT = """
+import json, sys
+from cleanrl.{script} import make_env
+envs = make_env("starpilot", "easy", 2, 1)
+envs.reset()
+maps = {{line.split()[-1] for line in open("/proc/self/maps") if "libQt5Core" in line or "libQt5Gui" in line}}
+print(json.dumps(sorted(maps)))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps is Linux's")
+@pytest.mark.parametrize("script", MODULES)
+def test_procgen_runs_on_the_qt_of_the_pyqt5_wheel(script):
+    """Procgen needs no system Qt 5: the Qt libraries mapped into a process that made a Procgen env are the wheel's.
+
+    The scripts import envpool before they make an env, so this also covers envpool having given up on Procgen
+    at import time, before the wheel's libraries were loaded.
+    """
+    import json
+    import subprocess
+
+    from cleanrl_utils import procgen_runtime
+
+    wheel = procgen_runtime.wheel_lib_dir()
+    assert wheel is not None, 'the PyQt5-Qt5 wheel is missing: pip install -e ".[procgen]"'
+    out = subprocess.run(
+        [sys.executable, "-c", MAPPED_QT.format(script=script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    mapped = json.loads(out.stdout.strip().splitlines()[-1])
+    names = {path.rsplit("/", 1)[-1] for path in mapped}
+    assert names == {"libQt5Core.so.5", "libQt5Gui.so.5"}, mapped
+    assert all(path.startswith(str(wheel) + "/") for path in mapped), f"Qt mapped from outside the wheel: {mapped}"
 
 
 def test_game_time_limit_ends_as_a_truncation():
@@ -164,6 +198,14 @@ def test_ppg_value_trains_the_trunk_only_in_the_auxiliary_phase():
     assert all(p.grad is None for p in agent.network.parameters())
     aux_value.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.network.parameters())
+
+
+def test_ppg_takes_the_stored_rollouts_it_has_when_fewer_than_a_minibatch(tmp_path):
+    """The original's own test line: 1 env × 1 iteration stores 1 rollout, less than --num-aux-rollouts 4."""
+    args = ("--num-envs", "1", "--num-steps", "64", "--total-timesteps", "256", "--num-minibatches", "2", "--n-iteration", "1")
+    run = run_in_process("ppg_procgen.py", *args, cwd=tmp_path, timeout_s=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [step for step, _ in run.scalars()["losses/aux/kl_loss"]] == [64, 128, 192, 256]  # one phase per iteration
 
 
 def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):

@@ -702,8 +702,11 @@ SCRIPTS["ppg_procgen.py"] = Script(
         },
         "less than one phase": (("--total-timesteps", "100000"), "less than one phase"),
         "value epochs other than 1": (("--v-value", "2"), "--v-value must be 1"),
-        "aux rollouts do not divide": (("--num-aux-rollouts", "3"), "--num-aux-rollouts 3 does not divide"),
-        "grad accumulation does not divide": (("--n-aux-grad-accum", "3"), "--n-aux-grad-accum 3 does not divide"),
+        # the default 64 × 32 stored rollouts in minibatches of 3: 683 minibatches (the last of 2)
+        "grad accumulation does not divide": (
+            ("--num-aux-rollouts", "3", "--n-aux-grad-accum", "2"),
+            "--n-aux-grad-accum 2 does not divide the 683 aux minibatches",
+        ),
     },
     saves_model=False,
     captures_video=False,
