@@ -47,6 +47,18 @@ class Run:
         return sorted((self.cwd / "videos" / f"{self.run_dir.name}{suffix}").glob("*.mp4"))
 
 
+def missing_system_package(reason: str) -> None:
+    """A test's system package (PostgreSQL, Slurm, Xvfb, EGL) is missing: skip, saying which Debian package to install.
+
+    Under CI=true the package is `.ci/run`'s to install, so its absence fails the test instead of hiding it.
+    """
+    import pytest
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
+
+
 def script_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(

@@ -28,7 +28,7 @@ import pytest
 
 from cleanrl_utils.benchmark import SlurmArray, add_exports, build_runs, cpus_per_gpu, render_slurm_script
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.helpers import REPO, script_env
+from tests.helpers import REPO, missing_system_package, script_env
 
 GPU_TEMPLATE = REPO / "benchmark" / "cleanrl_1gpu.slurm_template"
 CPU_TEMPLATE = REPO / "benchmark" / "cleanrl_cpu.slurm_template"
@@ -538,7 +538,7 @@ def slurm_unavailable() -> str | None:
 def slurm(tmp_path_factory) -> Iterator[SlurmCluster]:
     reason = slurm_unavailable()
     if reason:
-        pytest.skip(reason)
+        missing_system_package(reason)
     folder = tmp_path_factory.mktemp("slurm")
     for sub in ("state", "spool"):
         (folder / sub).mkdir()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cleanrl_utils import submit_exp
+from tests.helpers import missing_system_package
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
@@ -182,8 +183,9 @@ def test_entrypoint_runs_the_command_directly_with_a_display_or_without_xvfb(tmp
     assert no_command.returncode == 2 and "no command given" in no_command.stderr
 
 
-@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="needs xvfb-run (Debian package xvfb)")
 def test_entrypoint_gives_the_command_a_real_virtual_display():
+    if shutil.which("xvfb-run") is None:
+        missing_system_package("needs xvfb-run (Debian package xvfb)")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     proc = subprocess.run(
         [str(ENTRYPOINT), "/bin/sh", "-c", 'echo "$DISPLAY"'], env=env, capture_output=True, text=True, timeout=60

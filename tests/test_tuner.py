@@ -19,13 +19,15 @@ from cleanrl_utils.tuner import (
     ERROR_ATTR,
     FLAGS_ATTR,
     INTERRUPTED_ATTR,
+    StorageError,
     Tuner,
     check_target_scores,
     flag_arguments,
     normalize,
+    storage_url,
     with_available_driver,
 )
-from tests.helpers import REPO, script_env, wait_for_wandb_history_keys
+from tests.helpers import REPO, missing_system_package, process_is_alive, script_env, wait_for_wandb_history_keys
 from tests.postgres import PostgresUnavailable, running_postgres
 
 FAKE_SCRIPT = str(Path(__file__).parent / "fake_training_script.py")
@@ -273,7 +275,7 @@ def postgres_url():
         with running_postgres() as url:
             yield url
     except PostgresUnavailable as reason:
-        pytest.skip(f"no PostgreSQL server for the distributed-tuning test: {reason}")
+        missing_system_package(f"no PostgreSQL server for the distributed-tuning test: {reason}")
 
 
 def test_two_workers_share_one_postgresql_study(tmp_path, postgres_url):
