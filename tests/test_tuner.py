@@ -27,7 +27,7 @@ from cleanrl_utils.tuner import (
     storage_url,
     with_available_driver,
 )
-from tests.helpers import REPO, missing_system_package, process_is_alive, script_env, wait_for_wandb_history_keys
+from tests.helpers import REPO, missing_system_package, script_env, wait_for_wandb_history_keys
 from tests.postgres import PostgresUnavailable, running_postgres
 
 FAKE_SCRIPT = str(Path(__file__).parent / "fake_training_script.py")
