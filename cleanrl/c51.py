@@ -15,7 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl_utils.evals.c51_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -148,8 +148,7 @@ def project(next_atoms, next_pmfs, atoms):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
@@ -158,7 +157,10 @@ if __name__ == "__main__":
     exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # one CPU thread suits a 120-84 MLP
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     # One env stepped directly: a one-env vector wrapper would double the cost of each step.
@@ -179,7 +181,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -243,4 +245,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "C51")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="C51")

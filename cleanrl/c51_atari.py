@@ -20,7 +20,7 @@ from stable_baselines3.common.atari_wrappers import (
 )
 
 from cleanrl_utils.evals.c51_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
@@ -171,8 +171,7 @@ def project(next_atoms, next_pmfs, atoms):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_atari.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
@@ -181,7 +180,8 @@ if __name__ == "__main__":
     exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="c51.py for vector observations", see_continuous="sac_continuous_action.py")
@@ -200,7 +200,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -261,4 +261,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "C51")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="C51")

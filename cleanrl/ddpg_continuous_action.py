@@ -15,7 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl_utils.evals.ddpg_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -134,8 +134,7 @@ class Actor(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
@@ -143,7 +142,10 @@ if __name__ == "__main__":
     run_name = exp.run_name
 
     # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
-    device = exp.seed(cpu_threads=1)
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
@@ -182,7 +184,7 @@ if __name__ == "__main__":
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
     obs, _ = envs.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(0, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -260,4 +262,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            exp.report_evaluation(episodic_returns, "DDPG")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DDPG")

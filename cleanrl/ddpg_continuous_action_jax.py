@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # JAX comes with the `jax` extra
     import flax
@@ -160,15 +160,14 @@ class ActorCriticState(TrainState):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
     exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
     run_name = exp.run_name
 
-    exp.seed()  # Python and NumPy; JAX takes its keys from this one
+    exp.seed_global_rngs()
     key = jax.random.key(args.seed)
     key, actor_key, qf1_key, explore_key = jax.random.split(key, 4)
 
@@ -249,7 +248,7 @@ if __name__ == "__main__":
 
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(0, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -307,4 +306,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            exp.report_evaluation(episodic_returns, "DDPG")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DDPG")

@@ -16,7 +16,7 @@ import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl_utils.evals.dqn_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -116,15 +116,17 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn.py runs a single environment")
     valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
     exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # one CPU thread suits a 120-84 MLP
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     # One env stepped directly: a one-env vector wrapper would double the cost of each step.
@@ -144,8 +146,8 @@ if __name__ == "__main__":
     rb = ReplayBuffer(args.buffer_size, env.observation_space, env.action_space, device, handle_timeout_termination=False)
 
     first_step = 0
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the env, random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         q_network.load_state_dict(checkpoint["q_network"])
         target_network.load_state_dict(checkpoint["target_network"])
         optimizer.load_state_dict(checkpoint["optimizer"])
@@ -154,7 +156,7 @@ if __name__ == "__main__":
         obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -216,4 +218,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "DQN")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DQN")

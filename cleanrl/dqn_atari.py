@@ -21,7 +21,7 @@ from stable_baselines3.common.atari_wrappers import (
 )
 
 from cleanrl_utils.evals.dqn_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
@@ -140,15 +140,15 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_atari.py runs a single environment")
     valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
     exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = exp.run_name
 
-    device = exp.seed()  # PyTorch keeps its CPU threads: unlike dqn.py's small MLP, the CNN has work to share out
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="dqn.py for vector observations", see_continuous="sac_continuous_action.py")
@@ -166,18 +166,17 @@ if __name__ == "__main__":
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
 
     first_step = 0
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the env, random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         q_network.load_state_dict(checkpoint["q_network"])
         target_network.load_state_dict(checkpoint["target_network"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         rb = checkpoint["replay_buffer"]
         rb.device = device
-        env.unwrapped.ale.restoreState(checkpoint["ale_state"])  # the emulator, which the env snapshot cannot pickle
         obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -230,12 +229,11 @@ if __name__ == "__main__":
                 # named after the steps done; its `global_step` is this step, the last one logged
                 state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
                 state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "obs": obs}
-                ale_state = env.unwrapped.ale.cloneState(include_rng=True)
-                exp.save_checkpoint(global_step + 1, {"global_step": global_step, "ale_state": ale_state, **state})
+                exp.save_checkpoint(global_step + 1, {"global_step": global_step, **state})
 
         if args.save_model:
             torch.save(q_network.state_dict(), exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "DQN")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DQN")

@@ -17,7 +17,7 @@ from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.dqn_atari_jax_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
@@ -126,8 +126,7 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_atari_jax.py runs a single environment")
     exp.require(args.learning_starts >= 0, "--learning-starts must be 0 or positive")
@@ -135,7 +134,7 @@ if __name__ == "__main__":
     exp.require(0 < args.tau <= 1, "need 0 < --tau <= 1")
     run_name = exp.run_name
 
-    exp.seed()  # Python and NumPy; JAX takes its key below
+    exp.seed_global_rngs()
     key = jax.random.PRNGKey(args.seed)
     key, q_key = jax.random.split(key, 2)
 
@@ -180,7 +179,7 @@ if __name__ == "__main__":
     # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0])
 
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
+    with exp:
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -229,4 +228,4 @@ if __name__ == "__main__":
                 epsilon=args.end_e,
                 capture_video=args.capture_video,
             )
-            exp.report_evaluation(episodic_returns, "DQN")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DQN")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # JAX comes with the `jax` extra
     import flax
@@ -167,15 +167,14 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_jax.py runs a single environment")
     valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
     exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = exp.run_name
 
-    exp.seed()  # Python and NumPy; JAX takes its key below
+    exp.seed_global_rngs()
     # Networks this small run faster on the calling thread than handed to XLA's CPU worker thread and
     # waited for (a third of the cost of a greedy action here); set before JAX computes anything, and
     # ignored by other backends.
@@ -199,7 +198,7 @@ if __name__ == "__main__":
     greedy_action = jax.jit(lambda params, obs: q_network.apply(params, obs).argmax())
     rb = ReplayBuffer(args.buffer_size, env.observation_space.shape, args.seed)
 
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         # Compile the jitted functions now, on inputs of the training shapes (results thrown away), so that
         # the SPS below counts training only; the compile time is printed on its own.
         compile_start = time.time()
@@ -209,7 +208,7 @@ if __name__ == "__main__":
         jax.block_until_ready((greedy_action(q_state.params, obs), update(q_state, *warmup_batch, args.gamma)))
         jax.block_until_ready(update_target(q_state, args.tau))
         print(f"compile time: {time.time() - compile_start:.2f} s (the update, target update and greedy action)")
-        exp.restart_clock()
+        exp.restart_sps_clock()
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -262,4 +261,4 @@ if __name__ == "__main__":
                 epsilon=args.end_e,
                 capture_video=args.capture_video,
             )
-            exp.report_evaluation(episodic_returns, "DQN")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="DQN")

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils import procgen_runtime
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -284,8 +284,7 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "n_iteration", "e_policy")
     exp.require_positive("e_auxiliary", "num_aux_rollouts", "n_aux_grad_accum")
     exp.require(args.v_value == 1, f"--v-value must be 1 (the value head trains in the policy epochs), got {args.v_value}")
@@ -301,7 +300,8 @@ if __name__ == "__main__":
     divides = aux_minibatches % args.n_aux_grad_accum == 0
     exp.require(divides, f"--n-aux-grad-accum {args.n_aux_grad_accum} does not divide the {aux_minibatches} aux minibatches")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, args.seed), args.env_id)
@@ -332,7 +332,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for phase in range(1, args.num_phases + 1):
             # POLICY PHASE: n-iteration rounds of PPO, each rollout stored for the auxiliary phase
             for update in range(1, args.n_iteration + 1):

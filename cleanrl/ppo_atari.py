@@ -14,7 +14,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.ppo_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
 @dataclass
@@ -179,8 +179,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -190,7 +189,8 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed()  # PyTorch keeps its CPU threads: unlike ppo.py's small MLPs, the CNN has work to share out
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="ppo.py for vector observations", see_continuous="ppo_continuous_action.py")
@@ -210,10 +210,8 @@ if __name__ == "__main__":
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the envs, random generators and clock as they were
-        for sub_env, ale_state in zip(envs.envs, checkpoint["ale_states"], strict=True):
-            sub_env.unwrapped.ale.restoreState(ale_state)  # the emulator, which the env snapshot cannot pickle
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -221,7 +219,7 @@ if __name__ == "__main__":
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -338,13 +336,12 @@ if __name__ == "__main__":
             writer.add_scalar("charts/SPS", sps, global_step)
 
             if exp.checkpoint_due(iteration):
-                ale_states = [sub_env.unwrapped.ale.cloneState(include_rng=True) for sub_env in envs.envs]
                 state = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "next_obs": next_obs.clone()}
-                exp.save_checkpoint(global_step, {"iteration": iteration, "ale_states": ale_states, **state})
+                exp.save_checkpoint(global_step, {"iteration": iteration, **state})
 
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "PPO")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

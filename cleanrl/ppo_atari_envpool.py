@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
@@ -156,8 +156,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -166,7 +165,8 @@ if __name__ == "__main__":
     exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require(envpool is not None, 'this script runs the Atari games of envpool: pip install -e ".[envpool]"')
@@ -197,7 +197,7 @@ if __name__ == "__main__":
     next_done = np.zeros(args.num_envs, dtype=bool)
     episode_stats = EpisodeStatistics(args.num_envs)
     recent_returns = deque(maxlen=20)  # for charts/avg_episodic_return
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

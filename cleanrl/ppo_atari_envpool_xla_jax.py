@@ -18,7 +18,7 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, the script says how to install it
     import envpool
@@ -202,8 +202,7 @@ class Transition(NamedTuple):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -211,7 +210,7 @@ if __name__ == "__main__":
     exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    exp.seed()
+    exp.seed_global_rngs()
     key = jax.random.PRNGKey(args.seed)
     key, agent_key = jax.random.split(key)
 
@@ -350,7 +349,7 @@ if __name__ == "__main__":
     print(f"compile time: {time.time() - compile_start:.2f} s (the rollout step, GAE and the update)")
 
     global_step = 0
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for _iteration in range(args.num_iterations):
             transitions = []
             for _step in range(args.num_steps):

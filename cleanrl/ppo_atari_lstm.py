@@ -14,7 +14,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.ppo_atari_lstm_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
 @dataclass
@@ -207,8 +207,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     whole_envs = args.num_envs % args.num_minibatches == 0  # each minibatch holds whole envs' sequences
     exp.require(whole_envs, f"--num-minibatches {args.num_minibatches} does not divide --num-envs {args.num_envs}")
@@ -218,7 +217,8 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="ppo.py for vector observations", see_continuous="ppo_continuous_action.py")
@@ -239,10 +239,8 @@ if __name__ == "__main__":
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written, the memory of each env included
-        checkpoint = exp.resume()  # the envs, random generators and clock as they were
-        for sub_env, ale_state in zip(envs.envs, checkpoint["ale_states"], strict=True):
-            sub_env.unwrapped.ale.restoreState(ale_state)  # the emulator, which the env snapshot cannot pickle
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -256,7 +254,7 @@ if __name__ == "__main__":
     # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
     flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
     envs_per_batch = args.num_envs // args.num_minibatches
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:
@@ -384,14 +382,13 @@ if __name__ == "__main__":
             writer.add_scalar("charts/SPS", sps, global_step)
 
             if exp.checkpoint_due(iteration):
-                ale_states = [sub_env.unwrapped.ale.cloneState(include_rng=True) for sub_env in envs.envs]
                 state = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "next_obs": next_obs.clone()}
                 state |= {"next_start": next_start.clone(), "next_lstm_state": tuple(x.clone() for x in next_lstm_state)}
-                exp.save_checkpoint(global_step, {"iteration": iteration, "ale_states": ale_states, **state})
+                exp.save_checkpoint(global_step, {"iteration": iteration, **state})
 
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "PPO-LSTM")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO-LSTM")

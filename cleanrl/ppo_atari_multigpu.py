@@ -17,7 +17,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.ppo_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
 @dataclass
@@ -198,8 +198,7 @@ def parameters_digest(model):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     # torchrun sets these for each process it starts; a plain `python` run is a world of one
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -235,7 +234,7 @@ if __name__ == "__main__":
 
     # every rank builds the same initial network from --seed; its envs and its action sampling get
     # seeds of their own (below), so the ranks gather different experience
-    exp.seed()
+    exp.seed_global_rngs()
 
     # env setup, before any file is written; a non-Atari id is made once to say what is wrong with it
     exp.require_atari_game(see="ppo.py for vector observations", see_continuous="ppo_continuous_action.py")
@@ -262,7 +261,7 @@ if __name__ == "__main__":
     # env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed
     next_obs, _ = envs.reset(seed=args.seed + rank * args.local_num_envs)
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:  # Ctrl-C or SIGTERM (torchrun forwards them to every rank) end the run at the next step, logs kept
+    with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -416,7 +415,7 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "PPO")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")
         if args.world_size > 1:  # the others wait for rank 0's save and evaluation: all ranks leave the group together
             dist.barrier()
     if dist.is_initialized():

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.evals.ppo_continuous_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -173,8 +173,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -184,7 +183,10 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # Python, NumPy and PyTorch seeded; one CPU thread suits 64-unit MLPs
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(
@@ -206,8 +208,8 @@ if __name__ == "__main__":
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the envs (normalisation statistics included), random generators and clock
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -215,7 +217,7 @@ if __name__ == "__main__":
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -349,4 +351,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(  # the eval env's reward scaling (gamma) does not touch the returns it counts
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "PPO")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

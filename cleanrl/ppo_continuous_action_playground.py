@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.evals.ppo_playground_eval import FirstEnvVideo, evaluate
-from cleanrl_utils.experiment import Experiment, one_line, parse_args
+from cleanrl_utils.experiment import Experiment, one_line
 
 try:
     import jax
@@ -219,8 +219,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive(
         "total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "record_video_step_frequency"
     )
@@ -239,7 +238,10 @@ if __name__ == "__main__":
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX takes GPU memory as it needs it, like torch
     # Python, NumPy and PyTorch seeded (the simulator's keys come from --seed below). One torch CPU thread: idle
     # OpenMP threads spin and take the cores from XLA's (64 envs x 64 steps with the agent: 0.19 s vs 9.3 s, 2 cores)
-    device = exp.seed(cpu_threads=1)
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
     if device.type == "cuda" and jax.default_backend() != "gpu":
         device = torch.device("cpu")  # DLPack shares memory within one device: with a CPU-only JAX, both on the CPU
     jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])
@@ -275,8 +277,8 @@ if __name__ == "__main__":
 
     key = jax.random.PRNGKey(args.seed)
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])  # the observation statistics too
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -286,7 +288,7 @@ if __name__ == "__main__":
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device: no copy
         agent.obs_rms.update(raw_obs)
         next_obs = agent.obs_rms.normalize(raw_obs)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -436,4 +438,4 @@ if __name__ == "__main__":
                 episode_length=args.episode_length,
                 impl=args.impl,
             )
-            exp.report_evaluation(episodic_returns_eval, "PPO")
+            exp.log_evaluation_and_upload(episodic_returns_eval, hub_algorithm_name="PPO")

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -202,8 +202,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles")
     exp.require(args.num_envs % 2 == 0, f"--num-envs {args.num_envs} must be even: each game copy gives two player envs")
     args.batch_size = int(args.num_envs * args.num_steps)
@@ -214,7 +213,8 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video), args.env_id)
@@ -375,4 +375,4 @@ if __name__ == "__main__":
                 VideoRecorder=VideoRecorder,
                 max_cycles=args.max_cycles,
             )
-            exp.report_evaluation(episodic_returns, "PPO")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils import procgen_runtime
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -247,8 +247,7 @@ def compute_gae(rewards, values, next_value, terminations, ends, gamma, gae_lamb
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -257,12 +256,13 @@ if __name__ == "__main__":
     exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written. envpool cannot save its games, so a resumed run starts new
     # ones, with level seeds of its own: a run resumed at iteration k seeds its envs from
     # seed + k × num_envs rather than replaying the run's first levels.
-    env_seed = args.seed + (exp.checkpoint["iteration"] * args.num_envs if exp.checkpoint else 0)
+    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed), args.env_id)
     writer = exp.start_logging()
 
@@ -282,15 +282,15 @@ if __name__ == "__main__":
     valid = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # False: the autoreset step, not learned from
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # the learner's state; the games and their episode counters start afresh
-        checkpoint = exp.resume()  # the random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         scale_rewards.mean, scale_rewards.var, scale_rewards.count = checkpoint["reward_scale"]
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.visited_places import VisitedPlaces
 
 try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
@@ -310,8 +310,7 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     counts = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "num_iterations_obs_norm_init")
     exp.require_positive(*counts)
     exp.require(0.0 < args.update_proportion <= 1.0, f"--update-proportion must be in (0, 1], got {args.update_proportion}")
@@ -322,7 +321,8 @@ if __name__ == "__main__":
     exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require(envpool is not None, 'this script runs the Atari games of envpool: pip install -e ".[envpool]"')
@@ -366,7 +366,7 @@ if __name__ == "__main__":
         args.env_id, args.num_envs
     )  # rooms and places reached in training, where the game's RAM layout is known
     global_step = 0
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         envs.reset()
         print(f"initialising the observation normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")
         next_obs, next_done = random_play(
@@ -376,7 +376,7 @@ if __name__ == "__main__":
         frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
         frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
 
-        exp.restart_clock()  # after the random play: SPS counts training only
+        exp.restart_sps_clock()  # after the random play: SPS counts training only
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

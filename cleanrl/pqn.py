@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 
 from cleanrl_utils.evals.pqn_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -156,8 +156,7 @@ def q_lambda_returns(rewards, dones, values, next_value, gamma, q_lambda):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     exp.require(0 < args.exploration_fraction <= 1, f"need 0 < --exploration-fraction <= 1, got {args.exploration_fraction}")
     exp.require(0 <= args.q_lambda <= 1, f"need 0 <= --q-lambda <= 1, got {args.q_lambda}")
@@ -168,7 +167,10 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # one CPU thread suits a 120-84 MLP
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
@@ -190,7 +192,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -261,4 +263,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "PQN")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PQN")

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
@@ -170,8 +170,7 @@ def q_lambda_returns(rewards, terminations, truncations, values, next_value, gam
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     exp.require(0 < args.exploration_fraction <= 1, "--exploration-fraction must be in (0, 1]")
     exp.require(0 <= args.q_lambda <= 1, "--q-lambda must be in [0, 1]")
@@ -181,7 +180,8 @@ if __name__ == "__main__":
     exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require(envpool is not None, f'{args.env_id}: envpool is not installed; install it with pip install -e ".[envpool]"')
@@ -210,7 +210,7 @@ if __name__ == "__main__":
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

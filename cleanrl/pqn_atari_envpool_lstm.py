@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
     import envpool
@@ -201,8 +201,7 @@ def q_lambda_returns(rewards, terminations, truncations, values, next_value, gam
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     exp.require(0 < args.exploration_fraction <= 1, "--exploration-fraction must be in (0, 1]")
     exp.require(0 <= args.q_lambda <= 1, "--q-lambda must be in [0, 1]")
@@ -213,7 +212,8 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require(envpool is not None, f'{args.env_id}: envpool is not installed; install it with pip install -e ".[envpool]"')
@@ -223,7 +223,7 @@ if __name__ == "__main__":
     exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
     # envpool cannot save its games: a resumed run plays new ones, its envs seeded from seed + k × num_envs
     # when it resumes at iteration k rather than replaying the run's first games
-    env_seed = args.seed + (exp.checkpoint["iteration"] * args.num_envs if exp.checkpoint else 0)
+    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     writer = exp.start_logging()
 
@@ -241,8 +241,8 @@ if __name__ == "__main__":
     starts = torch.zeros((args.num_steps, args.num_envs), device=device)  # 1 where obs[t] begins an episode (a life)
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # the learner's state; the games, their memories and episode counters start afresh
-        checkpoint = exp.resume()  # the random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         q_network.load_state_dict(checkpoint["q_network"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -256,7 +256,7 @@ if __name__ == "__main__":
     envs_per_batch = args.num_envs // args.num_minibatches
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:

@@ -19,7 +19,7 @@ import tyro
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
 from cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
 
@@ -283,8 +283,7 @@ def load_teacher(source, exp_name, env, device):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require_positive("teacher_eval_episodes")
     for name in ("teacher_steps", "offline_steps", "offline_eval_frequency", "learning_starts"):
@@ -298,7 +297,8 @@ if __name__ == "__main__":
     exp.require(not no_file, f"--teacher-model-path: no teacher model file at {teacher_source}")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup and the teacher, before any file is written
     exp.require_atari_game(see="dqn.py", see_continuous="sac_continuous_action.py")
@@ -328,8 +328,8 @@ if __name__ == "__main__":
 
     student_returns = deque(maxlen=10)  # the last 10 games: the online distillation coefficient's measure
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written, in the offline phase or the online one
-        checkpoint = exp.resume()  # the env, random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         q_network.load_state_dict(checkpoint["q_network"])
         target_network.load_state_dict(checkpoint["target_network"])
         optimizer.load_state_dict(checkpoint["optimizer"])
@@ -337,17 +337,15 @@ if __name__ == "__main__":
         rb.device = teacher_rb.device = device
         teacher_return, student_returns = checkpoint["teacher_return"], checkpoint["student_returns"]
         steps_done, obs = checkpoint["global_step"], checkpoint["obs"]
-        if checkpoint["ale_state"] is not None:  # the emulator, which the env snapshot cannot pickle
-            env.unwrapped.ale.restoreState(checkpoint["ale_state"])
 
-    def save_checkpoint(obs, ale_state):
+    def save_checkpoint(obs):
         state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
         state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "teacher_replay_buffer": teacher_rb}
-        state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs, "ale_state": ale_state}
+        state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
         exp.save_checkpoint(steps_done, {"global_step": steps_done, **state})
 
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
-        if not exp.checkpoint:
+    with exp:
+        if not exp.loaded_checkpoint:
             # 1. Score the teacher: the online phase measures the student against this mean.
             teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
             teacher_env.reset(seed=args.seed)
@@ -373,7 +371,7 @@ if __name__ == "__main__":
                 teacher_rb.add(obs, next_obs, action, reward, terminated, terminated or truncated)
                 obs = teacher_env.reset()[0] if terminated or truncated else next_obs
             teacher_env.close()
-            exp.restart_clock()
+            exp.restart_sps_clock()
 
         # 3. Offline phase: the student learns from the teacher's memory alone, TD loss + distillation (coefficient 1).
         for offline_step in range(steps_done, args.offline_steps):
@@ -414,7 +412,7 @@ if __name__ == "__main__":
 
             steps_done = offline_step + 1
             if exp.checkpoint_due(steps_done):
-                save_checkpoint(None, None)  # the online env has not started yet
+                save_checkpoint(None)  # the online env has not started yet
 
         # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher.
         # Its steps continue the offline count: epsilon, learning-starts and the logs' x-axis see
@@ -422,7 +420,7 @@ if __name__ == "__main__":
         first_step = steps_done - args.offline_steps
         if first_step == 0:
             obs, _ = env.reset(seed=args.seed)
-            exp.restart_clock()
+            exp.restart_sps_clock()
         for step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             global_step = args.offline_steps + step
@@ -488,11 +486,11 @@ if __name__ == "__main__":
 
             steps_done = global_step + 1
             if exp.checkpoint_due(steps_done):
-                save_checkpoint(obs, env.unwrapped.ale.cloneState(include_rng=True))
+                save_checkpoint(obs)
 
         if args.save_model:
             torch.save(q_network.state_dict(), exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "Qdagger")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="Qdagger")

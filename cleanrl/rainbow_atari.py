@@ -24,7 +24,7 @@ from stable_baselines3.common.atari_wrappers import (
 )
 
 from cleanrl_utils.evals.rainbow_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
 @dataclass
@@ -353,8 +353,7 @@ class PrioritizedFrameReplayBuffer:
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "n_step")
     exp.require_positive("train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: rainbow_atari.py runs a single environment")
@@ -367,7 +366,8 @@ if __name__ == "__main__":
     exp.require(args.prioritized_replay_eps > 0, "need --prioritized-replay-eps > 0")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="c51.py for vector observations", see_continuous="sac_continuous_action.py")
@@ -390,7 +390,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; env and logs are closed whatever happens
+    with exp:
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             # no epsilon: the online network's noise explores; a new sample every train-frequency steps
@@ -460,4 +460,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Model, device, capture_video=args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "Rainbow")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="Rainbow")

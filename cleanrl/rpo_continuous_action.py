@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.evals.ppo_continuous_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -177,8 +177,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     exp.require(args.rpo_alpha >= 0, f"--rpo-alpha must be 0 or positive, got {args.rpo_alpha}")
     args.batch_size = int(args.num_envs * args.num_steps)
@@ -189,7 +188,10 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # Python, NumPy and PyTorch seeded; one CPU thread suits 64-unit MLPs
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(
@@ -213,7 +215,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -343,4 +345,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(  # the eval env's reward scaling (gamma) does not touch the returns it counts
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "RPO")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="RPO")

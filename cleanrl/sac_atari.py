@@ -16,7 +16,7 @@ from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeE
 from torch.distributions.categorical import Categorical
 
 from cleanrl_utils.evals.sac_atari_eval import evaluate
-from cleanrl_utils.experiment import Experiment, check_atari_game, parse_args
+from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
@@ -172,14 +172,14 @@ def temperature_loss(log_alpha, action_probs, log_probs, target_entropy):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "update_frequency", "target_network_frequency")
     exp.require(args.learning_starts >= 0 and 0 < args.tau <= 1, "need --learning-starts >= 0 and 0 < --tau <= 1")
     exp.require(args.alpha >= 0 and args.target_entropy_scale >= 0, "need --alpha >= 0 and --target-entropy-scale >= 0")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     exp.require_atari_game(see="dqn.py for vector observations", see_continuous="sac_continuous_action.py")
@@ -212,28 +212,24 @@ if __name__ == "__main__":
 
     # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
-    # what a checkpoint holds of the learner, besides log alpha
-    learner = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
-    learner |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
+    learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
+    learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
     if args.autotune:
-        learner["a_optimizer"] = a_optimizer
+        learners["a_optimizer"] = a_optimizer
 
     first_step = 0
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the env, random generators and clock as they were
-        for name, part in learner.items():
-            part.load_state_dict(checkpoint[name])
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(checkpoint["log_alpha"])
             alpha = log_alpha.detach().exp()[0]
         rb = checkpoint["replay_buffer"]
         rb.device = device
-        env.unwrapped.ale.restoreState(checkpoint["ale_state"])  # the emulator, which the env snapshot cannot pickle
         obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; the env and logs are closed whatever happens
+    with exp:
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             # act: uniformly random until learning starts, then from the policy
@@ -316,10 +312,8 @@ if __name__ == "__main__":
                             target_param.lerp_(param, args.tau)
 
             if exp.checkpoint_due(global_step + 1):
-                state = {name: part.state_dict() for name, part in learner.items()}
-                state["log_alpha"] = log_alpha.detach() if args.autotune else None
-                state["ale_state"] = env.unwrapped.ale.cloneState(include_rng=True)
-                exp.save_checkpoint(global_step, {**state, "replay_buffer": rb, "obs": obs})
+                state = {"log_alpha": log_alpha.detach() if args.autotune else None}
+                exp.save_checkpoint(global_step, {**state, "replay_buffer": rb, "obs": obs}, learners)
 
         if args.save_model:
             # the actor is what acts; the critics come along for whoever wants to go on training
@@ -327,4 +321,4 @@ if __name__ == "__main__":
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "SAC")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="SAC")

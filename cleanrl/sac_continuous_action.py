@@ -15,7 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl_utils.evals.sac_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -164,8 +164,7 @@ def temperature_loss(log_alpha, log_pi, target_entropy):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require_positive("target_network_frequency")
     exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
@@ -173,7 +172,10 @@ if __name__ == "__main__":
     exp.require(args.learning_starts >= 0 and args.alpha >= 0, "--learning-starts and --alpha must not be negative")
     run_name = exp.run_name
 
-    device = exp.seed(cpu_threads=1)  # for 256-unit MLPs, the same speed as more threads, without their wake-ups
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
@@ -196,7 +198,6 @@ if __name__ == "__main__":
     # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     q_optimizer = optim.Adam(q_params, lr=args.q_lr, fused=True)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, fused=True)
-    # what a checkpoint saves and restores of the learners, by name
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
     learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
@@ -220,10 +221,8 @@ if __name__ == "__main__":
     )
 
     first_iteration, actor_loss, alpha_loss = 0, None, None
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the envs, random generators and clock as they were
-        for name, learner in learners.items():
-            learner.load_state_dict(checkpoint[name])
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(checkpoint["log_alpha"])
@@ -235,7 +234,7 @@ if __name__ == "__main__":
         obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
             exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one
@@ -333,16 +332,15 @@ if __name__ == "__main__":
                         writer.add_scalar("losses/alpha_loss", alpha_loss.item(), global_step)
 
             done = global_step + args.num_envs  # environment steps taken so far
-            if exp.checkpoint_frequency and done // exp.checkpoint_frequency > global_step // exp.checkpoint_frequency:
+            if exp.checkpoint_due(done, since=global_step):
                 # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
-                state = {name: learner.state_dict() for name, learner in learners.items()}
-                state |= {"log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha}
+                state = {"log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha}
                 state |= {"actor_loss": actor_loss, "alpha_loss": alpha_loss}
-                exp.save_checkpoint(done, {"global_step": global_step, "replay_buffer": rb, "obs": obs, **state})
+                exp.save_checkpoint(done, {"global_step": global_step, "replay_buffer": rb, "obs": obs, **state}, learners)
 
         if args.save_model:
             torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )
-            exp.report_evaluation(episodic_returns, "SAC")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="SAC")

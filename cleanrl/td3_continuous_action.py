@@ -15,7 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl_utils.evals.td3_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 
 @dataclass
@@ -150,8 +150,7 @@ def smoothed_target_actions(target_actor, next_obs, policy_noise, noise_clip):
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
@@ -160,7 +159,10 @@ if __name__ == "__main__":
     run_name = exp.run_name
 
     # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
-    device = exp.seed(cpu_threads=1)
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
@@ -187,7 +189,6 @@ if __name__ == "__main__":
     # Polyak averaging pairs (target, online), blended in one call per update
     online_params = [*actor.parameters(), *qf1.parameters(), *qf2.parameters()]
     target_params = [*target_actor.parameters(), *qf1_target.parameters(), *qf2_target.parameters()]
-    # what a checkpoint saves and restores of the learners, by name
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "target_actor": target_actor, "qf1_target": qf1_target}
     learners |= {"qf2_target": qf2_target, "q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
@@ -205,10 +206,8 @@ if __name__ == "__main__":
     first_step = 0
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written
-        checkpoint = exp.resume()  # the envs, random generators and clock as they were
-        for name, learner in learners.items():
-            learner.load_state_dict(checkpoint[name])
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
         rb = checkpoint["replay_buffer"]
         rb.device = device
         obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
@@ -216,7 +215,7 @@ if __name__ == "__main__":
         first_step = checkpoint["global_step"] + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -293,11 +292,10 @@ if __name__ == "__main__":
                     writer.add_scalar("charts/SPS", sps, global_step)
 
             next_step = global_step + args.num_envs
-            if exp.checkpoint_frequency and next_step // exp.checkpoint_frequency > global_step // exp.checkpoint_frequency:
+            if exp.checkpoint_due(next_step, since=global_step):
                 # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
-                state = {name: learner.state_dict() for name, learner in learners.items()}
-                state |= {"num_updates": num_updates, "actor_loss": actor_loss, "replay_buffer": rb, "obs": obs}
-                exp.save_checkpoint(next_step, {"global_step": global_step, **state})
+                state = {"num_updates": num_updates, "actor_loss": actor_loss, "replay_buffer": rb, "obs": obs}
+                exp.save_checkpoint(next_step, {"global_step": global_step, **state}, learners)
 
         if args.save_model:
             torch.save((actor.state_dict(), qf1.state_dict(), qf2.state_dict()), exp.model_path)
@@ -312,4 +310,4 @@ if __name__ == "__main__":
                 capture_video=args.capture_video,
                 exploration_noise=args.exploration_noise,
             )
-            exp.report_evaluation(episodic_returns, "TD3")
+            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="TD3")

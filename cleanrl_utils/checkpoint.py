@@ -14,9 +14,11 @@ this module does what is the same for all of them:
   and pickling a whole env fails on a video recorder or an open renderer; so each wrapper layer's
   attributes that can be pickled are saved and later set on a freshly made env of the same
   wrappers. That covers the simulator state, each env's and action space's random generator, time
-  limits and episode statistics. What cannot be pickled (the recorder's callbacks, a pygame
-  window) stays as the fresh env made it, and the frames of a video being recorded are not saved:
-  after a resume, that clip holds only the frames from the resume on. A MuJoCo env keeps its own
+  limits and episode statistics. An Atari env's emulator cannot be pickled: its state is saved with
+  ale-py's `cloneState(include_rng=True)` and put back with `restoreState`, after the layer's other
+  attributes. What else cannot be pickled (the recorder's callbacks, a pygame window) stays as the
+  fresh env made it, and the frames of a video being recorded are not saved: after a resume, that
+  clip holds only the frames from the resume on. A MuJoCo env keeps its own
   model and its own data object, the saved simulation state copied into it, and its renderer is
   never saved, so the renderer draws the resumed simulation.
 - `save` also records the file name of the script that wrote the checkpoint, and `restored_args`
@@ -60,6 +62,8 @@ RUN_CONTROL = frozenset(
 SKIPPED_ATTRIBUTES = frozenset({"recorded_frames", "render_history", "mujoco_renderer"})
 # Where `save` records the script that wrote a checkpoint.
 SCRIPT_KEY = "script"
+# Where an env snapshot holds an ale-py emulator's state, among its layer's attributes.
+ALE_STATE_KEY = "__ale_state__"
 
 
 class CheckpointError(Exception):
@@ -217,6 +221,8 @@ def _snapshot(env: Any) -> list[tuple[str, dict[str, Any], list | None]]:
             for name, value in vars(layer).items()
             if name not in ("env", "envs") and name not in SKIPPED_ATTRIBUTES and _picklable(value)
         }
+        if hasattr(vars(layer).get("ale"), "cloneState"):  # last, so restored after the layer's other attributes
+            attributes[ALE_STATE_KEY] = vars(layer)["ale"].cloneState(include_rng=True)
         sub_envs = [_snapshot(sub_env) for sub_env in layer.envs] if isinstance(getattr(layer, "envs", None), list) else None
         layers.append((type(layer).__name__, attributes, sub_envs))
     return layers
@@ -244,7 +250,9 @@ def _restore(env: Any, snapshot: list[tuple[str, dict[str, Any], list | None]]) 
         )
     for layer, (_, attributes, sub_envs) in zip(layers, snapshot, strict=True):
         for name, value in attributes.items():
-            if not _copied_into_mujoco(vars(layer).get(name), value):
+            if name == ALE_STATE_KEY:
+                vars(layer)["ale"].restoreState(value)
+            elif not _copied_into_mujoco(vars(layer).get(name), value):
                 vars(layer)[name] = value
         if sub_envs is not None:
             for sub_env, sub_snapshot in zip(layer.envs, sub_envs, strict=True):

@@ -3,11 +3,13 @@
 An algorithm file keeps its networks, losses and whole training loop visible; the lines that are
 the same in every file live here and are called from the script in plain statements:
 
-    args = parse_args(Args)                      # tyro, also taking `--flag True/False`
-    exp = Experiment(args, __file__)             # checks run flags, loads a `--resume` checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume: the checkpointed run's args
     exp.require(args.num_envs > 0, "...")        # bad input: one line on stderr, exit code 2
+    exp.seed_global_rngs()                       # Python, NumPy, PyTorch
     envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv(...), args.env_id)
     writer = exp.start_logging()                 # W&B (--track), TensorBoard with the hyperparameters
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()     # envs, RNGs, clock (after make_envs)
     with exp:                                    # Ctrl-C/SIGTERM stop the run between steps, logs kept
         for ...:
             exp.raise_if_stopped()
@@ -16,11 +18,12 @@ the same in every file live here and are called from the script in plain stateme
                 exp.save_checkpoint(global_step, {...})
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)
-            exp.report_evaluation(evaluate(exp.model_path, ...), "PPO")
+            exp.log_evaluation_and_upload(evaluate(exp.model_path, ...), hub_algorithm_name="PPO")
 
-There is no base class, no callback and no loop here: `Experiment` holds the run's name, its
-checkpoint, its writer and the signals received, and cleans up when the `with` block ends
-(envs closed, event file flushed, videos sent to W&B, W&B run finished) whatever ended it.
+There is no base class, no callback and no loop here: `Experiment` holds the run's arguments and
+name, the loaded checkpoint, its writer and the signals received, and cleans up when the `with`
+block ends (envs closed, event file flushed, videos sent to W&B, W&B run finished) whatever ended it.
+docs/community/script-contract.md lists every call, what it does and when.
 """
 
 from __future__ import annotations
@@ -84,13 +87,24 @@ def one_line(message: str) -> str:
 
 
 class Experiment:
-    """One run of an algorithm script: its name, checkpoint, logs and shutdown."""
+    """One run of an algorithm script: its arguments, name, loaded checkpoint, logs and shutdown."""
+
+    @classmethod
+    def from_command_line(cls, Args: type[T], script_file: str) -> tuple[T, Experiment]:
+        """The run's arguments and its Experiment, from the command line (`parse_args`).
+
+        With `--resume`, the arguments are the checkpointed run's (run-control flags given now still win, see
+        `checkpoint.restored_args`): a script takes them from here, the only place that has them right.
+        """
+        exp = cls(parse_args(Args), script_file)
+        return exp.args, exp
 
     def __init__(self, args: Any, script_file: str) -> None:
+        """Check the run flags and load a `--resume` checkpoint, whose arguments then replace `args`'s values in place."""
         self.args = args
         self.script_file = script_file
         self.script = os.path.basename(script_file)
-        self.checkpoint: dict[str, Any] | None = None
+        self.loaded_checkpoint: dict[str, Any] | None = None
         self.envs: Any = None
         self.writer: Any = None
         self.stop_signals: list[int] = []
@@ -98,16 +112,16 @@ class Experiment:
         self.start_time = time.time()  # the SPS clock; it restarts when training does (`with exp:`)
         if getattr(args, "resume", None):
             try:  # a resumed run goes on with the arguments it was started with
-                self.checkpoint = ckpt.load(args.resume)
-                ckpt.restored_args(args, self.checkpoint)
+                self.loaded_checkpoint = ckpt.load(args.resume)
+                ckpt.restored_args(args, self.loaded_checkpoint)
             except ckpt.CheckpointError as e:
                 self.fail(str(e))
         # read after a resume: without the flag on its command line, a resumed run keeps checkpointing as it did
         self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
         if self.checkpoint_frequency < 0:
             self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
-        if self.checkpoint:
-            self.run_name = self.checkpoint["run_name"]
+        if self.loaded_checkpoint:
+            self.run_name = self.loaded_checkpoint["run_name"]
         else:
             self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         if getattr(args, "upload_model", False):
@@ -135,10 +149,11 @@ class Experiment:
             self.require(value > 0, f"--{name.replace('_', '-')} must be positive, got {value}")
 
     # run start
-    def seed(self, cpu_threads: int | None = None) -> Any:
-        """Seed Python, NumPy and PyTorch with --seed; return the torch device (CUDA when there and --cuda).
+    def seed_global_rngs(self) -> None:
+        """Seed the global random generators with --seed: Python's, NumPy's and PyTorch's (CPU and CUDA).
 
-        `cpu_threads` caps PyTorch's CPU threads: for small networks waking more costs more than the math.
+        cuDNN is made deterministic unless --no-torch-deterministic. JAX has no global generator: JAX
+        scripts derive their keys from --seed themselves.
         """
         import numpy as np
         import torch
@@ -147,10 +162,6 @@ class Experiment:
         np.random.seed(self.args.seed)
         torch.manual_seed(self.args.seed)
         torch.backends.cudnn.deterministic = getattr(self.args, "torch_deterministic", True)
-        cuda = torch.cuda.is_available() and getattr(self.args, "cuda", False)
-        if not cuda and cpu_threads:
-            torch.set_num_threads(cpu_threads)
-        return torch.device("cuda" if cuda else "cpu")
 
     # environments
     def make_envs(self, make: Callable[[], E], env_id: str) -> E:
@@ -196,7 +207,7 @@ class Experiment:
         self.require(flat, f"{self.args.env_id} observations are {space}; {self.script} needs a flat Box (see {see})")
 
     def start_logging(self, log: bool = True) -> Any:
-        """Start W&B (with --track) and the TensorBoard writer; catch Ctrl-C and SIGTERM from now on.
+        """Start W&B (with --track) and the TensorBoard writer; call it once the envs exist (bad input fails first).
 
         The writer's first texts are the hyperparameter table and the run's `WANDB_TAGS` (read back by
         `cleanrl_utils.rlops`). A resumed run appends to its folder and goes on in its W&B run;
@@ -207,12 +218,11 @@ class Experiment:
 
         if not log:
             return None
-        args, checkpoint = self.args, self.checkpoint
+        args, checkpoint = self.args, self.loaded_checkpoint
         if args.track:
             import wandb
 
-            # W&B reads the run's TensorBoard events; named as the root, they are read from the start (without a
-            # root, wandb-core waits 10 s to infer one, and the run's end waits for that), keys as logged
+            # W&B reads the run's TensorBoard events, keys as logged; naming the root saves it guessing one
             wandb.tensorboard.patch(root_logdir=f"runs/{self.run_name}")
             wandb.init(
                 project=args.wandb_project_name,
@@ -247,7 +257,7 @@ class Experiment:
             raise KeyboardInterrupt
 
     def __enter__(self) -> Experiment:
-        """Training starts: the SPS clock too, as SB3's starts in `learn()` (making envs and networks is not training)."""
+        """Training starts: catch Ctrl-C and SIGTERM from now on, and start the SPS clock (setup is not training)."""
         self.start_time = time.time() - self.elapsed_before
         self._previous_handlers = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         return self
@@ -275,11 +285,18 @@ class Experiment:
         return False
 
     # checkpoints
-    def checkpoint_due(self, iteration: int) -> bool:
-        return bool(self.checkpoint_frequency) and iteration % self.checkpoint_frequency == 0
+    def checkpoint_due(self, count: int, since: int | None = None) -> bool:
+        """True when --checkpoint-frequency divides `count` (iterations or steps done), or, given `since` (the count
+        before this iteration), when a multiple of it lies in (since, count]: steps taken `num_envs` at a time."""
+        previous = count - 1 if since is None else since
+        return bool(self.checkpoint_frequency) and count // self.checkpoint_frequency > previous // self.checkpoint_frequency
 
-    def save_checkpoint(self, global_step: int, state: dict[str, Any]) -> None:
-        """Save the script's `state` with what the run itself needs to go on (arguments, envs, RNGs, clock)."""
+    def save_checkpoint(self, global_step: int, state: dict[str, Any], learners: dict[str, Any] | None = None) -> None:
+        """Save the script's `state` with what the run itself needs to go on (arguments, envs, RNGs, clock).
+
+        `learners` (name -> network or optimizer) are saved by their `state_dict()`; `restore_run_state(learners)`
+        loads them back. The envs' snapshot includes each Atari emulator's state (`checkpoint.env_state`).
+        """
         if self.writer is not None:
             self.writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
         wandb_id = None
@@ -296,19 +313,30 @@ class Experiment:
             "rng": ckpt.rng_state(),
             "envs": ckpt.env_state(self.envs) if self.envs is not None else None,
         }
-        ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state})
+        learner_states = {name: learner.state_dict() for name, learner in (learners or {}).items()}
+        ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state, **learner_states})
 
-    def resume(self) -> dict[str, Any]:
-        """The checkpoint, after putting the envs, random generators and clock back as they were then."""
-        assert self.checkpoint is not None
-        if self.envs is not None and self.checkpoint.get("envs") is not None:
-            ckpt.restore_env(self.envs, self.checkpoint["envs"])
-        ckpt.set_rng_state(self.checkpoint["rng"])
-        self.elapsed_before = self.checkpoint["elapsed_time"]
+    def restore_run_state(self, learners: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Put the envs, global random generators and SPS clock back as the loaded checkpoint saved them, load each
+        of `learners` (name -> network or optimizer) from it, and return it (for the script's own state).
+
+        Call it after `make_envs`: it restores the envs that made. Called before, it fails with one line.
+        """
+        checkpoint = self.loaded_checkpoint
+        if checkpoint is None:
+            self.fail("restore_run_state() restores a --resume checkpoint, and none was given")
+        if checkpoint.get("envs") is not None:
+            if self.envs is None:
+                self.fail("restore_run_state() restores the envs: call it after make_envs()")
+            ckpt.restore_env(self.envs, checkpoint["envs"])
+        ckpt.set_rng_state(checkpoint["rng"])
+        for name, learner in (learners or {}).items():
+            learner.load_state_dict(checkpoint[name])
+        self.elapsed_before = checkpoint["elapsed_time"]
         self.start_time = time.time() - self.elapsed_before
-        return self.checkpoint
+        return checkpoint
 
-    def restart_clock(self) -> None:
+    def restart_sps_clock(self) -> None:
         """Start the SPS clock now: after JIT compilation or warm-up play, which are not training."""
         self.start_time = time.time()
 
@@ -322,8 +350,9 @@ class Experiment:
     def model_path(self) -> str:
         return f"runs/{self.run_name}/{self.args.exp_name}.cleanrl_model"
 
-    def report_evaluation(self, episodic_returns: Sequence[float], algorithm: str) -> None:
-        """Log the saved model's evaluation returns; with --upload-model, push model, logs and video to the Hub."""
+    def log_evaluation_and_upload(self, episodic_returns: Sequence[float], hub_algorithm_name: str) -> None:
+        """Log the saved model's evaluation returns as `eval/episodic_return`; with --upload-model, also push the
+        model, logs, video and script to the Hugging Face Hub, `hub_algorithm_name` (e.g. "PPO") on its model card."""
         for idx, episodic_return in enumerate(episodic_returns):
             self.writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if getattr(self.args, "upload_model", False):  # scripts without the flag only log
@@ -332,7 +361,7 @@ class Experiment:
             self.writer.flush()  # the uploaded event file then holds the evaluation too
             try:
                 run_dir, videos = f"runs/{self.run_name}", f"videos/{self.run_name}-eval"
-                push_to_hub(self.args, list(episodic_returns), algorithm, run_dir, videos, self.script_file)
+                push_to_hub(self.args, list(episodic_returns), hub_algorithm_name, run_dir, videos, self.script_file)
             except UploadError as e:
                 self.fail(str(e))
 

@@ -91,6 +91,34 @@ def test_resumed_mujoco_video_records_the_resumed_run(tmp_path, monkeypatch):
     envs.close(), fresh.close()
 
 
+# --- Atari: the emulator, which cannot be pickled, travels as ale-py's own state
+
+
+def atari_env():
+    pytest.importorskip("ale_py", reason="ale-py is not installed (pip install -e '.[atari]')")
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    return gym.wrappers.RecordEpisodeStatistics(gym.make("BreakoutNoFrameskip-v4"))
+
+
+def test_atari_env_snapshot_puts_the_emulator_back():
+    env = atari_env()
+    env.reset(seed=3)
+    for _ in range(30):
+        env.step(env.action_space.sample())
+    snapshot = ckpt.env_state(env)
+    actions = [env.action_space.sample() for _ in range(40)]
+    expected = [env.step(a)[0] for a in actions]
+
+    fresh = atari_env()
+    fresh.reset(seed=99)  # another game, and another emulator random state
+    ckpt.restore_env(fresh, snapshot)
+    for action, frame in zip(actions, expected, strict=True):
+        np.testing.assert_array_equal(fresh.step(action)[0], frame)
+
+
 # --- a checkpoint records the script that wrote it
 
 

@@ -199,7 +199,7 @@ def test_sps_clock_counts_training_only(monkeypatch):
         now[0] += 2.0
         assert exp.elapsed == 2.0
         now[0] += 30.0  # compiling inside the loop
-        exp.restart_clock()
+        exp.restart_sps_clock()
         now[0] += 2.0
         assert exp.elapsed == 2.0
 
@@ -217,7 +217,7 @@ def test_sps_clock_of_a_resumed_run_goes_on_from_the_checkpoint(tmp_path, monkey
         now[0] += 40.0
         exp.save_checkpoint(40, {})
     resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
-    resumed.resume()
+    resumed.restore_run_state()
     now[0] += 7.0  # setup of the resumed run
     with resumed:
         now[0] += 3.0
@@ -238,14 +238,65 @@ def test_resumed_run_keeps_writing_checkpoints_at_its_frequency(tmp_path, monkey
     assert Experiment(Args(resume=f"runs/{exp.run_name}", checkpoint_frequency=3), SCRIPT).checkpoint_due(6)
 
 
-def test_seed_makes_draws_repeat():
+def test_seeding_makes_draws_repeat():
     import torch
 
     draws = []
     for _ in range(2):
-        device = Experiment(Args(seed=7, cuda=False), SCRIPT).seed()
+        Experiment(Args(seed=7, cuda=False), SCRIPT).seed_global_rngs()
         draws.append((np.random.rand(), torch.rand(1).item()))
-    assert device.type == "cpu" and draws[0] == draws[1]
+    assert draws[0] == draws[1]
+
+
+def test_from_command_line_hands_the_script_the_checkpointed_runs_arguments(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("sys.argv", ["algo.py", "--seed", "5", "--num-envs", "3", "--checkpoint-frequency", "1"])
+    args, exp = Experiment.from_command_line(Args, SCRIPT)
+    assert exp.args is args and (args.seed, args.num_envs) == (5, 3) and exp.loaded_checkpoint is None
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(10, {})
+    monkeypatch.setattr("sys.argv", ["algo.py", "--resume", f"runs/{exp.run_name}", "--no-autotune", "--num-envs", "1"])
+    resumed_args, resumed = Experiment.from_command_line(Args, SCRIPT)
+    assert (resumed_args.seed, resumed_args.num_envs, resumed_args.autotune) == (5, 3, True)
+    assert resumed.run_name == exp.run_name and resumed.loaded_checkpoint["global_step"] == 10
+
+
+def test_restoring_before_the_envs_exist_fails_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
+    exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]), "CartPole-v1")
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(10, {})
+    resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
+    assert "call it after make_envs()" in fails_with(capsys, resumed.restore_run_state)
+    assert "none was given" in fails_with(capsys, Experiment(Args(), SCRIPT).restore_run_state)
+
+
+def test_learners_are_saved_and_restored_by_name_and_steps_cross_checkpoint_multiples(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    exp = Experiment(Args(checkpoint_frequency=5), SCRIPT)
+    # 3 envs per step: 3, 6, 9, 12, 15 steps done; due where a multiple of 5 was passed
+    assert [done for done in range(3, 18, 3) if exp.checkpoint_due(done, since=done - 3)] == [6, 12, 15]
+    net = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(net.parameters())
+    net(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(6, {"extra": 1}, {"net": net, "optimizer": optimizer})
+    fresh_net = torch.nn.Linear(2, 1)
+    fresh_optimizer = torch.optim.Adam(fresh_net.parameters())
+    resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
+    state = resumed.restore_run_state({"net": fresh_net, "optimizer": fresh_optimizer})
+    assert state["extra"] == 1 and torch.equal(fresh_net.weight, net.weight)
+    assert fresh_optimizer.state_dict()["state"][0]["step"] == 1
 
 
 def test_logging_writes_hyperparameters_and_tags(tmp_path, monkeypatch):
@@ -339,18 +390,18 @@ def test_checkpoint_round_trip_restores_args_envs_and_random_state(tmp_path, mon
     assert resumed.run_name == exp.run_name and resumed_args.num_envs == 3 and resumed_args.seed == 5
     fresh = resumed.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3), args.env_id)
     fresh.reset(seed=99)
-    state = resumed.resume()
+    state = resumed.restore_run_state()
     assert state["iteration"] == 2 and state["global_step"] == 40 and list(state["weights"]) == [0, 1, 2]
     assert np.random.rand() == expected_draw
     np.testing.assert_array_equal(fresh.step(np.zeros(3, dtype=np.int64))[0], expected_obs)
     assert resumed.elapsed >= state["elapsed_time"]
 
 
-def test_report_evaluation_logs_ten_returns(tmp_path, monkeypatch):
+def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exp = Experiment(Args(save_model=True), SCRIPT)
     with exp:
         exp.start_logging()
         assert exp.model_path == f"runs/{exp.run_name}/algo.cleanrl_model"
-        exp.report_evaluation([float(r) for r in range(10)], "ALGO")
+        exp.log_evaluation_and_upload([float(r) for r in range(10)], hub_algorithm_name="ALGO")
     assert read_scalars(tmp_path / "runs" / exp.run_name)["eval/episodic_return"] == [(i, float(i)) for i in range(10)]

@@ -144,7 +144,7 @@ def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str,
     return env
 
 
-# Uploading is one code path for every script (cleanrl_utils.experiment's report_evaluation calls
+# Uploading is one code path for every script (cleanrl_utils.experiment's log_evaluation_and_upload calls
 # push_to_hub), so a real upload runs for one script of each kind: a torch vector env, a torch single
 # env into an organisation, a MuJoCo video, a JAX Atari script, an envpool script without a training
 # video. Every script's own part, the algorithm name on the card, is checked from its source below.
@@ -156,7 +156,7 @@ UPLOADED_FOR_REAL = ["ppo.py", *(pytest.param(name, marks=pytest.mark.extended) 
 @pytest.mark.parametrize("script", sorted(UPLOADS))
 def test_every_script_puts_its_algorithm_name_on_the_card(script):
     source = (REPO / "cleanrl" / script).read_text()
-    calls = [source[m.end() : m.end() + 300] for m in re.finditer(r"(report_evaluation|push_to_hub)\(", source)]
+    calls = [source[m.end() : m.end() + 300] for m in re.finditer(r"(log_evaluation_and_upload|push_to_hub)\(", source)]
     names = {name for call in calls for name in re.findall(r'"([A-Za-z0-9-]+)"', call.split(")")[0])}
     assert UPLOADS[script].algo_name in names, f"{script} uploads without the name {UPLOADS[script].algo_name!r}"
 

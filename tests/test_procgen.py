@@ -42,7 +42,7 @@ def test_missing_qt_names_the_extra_that_brings_it(module, monkeypatch, capsys):
         raise ImportError("libQt5Core.so.5: cannot open shared object file: No such file or directory")
 
     monkeypatch.setattr(module.envpool, "make", make)
-    exp = module.Experiment(module.parse_args(module.Args, []), module.__file__)
+    exp = module.Experiment(module.Args(), module.__file__)
     with pytest.raises(SystemExit) as exit_info:  # the script makes its envs this way
         exp.make_envs(lambda: module.make_env("starpilot", "easy", 2, 1), "starpilot")
     assert exit_info.value.code == 2

@@ -16,7 +16,7 @@ import torch.optim as optim
 from torch.distributions import Categorical
 
 from cleanrl_utils.evals.ppo_trxl_eval import evaluate
-from cleanrl_utils.experiment import Experiment, parse_args
+from cleanrl_utils.experiment import Experiment
 
 try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
     import minigrid
@@ -102,11 +102,17 @@ class Args:
     trxl_dim: int = 384
     """the dimension of the transformer (embedding and hidden states)"""
     trxl_memory_length: int = 119
-    """how many steps of the episode, the current one included, each step attends to (at most the episode length)"""
+    """the memory window: a step and the steps before it in its episode (at most the episode length)"""
+    trxl_attend_self: bool = True
+    """a step attends to its own fresh state too; --no-trxl-attend-self: to the earlier steps of its window only"""
+    trxl_vector_relu: bool = False
+    """end the encoder of vector observations with a ReLU (off: a linear layer alone)"""
     trxl_positional_encoding: str = "absolute"
     """the positional encoding of the memory: absolute (sinusoidal), learned, or none ("" too)"""
     reconstruction_coef: float = 0.0
     """the coefficient of the observation reconstruction loss (0 disables the decoder; image observations only)"""
+    per_branch_ratio: bool = True
+    """MultiDiscrete actions: clip each branch's probability ratio on its own (off: one joint ratio per sample)"""
 
     # derived from the settings above when the run starts
     batch_size: int = 0
@@ -239,7 +245,9 @@ class MultiHeadAttention(nn.Module):
         k = self.key(memory.view(B, L, self.num_heads, self.head_dim))
         v = self.value(memory.view(B, L, self.num_heads, self.head_dim))
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.dim)
-        weights = scores.masked_fill(~mask[:, None, None, :], float("-inf")).softmax(-1)
+        mask = mask[:, None, None, :]
+        # a step with nothing to attend to (an episode's first, without itself) gets zero weights, not NaN
+        weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(-1) * mask
         return self.out(torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(B, self.dim))
 
 
@@ -257,12 +265,22 @@ class TransformerBlock(nn.Module):
         return x + torch.relu(self.fc(self.norm_fc(x)))
 
 
-def sinusoidal_encoding(length, dim):
-    position = torch.arange(length, dtype=torch.float32)[:, None]
+def sinusoidal_encoding(position, dim):
+    """Sines of position x frequency in the first half of the features, cosines in the second."""
     frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    encoding = torch.zeros(length, dim)
-    encoding[:, 0::2], encoding[:, 1::2] = torch.sin(position * frequency), torch.cos(position * frequency)
-    return encoding
+    angle = position.float()[:, None] * frequency
+    return torch.cat([angle.sin(), angle.cos()], 1)[:, :dim]
+
+
+def clipped_surrogate(logratio, advantages, clip_coef, per_branch):
+    """PPO's clipped surrogate loss, with the log-ratios and ratios it clipped; logratio has a column per action
+    branch: clipped one by one, each with the sample's advantage, or summed into the joint action's ratio."""
+    if not per_branch:
+        logratio = logratio.sum(1, keepdim=True)
+    ratio = logratio.exp()
+    advantages = advantages[:, None]
+    loss = torch.max(-advantages * ratio, -advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)).mean()
+    return loss, logratio, ratio
 
 
 class Agent(nn.Module):
@@ -270,7 +288,7 @@ class Agent(nn.Module):
 
     The memory of an episode holds, for each of its steps, the input of every TrXL layer at that step
     (shape: steps x layers x dim). A step attends, in each layer, to a window of the last `memory_length`
-    steps of its own episode (itself included); only its own hidden states are computed anew.
+    steps of its own episode (itself included, unless not attend_self); only its own hidden states are computed anew.
     """
 
     def __init__(self, args, observation_space, action_space, max_episode_steps):
@@ -278,6 +296,7 @@ class Agent(nn.Module):
         dim, self.num_layers = args.trxl_dim, args.trxl_num_layers
         self.memory_length = min(args.trxl_memory_length, max_episode_steps)
         self.memory_slots = max_episode_steps + 1  # one more: the value of a truncated episode's last observation
+        self.attend_self = getattr(args, "trxl_attend_self", True)
         self.image = len(observation_space.shape) == 3
         if self.image:
             self.encoder = nn.Sequential(
@@ -291,11 +310,13 @@ class Agent(nn.Module):
                 layer_init(nn.Linear(64 * 7 * 7, dim)),
                 nn.ReLU(),
             )
-        else:
-            self.encoder = nn.Sequential(layer_init(nn.Linear(observation_space.shape[0], dim)), nn.ReLU())
+        else:  # model files whose arguments lack trxl_vector_relu were trained with the ReLU
+            relu = [nn.ReLU()] if getattr(args, "trxl_vector_relu", True) else []
+            self.encoder = nn.Sequential(layer_init(nn.Linear(observation_space.shape[0], dim)), *relu)
         encoding = args.trxl_positional_encoding.lower()
-        if encoding == "absolute":
-            self.register_buffer("positional_encoding", sinusoidal_encoding(self.memory_slots, dim))
+        if encoding == "absolute":  # each slot's step counted back from the episode's last one
+            steps_back = max_episode_steps - 1 - torch.arange(self.memory_slots)
+            self.register_buffer("positional_encoding", sinusoidal_encoding(steps_back, dim))
         elif encoding == "learned":
             self.positional_encoding = nn.Parameter(torch.randn(self.memory_slots, dim))
         else:
@@ -326,7 +347,8 @@ class Agent(nn.Module):
         """Episode steps in each step's memory window (B, L), and which of them it may attend to."""
         start = (episode_step - self.memory_length + 1).clamp(min=0)
         positions = start[:, None] + torch.arange(self.memory_length, device=episode_step.device)
-        return positions, positions <= episode_step[:, None]  # the window slides once the episode outgrows it
+        t = episode_step[:, None]
+        return positions, (positions <= t) if self.attend_self else (positions < t)  # it slides as the episode grows
 
     def normalize(self, obs):
         return obs.permute(0, 3, 1, 2).float() / 255.0 if self.image else obs.float()
@@ -346,7 +368,8 @@ class Agent(nn.Module):
 
     def heads(self, h):
         hidden = self.hidden(h)
-        return [Categorical(logits=branch(hidden)) for branch in self.actor_branches], self.critic(hidden).squeeze(-1)
+        dists = [Categorical(logits=branch(hidden)) for branch in self.actor_branches]
+        return dists, self.critic(hidden).squeeze(-1), hidden
 
     def gather(self, memory, episode_step):
         """The memory windows of each env's current episode; memory (E, slots, layers, dim)."""
@@ -357,25 +380,23 @@ class Agent(nn.Module):
         """Sample actions (E, branches) for each env's current step and cache the step's hidden states in `memory`."""
         h, layer_inputs = self.trxl(obs, self.gather(memory, episode_step), episode_step)
         memory[torch.arange(len(memory), device=memory.device), episode_step] = layer_inputs
-        dists, value = self.heads(h)
+        dists, value, _ = self.heads(h)
         action = torch.stack([dist.sample() for dist in dists], 1)
-        logprob = sum(dist.log_prob(a) for dist, a in zip(dists, action.T))
+        logprob = torch.stack([dist.log_prob(a) for dist, a in zip(dists, action.T)], 1)  # one per action branch
         return action, logprob, value
 
     def get_value(self, obs, memory, episode_step):
         return self.heads(self.trxl(obs, self.gather(memory, episode_step), episode_step)[0])[1]
 
     def evaluate_actions(self, obs, memory_window, episode_step, action):
-        """Log-probability, entropy (summed over branches), value and TrXL output of the given steps."""
-        h, _ = self.trxl(obs, memory_window, episode_step)
-        dists, value = self.heads(h)
-        logprob = sum(dist.log_prob(a) for dist, a in zip(dists, action.T))
-        return logprob, sum(dist.entropy() for dist in dists), value, h
+        """Log-probabilities (one per action branch), entropy (summed), value and hidden layer output of the steps."""
+        dists, value, hidden = self.heads(self.trxl(obs, memory_window, episode_step)[0])
+        logprob = torch.stack([dist.log_prob(a) for dist, a in zip(dists, action.T)], 1)
+        return logprob, sum(dist.entropy() for dist in dists), value, hidden
 
 
 if __name__ == "__main__":
-    args = parse_args(Args)
-    exp = Experiment(args, __file__)  # a --resume run gets its arguments and name back from the checkpoint
+    args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps")
     exp.require_positive("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length")
     exp.require(args.trxl_dim % args.trxl_num_heads == 0, f"--trxl-num-heads does not divide --trxl-dim {args.trxl_dim}")
@@ -389,7 +410,8 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     run_name = exp.run_name
 
-    device = exp.seed()
+    exp.seed_global_rngs()
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup, before any file is written
     env_id = args.env_id
@@ -419,7 +441,7 @@ if __name__ == "__main__":
         (args.num_steps, args.num_envs) + obs_space.shape, dtype=torch.as_tensor(obs_space.sample()).dtype, device=device
     )
     actions = torch.zeros((args.num_steps, args.num_envs, len(agent.action_dims)), dtype=torch.long, device=device)
-    logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs, len(agent.action_dims)), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
     rewards = torch.zeros((args.num_steps, args.num_envs), device=device)
     dones = torch.zeros((args.num_steps, args.num_envs), device=device)
@@ -431,8 +453,8 @@ if __name__ == "__main__":
     episode_infos = deque(maxlen=100)
 
     global_step, first_iteration = 0, 1
-    if exp.checkpoint:  # pick up exactly where the checkpoint was written, the memory of each env's episode included
-        checkpoint = exp.resume()  # the envs, random generators and clock as they were
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state()
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
@@ -441,7 +463,7 @@ if __name__ == "__main__":
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:  # Ctrl-C or SIGTERM end the run at the next step; envs and logs are closed whatever happens
+    with exp:
         for iteration in range(first_iteration, args.num_iterations + 1):
             # linear decay to the final values over anneal_steps, then held
             frac = max(1.0 - global_step / args.anneal_steps, 0.0)
@@ -504,7 +526,7 @@ if __name__ == "__main__":
 
             # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + obs_space.shape)
-            b_logprobs, b_actions = logprobs.reshape(-1), actions.reshape(-1, len(agent.action_dims))
+            b_logprobs, b_actions = logprobs.reshape(-1, len(agent.action_dims)), actions.reshape(-1, len(agent.action_dims))
             b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
             b_episode_ids, b_episode_steps = episode_ids.reshape(-1), episode_steps.reshape(-1)
 
@@ -517,26 +539,21 @@ if __name__ == "__main__":
                     mb_inds = b_inds[start : start + args.minibatch_size]
                     positions, _ = agent.window(b_episode_steps[mb_inds])
                     mb_memory = episode_memories[b_episode_ids[mb_inds][:, None], positions]
-                    newlogprob, entropy, newvalue, trxl_out = agent.evaluate_actions(
+                    newlogprob, entropy, newvalue, hidden = agent.evaluate_actions(
                         b_obs[mb_inds], mb_memory, b_episode_steps[mb_inds], b_actions[mb_inds]
                     )
-                    logratio = newlogprob - b_logprobs[mb_inds]
-                    ratio = logratio.exp()
+                    mb_advantages = b_advantages[mb_inds]
+                    if args.norm_adv:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                    pg_loss, logratio, ratio = clipped_surrogate(
+                        newlogprob - b_logprobs[mb_inds], mb_advantages, args.clip_coef, args.per_branch_ratio
+                    )
 
                     with torch.no_grad():
                         # two estimators of the KL to the rollout policy (http://joschu.net/blog/kl-approx.html)
                         old_approx_kl = (-logratio).mean()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
-
-                    mb_advantages = b_advantages[mb_inds]
-                    if args.norm_adv:
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                    # clipped surrogate objective
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
                     # value loss (no 0.5 factor: vf_coef alone weighs it)
                     v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
@@ -551,8 +568,8 @@ if __name__ == "__main__":
                     entropy_loss = entropy.mean()
                     loss = pg_loss - ent_coef * entropy_loss + v_loss * args.vf_coef
                     r_loss = torch.zeros((), device=device)
-                    if agent.decoder is not None:  # auxiliary task: rebuild the observation from the TrXL output
-                        r_loss = bce(agent.decoder(trxl_out), agent.normalize(b_obs[mb_inds]))
+                    if agent.decoder is not None:  # auxiliary task: rebuild the observation from the hidden layer
+                        r_loss = bce(agent.decoder(hidden), agent.normalize(b_obs[mb_inds]))
                         loss = loss + args.reconstruction_coef * r_loss
 
                     optimizer.zero_grad()
