@@ -35,7 +35,7 @@ ARG TARGETARCH
 WORKDIR /src
 # Dependencies first, from pyproject.toml alone, with empty packages standing in for
 # the code: editing a script then rebuilds only the last layers, not torch & co.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 RUN --mount=type=cache,target=/root/.cache/pip \
     mkdir cleanrl cleanrl_utils \
     && touch cleanrl/__init__.py cleanrl_utils/__init__.py \
@@ -55,15 +55,14 @@ FROM ${PYTHON_IMAGE}
 
 # xvfb + xauth: a virtual display for --capture-video (xvfb-run in the entrypoint);
 # tini: PID 1 that forwards SIGTERM (docker stop, AWS Batch timeouts) to the run;
-# libgl1/libegl1/libosmesa6: OpenGL for MuJoCo rendering (osmesa on CPUs, EGL on GPUs);
-# libglib2.0-0: OpenCV (Atari preprocessing); libqt5*: envpool's Procgen games.
+# libgl1/libegl1/libosmesa6: OpenGL for MuJoCo rendering (osmesa on CPUs, EGL on GPUs).
+# (OpenCV is the headless wheel and Procgen's Qt 5 comes as a wheel: neither needs a system library.)
 # Apt versions are not pinned, for the reason given in the builder stage.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         xvfb xauth tini \
-        libgl1 libegl1 libosmesa6 libglib2.0-0 \
-        libqt5core5a libqt5gui5 \
+        libgl1 libegl1 libosmesa6 \
     && rm -rf /var/lib/apt/lists/*
 
 COPY --from=builder /opt/venv /opt/venv
