@@ -79,8 +79,7 @@ class Args:
 
 
 def make_env(env_id, idx, capture_video, run_name):
-    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
-    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
@@ -93,7 +92,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-# the networks
 class QNetwork(nn.Module):
     """Outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
 
@@ -163,7 +161,6 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
 
     # env setup, before any file is written
-    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="c51_atari.py")
@@ -171,7 +168,7 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     q_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
-    # the paper's Adam epsilon, 0.01 / batch size; fused: one kernel updates every parameter
+    # the paper's Adam epsilon, 0.01 / batch size
     optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size, fused=True)
     target_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
     target_network.load_state_dict(q_network.state_dict())
@@ -219,8 +216,7 @@ if __name__ == "__main__":
 
                     old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions.flatten()]
                     # cross-entropy between the projected target and the predicted distribution, on log-softmax
-                    # outputs: clamping probabilities before the log (as the reference does) zeroes the gradient
-                    # of a saturated distribution, which then can never move again (CartPole values reach v_max)
+                    # outputs: clamped probabilities would zero the gradient of a saturated distribution
                     loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
 
                     if global_step % 100 == 0:
@@ -240,7 +236,7 @@ if __name__ == "__main__":
                     target_network.load_state_dict(q_network.state_dict())
 
         if args.save_model:
-            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video

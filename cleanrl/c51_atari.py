@@ -86,16 +86,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -111,7 +110,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-# the networks
 class QNetwork(nn.Module):
     """Nature-CNN that outputs, for every action, a probability mass over `n_atoms` fixed return values (the support)."""
 
@@ -185,7 +183,6 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="c51.py for vector observations", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
@@ -195,7 +192,7 @@ if __name__ == "__main__":
     target_network = QNetwork(env, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
     batch_index = torch.arange(args.batch_size, device=device)
 
@@ -236,7 +233,7 @@ if __name__ == "__main__":
 
                     old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions]
                     # cross-entropy between the projected target and the predicted distribution, on log-softmax
-                    # outputs: clamping probabilities before the log zeroes the gradient of a saturated distribution
+                    # outputs: clamped probabilities would zero the gradient of a saturated distribution
                     loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
 
                     if global_step % 100 == 0:
@@ -256,7 +253,7 @@ if __name__ == "__main__":
                     target_network.load_state_dict(q_network.state_dict())
 
         if args.save_model:
-            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
             episodic_returns = evaluate(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video

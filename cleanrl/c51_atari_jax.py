@@ -79,16 +79,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -130,7 +129,7 @@ class QNetwork(nn.Module):
         x = nn.relu(nn.Conv(32, kernel_size=(8, 8), strides=(4, 4), padding="VALID")(x))
         x = nn.relu(nn.Conv(64, kernel_size=(4, 4), strides=(2, 2), padding="VALID")(x))
         x = nn.relu(nn.Conv(64, kernel_size=(3, 3), strides=(1, 1), padding="VALID")(x))
-        x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
+        x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(512)(x))
         logits = nn.Dense(self.action_dim * self.n_atoms)(x).reshape((x.shape[0], self.action_dim, self.n_atoms))
         log_pmfs = nn.log_softmax(logits, axis=-1)
@@ -179,14 +178,13 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="c51_jax.py", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms, v_min=args.v_min, v_max=args.v_max)
-    q_params = jax.jit(q_network.init)(q_key, obs[None])  # one compilation, not one per operation
+    q_params = jax.jit(q_network.init)(q_key, obs[None])
     q_state = QTrainState.create(
         apply_fn=q_network.apply,
         params=q_params,
@@ -210,15 +208,14 @@ if __name__ == "__main__":
         target_pmfs = project(next_atoms, next_pmfs[batch_index, next_actions], atoms)
 
         def cross_entropy(params):
-            # on log-softmax outputs: clipping probabilities before the log zeroes the gradient of a saturated
-            # distribution, which then never moves again
+            # on log-softmax outputs: clipped probabilities would zero the gradient of a saturated distribution
             old_log_pmfs = q_network.apply(params, batch.observations, log=True, method="pmfs")[batch_index, batch.actions]
             return (-(target_pmfs * old_log_pmfs).sum(-1)).mean(), jnp.exp(old_log_pmfs)
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * atoms).sum(-1).mean()
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0])
 
     with exp:
@@ -246,7 +243,7 @@ if __name__ == "__main__":
                 if global_step % args.train_frequency == 0:
                     q_state, loss, q_values = update(q_state, rb.sample(args.batch_size))
 
-                    if global_step % 100 == 0:  # reading the loss waits for the update: only when logged
+                    if global_step % 100 == 0:
                         writer.add_scalar("losses/loss", float(loss), global_step)
                         writer.add_scalar("losses/q_values", float(q_values), global_step)
                         sps = int(global_step / exp.elapsed)
@@ -258,7 +255,7 @@ if __name__ == "__main__":
                     q_state = q_state.replace(target_params=q_state.params)
 
         if args.save_model:
-            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
             episodic_returns = evaluate(

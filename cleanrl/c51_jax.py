@@ -14,7 +14,7 @@ import numpy as np
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # JAX comes with the `jax` extra
+try:
     import flax
     import flax.linen as nn
     import jax
@@ -88,8 +88,7 @@ class Args:
 
 
 def make_env(env_id, idx, capture_video, run_name):
-    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
-    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
@@ -181,9 +180,7 @@ def update(q_state, atoms, obs, actions, next_obs, rewards, dones, gamma):
     target_pmfs = project(next_atoms, next_pmfs, atoms)
 
     def cross_entropy(params):
-        # on log-softmax outputs: clipping probabilities before the log (as the reference does) zeroes the
-        # gradient of a saturated distribution, which then never moves again; on CartPole, where values
-        # reach v_max, that froze a run with every Q at 100 while it lost each game in ~12 steps
+        # on log-softmax outputs: clipped probabilities would zero the gradient of a saturated distribution
         old_log_pmfs = q_state.apply_fn(params, obs, log=True)
         old_log_pmfs = jnp.take_along_axis(old_log_pmfs, actions[:, None, None], axis=1)[:, 0]
         loss = (-(target_pmfs * old_log_pmfs).sum(-1)).mean()
@@ -208,14 +205,11 @@ if __name__ == "__main__":
     run_name = exp.run_name
 
     exp.seed_global_rngs()
-    # Networks this small run faster on the calling thread than handed to XLA's CPU worker thread and
-    # waited for (a third of the cost of a greedy action here); set before JAX computes anything, and
-    # ignored by other backends.
+    # small networks: XLA computes on the calling thread, with no hand-off to a worker
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     key = jax.random.PRNGKey(args.seed)
 
     # env setup, before any file is written
-    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="c51_atari_jax.py")
@@ -224,7 +218,7 @@ if __name__ == "__main__":
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n, n_atoms=args.n_atoms)
-    q_params = jax.jit(q_network.init)(key, obs)  # one compilation, not one per operation
+    q_params = jax.jit(q_network.init)(key, obs)
     # the paper's Adam epsilon, 0.01 / batch size
     q_state = QTrainState.create(
         apply_fn=q_network.apply,
@@ -237,8 +231,7 @@ if __name__ == "__main__":
     rb = ReplayBuffer(args.buffer_size, env.observation_space.shape, args.seed)
 
     with exp:
-        # Compile the jitted functions now, on inputs of the training shapes (results thrown away), so that
-        # the SPS below counts training only; the compile time is printed on its own.
+        # compile now, on inputs of the training shapes: the SPS counts training only
         compile_start = time.time()
         warmup_batch = [
             np.zeros((args.batch_size, *a.shape[1:]), a.dtype) for a in (rb.obs, rb.actions, rb.next_obs, rb.rewards, rb.dones)
@@ -271,7 +264,6 @@ if __name__ == "__main__":
             # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
-                    # the loss and Q-values are read back (a device-to-host copy) only when they are logged
                     q_state, loss, q_values = update(q_state, atoms, *rb.sample(args.batch_size), args.gamma)
 
                     if global_step % 100 == 0:
@@ -283,10 +275,10 @@ if __name__ == "__main__":
 
                 # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
-                    q_state = q_state.replace(target_params=q_state.params)  # shared, not copied: JAX arrays are immutable
+                    q_state = q_state.replace(target_params=q_state.params)
 
         if args.save_model:
-            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
             episodic_returns = evaluate(

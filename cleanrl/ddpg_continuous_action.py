@@ -91,7 +91,6 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     )
 
 
-# (layer names as in the reference, so its saved models load into these classes)
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -141,7 +140,6 @@ if __name__ == "__main__":
     exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
     run_name = exp.run_name
 
-    # One thread: on a busy 2-core machine two threads waited on each other (14 instead of ~400 steps/s).
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     if device.type == "cpu":
@@ -163,15 +161,13 @@ if __name__ == "__main__":
     qf1_target = QNetwork(envs).to(device)
     target_actor.load_state_dict(actor.state_dict())
     qf1_target.load_state_dict(qf1.state_dict())
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     q_optimizer = optim.Adam(qf1.parameters(), lr=args.learning_rate, fused=True)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.learning_rate, fused=True)
-    # Polyak averaging pairs (target, online), blended in one call per update
+    # Polyak averaging pairs (target, online)
     online_params = [*actor.parameters(), *qf1.parameters()]
     target_params = [*target_actor.parameters(), *qf1_target.parameters()]
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
-    # Observations are stored as float32, the networks' dtype (MuJoCo returns float64).
     rb = ReplayBuffer(
         args.buffer_size,
         gym.spaces.Box(-np.inf, np.inf, obs_space.shape, np.float32),
@@ -205,7 +201,6 @@ if __name__ == "__main__":
                 real_next_obs[ended] = np.stack(infos["final_obs"][ended])
                 episode = infos["final_info"]["episode"]
                 for i in np.flatnonzero(infos["final_info"]["_episode"]):
-                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
                     episodic_return = float(np.float32(episode["r"][i]))
                     print(f"global_step={global_step}, episodic_return={episodic_return}")
                     writer.add_scalar("charts/episodic_return", episodic_return, global_step)
@@ -228,8 +223,7 @@ if __name__ == "__main__":
                 q_optimizer.step()
 
                 if num_updates % args.policy_frequency == 0:
-                    # The gradient flows through the critic to the actor; the critic's own weights get none
-                    # (the graph is fixed at the forward pass), which saves three matrix products per actor update.
+                    # the gradient flows through the critic to the actor; the critic's own weights get none
                     qf1.requires_grad_(False)
                     actor_loss = -qf1(data.observations, actor(data.observations)).mean()
                     qf1.requires_grad_(True)

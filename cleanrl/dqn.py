@@ -80,8 +80,7 @@ class Args:
 
 
 def make_env(env_id, idx, capture_video, run_name):
-    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
-    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
@@ -94,7 +93,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-# the networks
 class QNetwork(nn.Module):
     def __init__(self, env):
         super().__init__()
@@ -129,7 +127,6 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
 
     # env setup, before any file is written
-    # One env stepped directly: a one-env vector wrapper would double the cost of each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="dqn_atari.py")
@@ -137,7 +134,6 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     q_network = QNetwork(env).to(device)
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
     target_network = QNetwork(env).to(device)
     target_network.load_state_dict(q_network.state_dict())
@@ -208,7 +204,7 @@ if __name__ == "__main__":
                             target_param.lerp_(q_param, args.tau)
 
             if exp.checkpoint_due(global_step + 1):
-                # named after the steps done; its `global_step` is this step, the last one logged
+                # named after the steps done; `global_step` is the last step logged
                 state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
                 state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "obs": obs}
                 exp.save_checkpoint(global_step + 1, {"global_step": global_step, **state})

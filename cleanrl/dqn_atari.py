@@ -87,16 +87,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -112,7 +111,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-# the networks
 class QNetwork(nn.Module):
     def __init__(self, env):
         super().__init__()
@@ -152,7 +150,6 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="dqn.py for vector observations", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
@@ -162,7 +159,7 @@ if __name__ == "__main__":
     target_network = QNetwork(env).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
 
     first_step = 0
@@ -226,7 +223,7 @@ if __name__ == "__main__":
                             target_param.lerp_(q_param, args.tau)
 
             if exp.checkpoint_due(global_step + 1):
-                # named after the steps done; its `global_step` is this step, the last one logged
+                # named after the steps done; `global_step` is the last step logged
                 state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
                 state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "obs": obs}
                 exp.save_checkpoint(global_step + 1, {"global_step": global_step, **state})

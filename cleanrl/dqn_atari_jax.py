@@ -75,16 +75,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -111,7 +110,7 @@ class QNetwork(nn.Module):
         x = nn.relu(nn.Conv(32, kernel_size=(8, 8), strides=(4, 4), padding="VALID")(x))
         x = nn.relu(nn.Conv(64, kernel_size=(4, 4), strides=(2, 2), padding="VALID")(x))
         x = nn.relu(nn.Conv(64, kernel_size=(3, 3), strides=(1, 1), padding="VALID")(x))
-        x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
+        x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(512)(x))
         return nn.Dense(self.action_dim)(x)
 
@@ -140,14 +139,13 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="dqn_jax.py", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 
     obs, _ = env.reset(seed=args.seed)
     q_network = QNetwork(action_dim=env.action_space.n)
-    q_params = jax.jit(q_network.init)(q_key, obs[None])  # one compilation, not one per operation
+    q_params = jax.jit(q_network.init)(q_key, obs[None])
     q_state = QTrainState.create(
         apply_fn=q_network.apply,
         params=q_params,
@@ -176,7 +174,7 @@ if __name__ == "__main__":
     def update_target(q_state):
         return q_state.replace(target_params=optax.incremental_update(q_state.params, q_state.target_params, args.tau))
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0])
 
     with exp:
@@ -204,7 +202,7 @@ if __name__ == "__main__":
                 if global_step % args.train_frequency == 0:
                     q_state, loss, q_values = update(q_state, rb.sample(args.batch_size))
 
-                    if global_step % 100 == 0:  # reading the loss waits for the update: only when logged
+                    if global_step % 100 == 0:
                         writer.add_scalar("losses/td_loss", float(loss), global_step)
                         writer.add_scalar("losses/q_values", float(q_values), global_step)
                         sps = int(global_step / exp.elapsed)

@@ -322,7 +322,6 @@ if __name__ == "__main__":
     ends = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # it ended, by termination or time limit
     valid = np.zeros((args.num_steps, args.num_envs), dtype=bool)  # False: the autoreset step, not learned from
     # what the auxiliary phase learns from: the phase's n-iteration rollouts, one column per env and iteration
-    # (kept in host memory: 256 x 2048 frames of 3x64x64 bytes, 6.4 GB, with the default sizes)
     aux_shape = (args.num_steps, args.aux_batch_rollouts)
     aux_obs = torch.zeros(aux_shape + envs.observation_space.shape, dtype=torch.uint8)
     aux_returns = torch.zeros(aux_shape)

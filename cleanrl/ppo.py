@@ -91,8 +91,7 @@ class Args:
 
 
 def make_env(env_id, idx, capture_video, run_name):
-    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
-    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
@@ -106,7 +105,6 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Sub-envs reset in the same step they end; `infos["final_obs"]` keeps the last observation.
-    # copy=False: the loop copies each observation into its buffer itself.
     envs = gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -143,9 +141,7 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x).squeeze(-1)
 
-    # Sampling with Gumbel-max here, and the log-probabilities and values later in one batched call
-    # (`evaluate_actions`), instead of Categorical(logits).sample() and a per-step get_action_and_value:
-    # 6.4k vs 4.2k SPS on a whole CartPole run of 100k steps (2-core CPU).
+    # Sampling only; the log-probabilities and values come after the rollout (`evaluate_actions`).
     def act(self, x):
         """Rollout: sample actions. Their log-probabilities and the values come later, in one batched call."""
         logits = self.actor(x)
@@ -184,10 +180,9 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
-    # rollout storage: what the networks read on the device, what only GAE reads on the host
+    # rollout storage
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
@@ -209,7 +204,6 @@ if __name__ == "__main__":
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
-            # The whole rollout runs without autograd bookkeeping.
             with torch.inference_mode():
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
@@ -233,15 +227,13 @@ if __name__ == "__main__":
                         writer.add_scalar("charts/episodic_return", infos["episode"]["r"][i], global_step)
                         writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
 
-            # The parameters did not change during the rollout, so the log-probabilities of the actions taken
-            # and the state values can be computed for all of it in one batched call instead of one small call
-            # per step: the same numbers for a fraction of the overhead.
+            # The parameters did not change during the rollout: log-probabilities and values of the whole
+            # rollout, in one batched call, are the ones each step would have computed.
             with torch.no_grad():
                 logprobs, _, values = agent.evaluate_actions(obs, actions)
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
@@ -305,7 +297,6 @@ if __name__ == "__main__":
 
                     optimizer.zero_grad()
                     loss.backward()
-                    # foreach: one call for all 12 gradient tensors (the default loops over them on the CPU)
                     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
                     optimizer.step()
 

@@ -93,16 +93,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -120,7 +119,6 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step.
-    # copy=False: the loop copies each observation into its buffer itself.
     return gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -201,12 +199,12 @@ if __name__ == "__main__":
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    # rollout storage: frames stay uint8 until the network divides them by 255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
     global_step, first_iteration = 0, 1
@@ -225,13 +223,11 @@ if __name__ == "__main__":
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
-            # Unlike ppo.py, the log-probabilities and values come from the acting pass itself: here the CNN pass
-            # is the cost, not the call overhead.
             with torch.inference_mode():
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
+                    obs[step] = next_obs  # copied before the next step overwrites the env's array
                     action, logprobs[step], values[step] = agent.act(next_obs)
                     actions[step] = action
 
@@ -255,7 +251,6 @@ if __name__ == "__main__":
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0

@@ -14,7 +14,7 @@ import torch.optim as optim
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -180,12 +180,12 @@ if __name__ == "__main__":
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    # rollout storage: frames stay uint8 until the network divides them by 255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.observation_space.shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     terminated = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where a life (or the game) ended
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended, by time limit too
     # 0 for envpool's reset steps: the action of the step after an episode's end is ignored by the env
@@ -196,7 +196,7 @@ if __name__ == "__main__":
     next_obs = torch.as_tensor(next_obs, device=device)
     next_done = np.zeros(args.num_envs, dtype=bool)
     episode_stats = EpisodeStatistics(args.num_envs)
-    recent_returns = deque(maxlen=20)  # for charts/avg_episodic_return
+    recent_returns = deque(maxlen=20)
     with exp:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
@@ -231,9 +231,8 @@ if __name__ == "__main__":
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host. envpool shows an ended episode's last observation first and resets on the
-            # next step, so values[t + 1] is the value of the state step t ended in: bootstrapped from
-            # when a time limit cut the episode, not when it terminated. dones[t] cuts the recursion.
+            # envpool shows an ended episode's last observation, then resets: values[t + 1] is the value of the
+            # state step t ended in, bootstrapped from on a time-limit cut only. dones[t] cuts the recursion.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
             for t in reversed(range(args.num_steps)):

@@ -20,7 +20,7 @@ from flax.training.train_state import TrainState
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -104,7 +104,6 @@ def make_env(env_id, seed, num_envs, capture_video=False):
     return thunk
 
 
-# the networks
 class Network(nn.Module):
     """The shared Nature-CNN torso on uint8 stacks of shape (batch, 4, 84, 84)."""
 
@@ -121,7 +120,7 @@ class Network(nn.Module):
                 bias_init=nn.initializers.constant(0.0),
             )(x)
             x = nn.relu(x)
-        x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
+        x = x.reshape((x.shape[0], -1))
         x = nn.Dense(512, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=nn.initializers.constant(0.0))(x)
         return nn.relu(x)
 
@@ -195,7 +194,7 @@ class Transition(NamedTuple):
     actions: jax.Array
     logprobs: jax.Array
     values: jax.Array
-    rewards: jax.Array  # clipped rewards, which PPO learns from
+    rewards: jax.Array
     terminations: jax.Array  # the episode (a life) ended for real: no bootstrap
     dones: jax.Array  # it ended for real or by a time-limit cut: the GAE recursion stops here
     valid: jax.Array  # False: the step after an episode end, where envpool resets (the action is ignored)
@@ -222,7 +221,7 @@ if __name__ == "__main__":
     exp.require(spec[0] == "envpool.atari", f"{args.env_id} is not an Atari game of envpool")
     try:
         envs = exp.make_envs(make_env(args.env_id, args.seed, args.num_envs), args.env_id)
-    except Exception as e:  # envpool raises bare AssertionErrors and RuntimeErrors
+    except Exception as e:
         exp.fail(f"cannot make env {args.env_id!r}: {e}")
     handle, _, _, step_env = envs.xla()  # the env step as an XLA operation, callable inside jitted code
     writer = exp.start_logging()
@@ -237,7 +236,7 @@ if __name__ == "__main__":
 
     agent_state = TrainState.create(
         apply_fn=agent.apply,
-        params=jax.jit(agent.init)(agent_key, next_obs),  # one compilation, not one per operation
+        params=jax.jit(agent.init)(agent_key, next_obs),
         tx=optax.chain(
             optax.clip_by_global_norm(args.max_grad_norm),
             optax.inject_hyperparams(optax.adam)(
@@ -335,8 +334,7 @@ if __name__ == "__main__":
                 stopped = stopped | (losses[4] > args.target_kl)
         return agent_state, losses, key
 
-    # Compile the jitted functions now, ahead of time on the training shapes, so that SPS counts
-    # training only; the compile time is printed on its own.
+    # compile now, ahead of time on the training shapes: the SPS counts training only
     compile_start = time.time()
     stats = EpisodeStatistics.zeros(args.num_envs)
     next_done = jnp.zeros(args.num_envs, dtype=bool)
@@ -369,7 +367,7 @@ if __name__ == "__main__":
             jax.block_until_ready(agent_state)
             update_time = time.time() - update_start
 
-            # the mean of each env's last finished game: fixed shapes, so it can stay on the device until here
+            # the mean of each env's last finished game
             avg_episodic_return = float(stats.returned_episode_returns.mean())
             print(f"global_step={global_step}, avg_episodic_return={avg_episodic_return}")
             writer.add_scalar("charts/avg_episodic_return", avg_episodic_return, global_step)

@@ -21,7 +21,7 @@ from flax.training.train_state import TrainState
 from cleanrl_utils.evals.ppo_envpool_jax_eval import evaluate
 from cleanrl_utils.experiment import Experiment
 
-try:  # envpool comes with the `envpool` extra (Linux wheels only); without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -111,7 +111,6 @@ def make_env(env_id, seed, num_envs, capture_video=False):
     return thunk
 
 
-# the networks
 class Network(nn.Module):
     """The shared Nature-CNN torso on uint8 stacks of shape (batch, 4, 84, 84)."""
 
@@ -128,7 +127,7 @@ class Network(nn.Module):
                 bias_init=nn.initializers.constant(0.0),
             )(x)
             x = nn.relu(x)
-        x = x.reshape((x.shape[0], -1))  # 7 * 7 * 64 = 3136
+        x = x.reshape((x.shape[0], -1))
         x = nn.Dense(512, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=nn.initializers.constant(0.0))(x)
         return nn.relu(x)
 
@@ -202,7 +201,7 @@ class Transition(NamedTuple):
     actions: jax.Array
     logprobs: jax.Array
     values: jax.Array
-    rewards: jax.Array  # clipped rewards, which PPO learns from
+    rewards: jax.Array
     terminations: jax.Array  # the episode (a life) ended for real: no bootstrap
     dones: jax.Array  # it ended for real or by a time-limit cut: the GAE recursion stops here
     valid: jax.Array  # False: the step after an episode end, where envpool resets (the action is ignored)
@@ -248,7 +247,7 @@ if __name__ == "__main__":
     exp.require(spec[0] == "envpool.atari", f"{args.env_id} is not an Atari game of envpool")
     try:
         envs = exp.make_envs(make_env(args.env_id, args.seed, args.num_envs), args.env_id)
-    except Exception as e:  # envpool raises bare AssertionErrors and RuntimeErrors
+    except Exception as e:
         exp.fail(f"cannot make env {args.env_id!r}: {e}")
     handle, _, _, step_env = envs.xla()  # the env step as an XLA operation, callable inside jitted code
     writer = exp.start_logging()
@@ -263,7 +262,7 @@ if __name__ == "__main__":
 
     agent_state = TrainState.create(
         apply_fn=agent.apply,
-        params=jax.jit(agent.init)(agent_key, next_obs),  # one compilation, not one per operation
+        params=jax.jit(agent.init)(agent_key, next_obs),
         tx=optax.chain(
             optax.clip_by_global_norm(args.max_grad_norm),
             optax.inject_hyperparams(optax.adam)(
@@ -325,8 +324,8 @@ if __name__ == "__main__":
         return loss, (pg_loss, v_loss, entropy_loss, jax.lax.stop_gradient(approx_kl))
 
     ppo_loss_grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
-    # XLA's CPU backend runs convolution gradients inside a loop (a rolled scan) ~10x slower than the same
-    # code unrolled: on CPUs the epochs x minibatches scans are unrolled, on accelerators they stay loops.
+    # the epochs x minibatches scans are unrolled on CPUs, where XLA runs convolution gradients
+    # inside a rolled loop slowly; on accelerators they stay loops
     unroll_updates = jax.default_backend() == "cpu"
 
     def update(agent_state, next_obs, rollout, key):
@@ -375,8 +374,7 @@ if __name__ == "__main__":
         )
         return agent_state, losses, key
 
-    # Compile the jitted functions now, ahead of time on the training shapes, so that SPS counts
-    # training only; the compile time is printed on its own.
+    # compile now, ahead of time on the training shapes: the SPS counts training only
     compile_start = time.time()
     stats = EpisodeStatistics.zeros(args.num_envs)
     next_done = jnp.zeros(args.num_envs, dtype=bool)
@@ -401,7 +399,7 @@ if __name__ == "__main__":
             jax.block_until_ready(agent_state)
             update_time = time.time() - update_start
 
-            # the mean of each env's last finished game: fixed shapes, so it can stay on the device until here
+            # the mean of each env's last finished game
             avg_episodic_return = float(stats.returned_episode_returns.mean())
             print(f"global_step={global_step}, avg_episodic_return={avg_episodic_return}")
             writer.add_scalar("charts/avg_episodic_return", avg_episodic_return, global_step)
@@ -420,7 +418,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             params = agent_state.params["params"]
-            # the reference's layout: [args, [torso, actor, critic] parameters]
+            # saved as [args, [torso, actor, critic] parameters]
             layout = [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes(layout))

@@ -93,16 +93,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -120,7 +119,6 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step.
-    # copy=False: the loop copies each observation into its buffer itself.
     return gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -176,7 +174,7 @@ class Agent(nn.Module):
         The sequence starts from `lstm_state`; where `starts[t, i]` is 1 (env i began a new episode at
         step t) the state of env i is zeroed before step t, so no memory crosses an episode boundary.
         """
-        hidden = self.network(x / 255.0)  # one CNN pass for all steps; uint8 frames become floats only here
+        hidden = self.network(x / 255.0)  # uint8 frames become floats only here
         num_envs = lstm_state[0].shape[1]
         hidden = hidden.reshape(-1, num_envs, hidden.shape[-1])
         keep = (1.0 - starts).reshape(-1, 1, num_envs, 1)
@@ -229,13 +227,13 @@ if __name__ == "__main__":
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    # rollout storage: frames stay uint8 until the network divides them by 255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
     starts = torch.zeros((args.num_steps, args.num_envs), device=device)  # 1 where obs[t] begins an episode (a life)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
 
     global_step, first_iteration = 0, 1
@@ -265,7 +263,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
+                    obs[step] = next_obs  # copied before the next step overwrites the env's array
                     starts[step] = next_start
                     action, logprobs[step], values[step], next_lstm_state = agent.act(next_obs, next_lstm_state, next_start)
                     actions[step] = action
@@ -295,7 +293,7 @@ if __name__ == "__main__":
                 next_value = agent.get_value(next_obs, next_lstm_state, next_start).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host; dones[t] cuts the recursion, so no advantage flows across an episode boundary.
+            # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
             for t in reversed(range(args.num_steps)):

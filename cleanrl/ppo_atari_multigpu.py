@@ -107,16 +107,15 @@ BACKENDS = ("gloo", "nccl", "mpi")
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -134,7 +133,6 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Sub-envs reset in the same step they end; `infos["final_info"]` keeps the info of that last step.
-    # copy=False: the loop copies each observation into its buffer itself.
     return gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -247,13 +245,13 @@ if __name__ == "__main__":
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     torch.manual_seed(args.seed + rank)
 
-    # rollout storage of this rank: frames stay uint8 (4x smaller than floats) until the network divides them by 255
+    # rollout storage of this rank: frames stay uint8 until the network divides them by 255
     obs_shape = envs.single_observation_space.shape
     obs = torch.zeros((args.num_steps, args.local_num_envs) + obs_shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.local_num_envs), dtype=torch.long, device=device)
     logprobs = torch.zeros((args.num_steps, args.local_num_envs), device=device)
     values = torch.zeros((args.num_steps, args.local_num_envs), device=device)
-    rewards = np.zeros((args.num_steps, args.local_num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    rewards = np.zeros((args.num_steps, args.local_num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.local_num_envs), dtype=np.float32)  # 1 where an episode (a life) ended
     params = list(agent.parameters())
 
@@ -272,7 +270,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    obs[step] = next_obs  # copied before the next step overwrites the env's array (copy=False)
+                    obs[step] = next_obs  # copied before the next step overwrites the env's array
                     action, logprobs[step], values[step] = agent.act(next_obs)
                     actions[step] = action
 
@@ -305,7 +303,7 @@ if __name__ == "__main__":
                     writer.add_scalar("charts/episodic_length", episodic_length, at_step)
             values_np = values.cpu().numpy()
 
-            # GAE on the host, each rank on its own rollout; dones[t] cuts the recursion at episode ends.
+            # GAE, each rank on its own rollout; dones[t] cuts the recursion at episode ends.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
             for t in reversed(range(args.num_steps)):
@@ -402,7 +400,7 @@ if __name__ == "__main__":
                 print("SPS:", sps)
                 writer.add_scalar("charts/SPS", sps, global_step)
 
-        if args.world_size > 1:  # a check that costs nothing: the replicas must have stayed identical
+        if args.world_size > 1:  # the replicas must have stayed identical
             digests = [None] * args.world_size
             dist.all_gather_object(digests, parameters_digest(agent))
             if rank == 0 and len(set(digests)) == 1:

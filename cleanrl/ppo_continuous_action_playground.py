@@ -236,8 +236,7 @@ if __name__ == "__main__":
     run_name = exp.run_name
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX takes GPU memory as it needs it, like torch
-    # Python, NumPy and PyTorch seeded (the simulator's keys come from --seed below). One torch CPU thread: idle
-    # OpenMP threads spin and take the cores from XLA's (64 envs x 64 steps with the agent: 0.19 s vs 9.3 s, 2 cores)
+    # the simulator's keys come from --seed below
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     if device.type == "cpu":
@@ -264,7 +263,6 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     # rollout storage, all on the device
@@ -285,7 +283,7 @@ if __name__ == "__main__":
         state, next_obs = jax.device_put(checkpoint["env_state"]), checkpoint["next_obs"].to(device)
     else:
         state = envs.reset(jax.random.fold_in(key, 0))
-        raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device: no copy
+        raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device
         agent.obs_rms.update(raw_obs)
         next_obs = agent.obs_rms.normalize(raw_obs)
     with exp:
@@ -304,7 +302,7 @@ if __name__ == "__main__":
                     obs[step] = next_obs
                     actions[step] = action = agent.act(next_obs)
 
-                    # DLPack both ways, no copy: JAX reads the action tensor's memory, torch the simulator's arrays
+                    # DLPack both ways: JAX reads the action tensor's memory, torch the simulator's arrays
                     state, *out = envs.step(state, jnp.from_dlpack(action), fresh)
                     final, reward, done, truncated, episodic_return, episodic_length = (torch.from_dlpack(x) for x in out)
                     final_obs[step] = agent.obs_rms.normalize(final)

@@ -230,17 +230,16 @@ if __name__ == "__main__":
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PPO learns from
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    # each player's episode is counted here (clipped rewards, as the reference logs them)
+    # each player's episode is counted here, in clipped rewards
     episode_returns = np.zeros(args.num_envs)
     episode_lengths = np.zeros(args.num_envs, dtype=np.int64)
 
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, device=device)
-    # Ctrl-C or SIGTERM end the run at the next step; however it ends, the video in progress is written
-    # first, then the envs and logs are closed (and the videos sent to W&B)
+    # however the run ends, the video in progress is written before the envs and logs close
     with exp, contextlib.closing(video) if video else contextlib.nullcontext():
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
@@ -280,7 +279,7 @@ if __name__ == "__main__":
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host; dones[t] cuts the recursion, so no advantage flows across an episode boundary
+            # dones[t] cuts the recursion, so no advantage flows across an episode boundary
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
             for t in reversed(range(args.num_steps)):

@@ -259,9 +259,8 @@ if __name__ == "__main__":
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    # env setup, before any file is written. envpool cannot save its games, so a resumed run starts new
-    # ones, with level seeds of its own: a run resumed at iteration k seeds its envs from
-    # seed + k × num_envs rather than replaying the run's first levels.
+    # env setup, before any file is written. envpool cannot save its games: a run resumed at
+    # iteration k starts new ones, seeded from seed + k × num_envs (not the run's first levels)
     env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed), args.env_id)
     writer = exp.start_logging()

@@ -15,7 +15,7 @@ import torch.optim as optim
 from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.visited_places import VisitedPlaces
 
-try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -345,7 +345,7 @@ if __name__ == "__main__":
     reward_rms = RunningMeanStd()  # of the discounted sums of intrinsic rewards
     discounted_curiosity = np.zeros(args.num_envs)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats) until a network reads them
+    # rollout storage: frames stay uint8 until a network reads them
     obs = torch.zeros((args.num_steps, args.num_envs) + obs_shape, dtype=torch.uint8, device=device)
     next_frames = torch.zeros((args.num_steps, args.num_envs) + frame_shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)

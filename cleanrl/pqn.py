@@ -83,8 +83,7 @@ class Args:
 
 
 def make_env(env_id, idx, capture_video, run_name):
-    # Gymnasium's env checker only inspects the first reset and step; afterwards it is one more
-    # wrapper call per step, so it is left out (the spaces are checked below, with clear errors).
+    # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True)
@@ -98,7 +97,6 @@ def make_env(env_id, idx, capture_video, run_name):
 
 def make_vector_env(env_id, num_envs, capture_video, run_name):
     # Sub-envs reset in the same step they end; `infos["final_obs"]` keeps the last observation.
-    # copy=False: the loop copies each observation into its buffer itself.
     envs = gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -113,7 +111,6 @@ def layer_init(layer, std=2**0.5, bias_const=0.0):
     return layer
 
 
-# the networks
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -182,12 +179,12 @@ if __name__ == "__main__":
     q_network = QNetwork(envs).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
 
-    # rollout storage: what the network reads on the device, what only the Q(lambda) targets read on the host
+    # rollout storage
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 1 where an episode ended after this step
-    values = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # max_a Q(obs, a) at acting time
+    values = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
 
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
@@ -230,7 +227,6 @@ if __name__ == "__main__":
                         writer.add_scalar("charts/episodic_length", int(infos["episode"]["l"][i]), global_step)
 
                 next_value = q_network(next_obs).max(dim=1).values.cpu().numpy()
-            # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             returns = q_lambda_returns(rewards, dones, values, next_value, args.gamma, args.q_lambda)
 
             # one flat batch of the rollout

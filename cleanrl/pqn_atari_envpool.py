@@ -15,7 +15,7 @@ import torch.optim as optim
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -119,7 +119,6 @@ def layer_init(layer, std=2**0.5, bias_const=0.0):
     return layer
 
 
-# the networks
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -195,11 +194,11 @@ if __name__ == "__main__":
     q_network = QNetwork(envs).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats); what only the targets read stays on the host
+    # rollout storage: frames stay uint8 until the network divides them by 255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
-    values = torch.zeros((args.num_steps, args.num_envs), device=device)  # max_a Q(obs, a) at acting time
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PQN learns from
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # a life was lost (or the game over)
     truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # the time limit cut the game
     learnable = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 0 at a reset step: it crosses a boundary
@@ -246,7 +245,6 @@ if __name__ == "__main__":
                         writer.add_scalar("charts/episodic_length", episodic_length, global_step)
 
                 next_value = q_network(next_obs).max(dim=1).values.cpu().numpy()
-            # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             returns = q_lambda_returns(
                 rewards, terminations, truncations, values.cpu().numpy(), next_value, args.gamma, args.q_lambda
             )

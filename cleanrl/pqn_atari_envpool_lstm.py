@@ -15,7 +15,7 @@ import torch.optim as optim
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # envpool comes with the `envpool` extra; without it, the script says how to install it
+try:
     import envpool
 except ImportError:
     envpool = None
@@ -125,7 +125,6 @@ def layer_init(layer, std=2**0.5, bias_const=0.0):
     return layer
 
 
-# the networks
 class QNetwork(nn.Module):
     def __init__(self, envs):
         super().__init__()
@@ -165,7 +164,7 @@ class QNetwork(nn.Module):
         episode) the state of env i is zeroed before step t, so no memory crosses an episode boundary.
         Returns the Q-values and the LSTM state after the last step.
         """
-        hidden = self.network(x / 255.0)  # one CNN pass for all steps; uint8 frames become floats only here
+        hidden = self.network(x / 255.0)  # uint8 frames become floats only here
         num_envs = lstm_state[0].shape[1]
         hidden = hidden.reshape(-1, num_envs, hidden.shape[-1])
         keep = (1.0 - starts).reshape(-1, 1, num_envs, 1)
@@ -221,8 +220,8 @@ if __name__ == "__main__":
     exp.require(args.env_id in envpool.list_all_envs(), f"{args.env_id} is not an envpool env; use {hint}")
     atari = "Atari" in type(envpool.make_spec(args.env_id)).__name__
     exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
-    # envpool cannot save its games: a resumed run plays new ones, its envs seeded from seed + k × num_envs
-    # when it resumes at iteration k rather than replaying the run's first games
+    # envpool cannot save its games: a run resumed at iteration k plays new ones, seeded from
+    # seed + k × num_envs (not the run's first games)
     env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     writer = exp.start_logging()
@@ -230,11 +229,11 @@ if __name__ == "__main__":
     q_network = QNetwork(envs).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
 
-    # rollout storage: frames stay uint8 (4x smaller than floats); what only the targets read stays on the host
+    # rollout storage: frames stay uint8 until the network divides them by 255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long, device=device)
-    values = torch.zeros((args.num_steps, args.num_envs), device=device)  # max_a Q(obs, a) at acting time
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # clipped rewards, which PQN learns from
+    values = torch.zeros((args.num_steps, args.num_envs), device=device)
+    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # a life was lost (or the game over)
     truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # the time limit cut the game
     learnable = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)  # 0 at a reset step: it crosses a boundary
@@ -298,7 +297,6 @@ if __name__ == "__main__":
                         writer.add_scalar("charts/episodic_length", episodic_length, global_step)
 
                 next_value = q_network(next_obs, next_lstm_state, next_start)[0].max(dim=1).values.cpu().numpy()
-            # Targets on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             returns = q_lambda_returns(
                 rewards, terminations, truncations, values.cpu().numpy(), next_value, args.gamma, args.q_lambda
             )

@@ -23,7 +23,7 @@ from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
 
-try:  # no ALE banner: an error about the teacher stays one line (without ale-py, __main__ says what to install)
+try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
 
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -109,16 +109,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -302,7 +301,6 @@ if __name__ == "__main__":
 
     # env setup and the teacher, before any file is written
     exp.require_atari_game(see="dqn.py", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
     try:
@@ -316,7 +314,7 @@ if __name__ == "__main__":
     target_network = QNetwork(env).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
-    # Two memories of 1M transitions (the student's and the teacher's) take ~14 GB together here.
+    # two frame memories: the student's and the teacher's
     frame_shape, stack = env.observation_space.shape[1:], env.observation_space.shape[0]
     rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack, device)
     teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack, device)
@@ -414,9 +412,8 @@ if __name__ == "__main__":
             if exp.checkpoint_due(steps_done):
                 save_checkpoint(None)  # the online env has not started yet
 
-        # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher.
-        # Its steps continue the offline count: epsilon, learning-starts and the logs' x-axis see
-        # offline-steps + the online step.
+        # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher;
+        # its steps continue the offline count (epsilon, learning-starts and the logs' x-axis).
         first_step = steps_done - args.offline_steps
         if first_step == 0:
             obs, _ = env.reset(seed=args.seed)

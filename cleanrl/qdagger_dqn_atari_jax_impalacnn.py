@@ -26,7 +26,7 @@ from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
 
-try:  # no ALE banner: an error about the teacher stays one line (without ale-py, __main__ says what to install)
+try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
 
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -108,16 +108,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -286,7 +285,6 @@ if __name__ == "__main__":
 
     # env setup and the teacher, before any file is written
     exp.require_atari_game(see="dqn_jax.py", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
     try:
@@ -296,7 +294,6 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     q_network = QNetwork(action_dim=env.action_space.n)
-    # jitted initialisation: one compilation instead of one per operation (seconds less at start-up)
     q_params = jax.jit(q_network.init)(q_key, env.observation_space.sample()[None])
     q_state = QTrainState.create(
         apply_fn=q_network.apply,
@@ -342,7 +339,7 @@ if __name__ == "__main__":
     def update_target(q_state):
         return q_state.replace(target_params=optax.incremental_update(q_state.params, q_state.target_params, args.tau))
 
-    # Two memories of 1M transitions (the student's and the teacher's) take ~14 GB together here.
+    # two frame memories: the student's and the teacher's
     frame_shape, stack = env.observation_space.shape[1:], env.observation_space.shape[0]
     rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
     teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
@@ -397,7 +394,7 @@ if __name__ == "__main__":
             exp.raise_if_stopped()
             q_state, loss, q_loss, distill_loss, _ = update(q_state, teacher_params, teacher_rb.sample(args.batch_size), 1.0)
 
-            if offline_step % 100 == 0:  # reading the losses waits for the update: only when logged
+            if offline_step % 100 == 0:
                 writer.add_scalar("charts/offline/loss", float(loss), offline_step)
                 writer.add_scalar("charts/offline/q_loss", float(q_loss), offline_step)
                 writer.add_scalar("charts/offline/distill_loss", float(distill_loss), offline_step)
@@ -426,9 +423,8 @@ if __name__ == "__main__":
             if exp.checkpoint_due(steps_done):
                 save_checkpoint(None)  # the online env has not started yet
 
-        # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher.
-        # Its steps continue the offline count: epsilon, learning-starts and the logs' x-axis see
-        # offline-steps + the online step.
+        # 4. Online phase: DQN on the student's own memory, distilling while it scores below the teacher;
+        # its steps continue the offline count (epsilon, learning-starts and the logs' x-axis).
         first_step = steps_done - args.offline_steps
         if first_step == 0:
             obs, _ = env.reset(seed=args.seed)
@@ -459,7 +455,7 @@ if __name__ == "__main__":
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     distill_coeff = distill_coefficient(student_returns, teacher_return)
-                    # the teacher's forward pass only while it is needed (a second compiled form of the update)
+                    # the teacher's forward pass only while it is needed
                     q_state, loss, q_loss, distill_loss, q_values = update(
                         q_state, teacher_params, rb.sample(args.batch_size), distill_coeff, distill=distill_coeff > 0
                     )

@@ -99,16 +99,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -124,7 +123,6 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-# the networks
 class NoisyLinear(nn.Module):
     """Linear layer with weights mu + sigma * epsilon, epsilon factorised Gaussian noise (Fortunato et al., 2018).
 
@@ -213,7 +211,7 @@ class SumTree:
 
     def __init__(self, capacity):
         self.leaves = 1 << (capacity - 1).bit_length()  # a power of two >= capacity; slot i is node leaves + i
-        self.nodes = np.zeros(2 * self.leaves)  # float64
+        self.nodes = np.zeros(2 * self.leaves)
 
     def update(self, slots, priorities):
         nodes = self.leaves + np.asarray(slots)
@@ -371,7 +369,6 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="c51.py for vector observations", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
@@ -382,7 +379,7 @@ if __name__ == "__main__":
     target_network = NoisyDuelingDistributionalNetwork(env, **support).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     alpha, eps = args.prioritized_replay_alpha, args.prioritized_replay_eps
     rb = PrioritizedFrameReplayBuffer(
         args.buffer_size, env.observation_space.shape, args.n_step, args.gamma, alpha, eps, device
@@ -429,7 +426,7 @@ if __name__ == "__main__":
 
                     old_log_pmfs = q_network.log_pmfs(data.observations)[batch_index, data.actions]
                     # per-transition cross-entropy: weighted for the loss, and the new priorities; on log-softmax
-                    # outputs: clamping probabilities before the log zeroes the gradient of a saturated distribution
+                    # outputs: clamped probabilities would zero the gradient of a saturated distribution
                     losses = -(target_pmfs * old_log_pmfs).sum(-1)
                     loss = (data.weights * losses).mean()
                     rb.update_priorities(slots, losses.detach().cpu().numpy())
@@ -454,7 +451,7 @@ if __name__ == "__main__":
                             target_param.lerp_(q_param, args.tau)
 
         if args.save_model:
-            # the support (n_atoms, v_min, v_max) is needed to rebuild the network, so the args go along
+            # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
             Model = NoisyDuelingDistributionalNetwork
             episodic_returns = evaluate(

@@ -105,7 +105,7 @@ def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
         # Counts the environment's own rewards, before the reward scaling below: the logged returns are true returns.
         env = gym.wrappers.RecordEpisodeStatistics(env)
         if not isinstance(env.action_space, gym.spaces.Box):
-            return env  # rejected with a clear line once the vector env exists
+            return env
         env = gym.wrappers.ClipAction(env)  # the Gaussian samples any real number; the env gets its bounds
         env = gym.wrappers.NormalizeObservation(env)
         env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)
@@ -121,7 +121,7 @@ def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
     return gym.vector.SyncVectorEnv(
         [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        copy=False,  # the loop copies the observations into its buffer itself
+        copy=False,
     )
 
 
@@ -203,10 +203,9 @@ if __name__ == "__main__":
     writer = exp.start_logging()
 
     agent = Agent(envs, args.rpo_alpha).to(device)
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
-    # rollout storage: what the networks read on the device, what only GAE reads on the host
+    # rollout storage
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, device=device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
@@ -243,19 +242,18 @@ if __name__ == "__main__":
                     if "final_info" in infos:  # the unscaled return, from RecordEpisodeStatistics inside each sub-env
                         episode = infos["final_info"]["episode"]
                         for i in np.flatnonzero(infos["final_info"]["_episode"]):
-                            episodic_return = float(np.float32(episode["r"][i]))  # printed as TensorBoard keeps it
+                            episodic_return = float(np.float32(episode["r"][i]))
                             print(f"global_step={global_step}, episodic_return={episodic_return}")
                             writer.add_scalar("charts/episodic_return", episodic_return, global_step)
                             writer.add_scalar("charts/episodic_length", int(episode["l"][i]), global_step)
 
-            # The parameters did not change during the rollout: the log-probabilities of the actions taken and the
-            # state values come in one batched call instead of one small call per step, the same numbers for less.
+            # The parameters did not change during the rollout: log-probabilities and values of the whole
+            # rollout, in one batched call, are the ones each step would have computed.
             with torch.no_grad():
                 logprobs, _, values = agent.evaluate_actions(obs, actions, perturb=False)
                 next_value = agent.get_value(next_obs).cpu().numpy()
             values_np = values.cpu().numpy()
 
-            # GAE on the host: 128 small numpy steps cost less than 128 rounds of tensor ops.
             # dones[t] cuts the recursion, so no advantage flows across an episode boundary.
             advantages = np.zeros_like(rewards)
             lastgaelam = 0.0
@@ -314,7 +312,6 @@ if __name__ == "__main__":
 
                     optimizer.zero_grad()
                     loss.backward()
-                    # foreach: one call for all 13 gradient tensors (the default loops over them on the CPU)
                     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
                     optimizer.step()
 
@@ -338,8 +335,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             # The observation statistics are part of the policy: without them a reloaded agent sees other inputs.
-            # (With several envs each keeps its own; sub-env 0's are saved, the one the evaluation runs.)
-            rms = envs.envs[0].get_wrapper_attr("obs_rms")  # NormalizeObservation's running mean, var and count
+            rms = envs.envs[0].get_wrapper_attr("obs_rms")
             obs_rms = {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
             torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, exp.model_path)
             episodic_returns = evaluate(  # the eval env's reward scaling (gamma) does not touch the returns it counts

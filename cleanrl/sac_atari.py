@@ -82,16 +82,15 @@ class Args:
 
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
-        check_atari_game(env_id)  # enjoy and the evaluators call this directly
-        # ALE/...-v5 ids skip 4 frames by themselves; here MaxAndSkipEnv does it (max over the last two frames)
+        check_atari_game(env_id)
+        # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id, disable_env_checker=True, **skip)
-        # Below the life and reward wrappers: `info["episode"]` appears only when the whole game ends,
-        # with its raw score and its length in frames.
+        # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
         env = MaxAndSkipEnv(env, skip=4)
@@ -183,7 +182,6 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     exp.require_atari_game(see="dqn.py for vector observations", see_continuous="sac_continuous_action.py")
-    # One env stepped directly: a one-env vector wrapper would only add cost to each step.
     env = exp.make_envs(lambda: make_env(args.env_id, 0, args.capture_video, run_name)(), args.env_id)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
@@ -197,7 +195,7 @@ if __name__ == "__main__":
     qf2_target.load_state_dict(qf2.state_dict())
     q_params = list(qf1.parameters()) + list(qf2.parameters())
     target_params = list(qf1_target.parameters()) + list(qf2_target.parameters())
-    # Adam with eps 1e-4 for all three optimisers (critics, actor, temperature), the published setting
+    # Adam with eps 1e-4 for the critics, the actor and the temperature, the published setting
     q_optimizer = optim.Adam(q_params, lr=args.q_lr, eps=1e-4)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, eps=1e-4)
 
@@ -208,9 +206,9 @@ if __name__ == "__main__":
         a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, eps=1e-4)
         alpha = log_alpha.detach().exp()[0]  # starts at 1
     else:
-        alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one (no host round trips)
+        alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one
 
-    # Each frame stored once: 1M transitions take ~7 GB, where two stored stacks per transition would take ~56 GB.
+    # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
     learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
@@ -284,7 +282,7 @@ if __name__ == "__main__":
                     actor_optimizer.step()
 
                     if args.autotune:
-                        # the probabilities of the actor step just taken, without a second forward pass
+                        # the probabilities of the actor step just taken
                         alpha_loss = temperature_loss(log_alpha, action_probs, log_pi, target_entropy)
 
                         a_optimizer.zero_grad()
@@ -292,7 +290,7 @@ if __name__ == "__main__":
                         a_optimizer.step()
                         alpha = log_alpha.detach().exp()[0]
 
-                    if global_step % 100 < args.update_frequency:  # about every 100 steps, whatever the frequency
+                    if global_step % 100 < args.update_frequency:
                         writer.add_scalar("losses/qf1_values", qf1_a_values.mean().item(), global_step)
                         writer.add_scalar("losses/qf2_values", qf2_a_values.mean().item(), global_step)
                         writer.add_scalar("losses/qf1_loss", qf1_loss.item(), global_step)

@@ -195,7 +195,6 @@ if __name__ == "__main__":
     qf2_target.load_state_dict(qf2.state_dict())
     q_params = list(qf1.parameters()) + list(qf2.parameters())
     target_params = list(qf1_target.parameters()) + list(qf2_target.parameters())
-    # fused: one kernel updates every parameter, instead of a loop of small ops per tensor
     q_optimizer = optim.Adam(q_params, lr=args.q_lr, fused=True)
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, fused=True)
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
@@ -207,10 +206,9 @@ if __name__ == "__main__":
         learners["a_optimizer"] = a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, fused=True)
         alpha = log_alpha.detach().exp()[0]  # starts at 1
     else:
-        alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one (no host round trips)
+        alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
-    # It stores float32 (MuJoCo observes float64), the precision the networks read.
     rb = ReplayBuffer(
         args.buffer_size,
         gym.spaces.Box(-np.inf, np.inf, envs.single_observation_space.shape, np.float32),
@@ -251,7 +249,6 @@ if __name__ == "__main__":
             if "final_info" in infos:
                 episode = infos["final_info"]["episode"]
                 for i in np.flatnonzero(infos["final_info"]["_episode"]):
-                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
                     episodic_return = float(np.float32(episode["r"][i]))
                     print(f"global_step={global_step}, episodic_return={episodic_return}")
                     writer.add_scalar("charts/episodic_return", episodic_return, global_step)
@@ -288,8 +285,7 @@ if __name__ == "__main__":
                 q_optimizer.step()
 
                 if iteration % args.policy_frequency == 0:  # the actor's updates are delayed, as in TD3
-                    # The actor's loss needs dQ/d(action) only: gradients for the critics' weights would be
-                    # computed and thrown away, so they are switched off meanwhile.
+                    # the actor's loss needs dQ/d(action) only: no gradients for the critics' weights
                     for p in q_params:
                         p.requires_grad_(False)
                     for _ in range(args.policy_frequency):  # as many actor steps as critic steps, in a burst
@@ -302,7 +298,7 @@ if __name__ == "__main__":
                         actor_optimizer.step()
 
                         if args.autotune:
-                            # the log-probabilities of the actor step just taken, without a second forward pass
+                            # the log-probabilities of the actor step just taken
                             alpha_loss = temperature_loss(log_alpha, log_pi, target_entropy)
 
                             a_optimizer.zero_grad()

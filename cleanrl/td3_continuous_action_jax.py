@@ -13,7 +13,7 @@ import numpy as np
 
 from cleanrl_utils.experiment import Experiment
 
-try:  # JAX comes with the `jax` extra
+try:
     import flax
     import flax.linen as nn
     import jax
@@ -102,7 +102,6 @@ def make_vector_env(env_id, num_envs, capture_video, run_name):
     )
 
 
-# (Flax's default layer names Dense_0..2, as in the reference, so its saved models load)
 class QNetwork(nn.Module):
     @nn.compact
     def __call__(self, x, a):
@@ -153,7 +152,7 @@ class ReplayBuffer:
     to the jitted update (Stable-Baselines3's buffer makes five torch tensors per batch)."""
 
     def __init__(self, capacity, num_envs, obs_dim, action_dim, seed):
-        self.rows = capacity // num_envs * num_envs  # whole steps of all envs, as Stable-Baselines3 keeps them
+        self.rows = capacity // num_envs * num_envs
         self.data = np.zeros((self.rows, 2 * obs_dim + action_dim + 2), np.float32)
         self.num_envs, self.pos, self.size = num_envs, 0, 0
         self.rng = np.random.default_rng(seed)
@@ -182,7 +181,7 @@ if __name__ == "__main__":
 
     exp.seed_global_rngs()
     key = jax.random.key(args.seed)
-    # separate keys for acting and for the updates: choosing an action never waits for an update's key
+    # separate keys for acting and for the updates
     key, actor_key, qf1_key, qf2_key, explore_key, update_key = jax.random.split(key, 6)
 
     # env setup, before any file is written
@@ -198,15 +197,14 @@ if __name__ == "__main__":
     actor = Actor(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
     qf = QNetwork()
     obs, _ = envs.reset(seed=args.seed)
-    obs = obs.astype(np.float32)  # the networks' dtype (MuJoCo returns float64)
-    # jitted initialisation: one compilation instead of one per operation (seconds less at start-up)
+    obs = obs.astype(np.float32)
     actor_params = jax.jit(actor.init)(actor_key, obs)
     qf_init, zero_actions = jax.jit(qf.init), np.zeros((args.num_envs, space.shape[0]), np.float32)
     qf1_params, qf2_params = qf_init(qf1_key, obs, zero_actions), qf_init(qf2_key, obs, zero_actions)
     actor_state = ActorCriticState.create(
         apply_fn=actor.apply, params=actor_params, target_params=actor_params, tx=optax.adam(args.learning_rate)
     )
-    # one Adam for both critics, as one optimiser over their parameters (Adam works per parameter)
+    # one Adam for both critics (Adam works per parameter)
     qf_params = {"qf1": qf1_params, "qf2": qf2_params}
     qf_state = ActorCriticState.create(
         apply_fn=qf.apply, params=qf_params, target_params=qf_params, tx=optax.adam(args.learning_rate)
@@ -220,9 +218,8 @@ if __name__ == "__main__":
         key, noise_key = jax.random.split(key)
         return actor.apply(actor_params, obs, args.exploration_noise, noise_key, method="explore"), key
 
-    # Two jitted functions, compiled once each: the critics' update, every iteration, and the actor's with the
-    # target networks', every `policy_frequency`-th. After a critic update the actor's parameters are the same
-    # arrays, so choosing the next action does not depend on its result (JAX dispatches it asynchronously).
+    # the critics' update, every iteration, and the actor's with the target networks', every
+    # `policy_frequency`-th
     @jax.jit
     def update_critics(actor_state, qf_state, batch, key):
         obs, actions, rewards, terminations, next_obs = jnp.split(batch, np.cumsum([obs_dim, action_dim, 1, 1]), axis=1)
@@ -261,7 +258,7 @@ if __name__ == "__main__":
         qf_state = qf_state.replace(target_params=optax.incremental_update(qf_state.params, qf_state.target_params, args.tau))
         return actor_state, qf_state, actor_loss
 
-    # Compile before the clock starts: SPS counts training, the compile time is printed on its own.
+    # compile before the clock starts: the SPS counts training only
     compile_start = time.time()
     explore.lower(actor_state.params, obs, explore_key).compile()
     batch_shape = jax.ShapeDtypeStruct((args.batch_size, rb.data.shape[1]), np.float32)
@@ -291,7 +288,6 @@ if __name__ == "__main__":
                 real_next_obs[ended] = np.stack(infos["final_obs"][ended])
                 episode = infos["final_info"]["episode"]
                 for i in np.flatnonzero(infos["final_info"]["_episode"]):
-                    # float32, the precision TensorBoard keeps: the printed and logged numbers are the same
                     episodic_return = float(np.float32(episode["r"][i]))
                     print(f"global_step={global_step}, episodic_return={episodic_return}")
                     writer.add_scalar("charts/episodic_return", episodic_return, global_step)
@@ -302,7 +298,7 @@ if __name__ == "__main__":
             # learn
             if global_step > args.learning_starts:
                 num_updates += 1
-                batch = jax.device_put(rb.sample(args.batch_size))  # sent once, read by both updates
+                batch = jax.device_put(rb.sample(args.batch_size))
                 qf_state, update_key, logs = update_critics(actor_state, qf_state, batch, update_key)
                 if num_updates % args.policy_frequency == 0:
                     actor_state, qf_state, actor_loss = update_actor(actor_state, qf_state, batch)
