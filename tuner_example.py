@@ -5,17 +5,23 @@
 
 Trials are stored in cleanrl_hpopt.db; watch them with `optuna-dashboard sqlite:///cleanrl_hpopt.db`.
 Give a `--study-name` to resume a study, or to share it between several machines (with a
-PostgreSQL `--storage`). See docs/advanced/hyperparameter-tuning.md.
+PostgreSQL storage, best given in the OPTUNA_STORAGE variable so that its password stays off the
+command line). Ctrl-C or SIGTERM stops the tuning: the running trial is marked interrupted and
+is run again by the next tuning. See docs/advanced/hyperparameter-tuning.md.
 """
 
+import signal
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 import optuna
 import tyro
 
-from cleanrl_utils.tuner import Tuner
+from cleanrl_utils.tuner import STORAGE_ENV, StorageError, Terminated, Tuner, storage_url
+
+PPO = Path(__file__).resolve().parent / "cleanrl" / "ppo.py"
 
 
 @dataclass
@@ -28,20 +34,29 @@ class Args:
     """seeds each trial trains with, on every environment"""
     total_timesteps: int = 100000
     """training steps of every run"""
-    storage: str = "sqlite:///cleanrl_hpopt.db"
-    """Optuna storage URL, e.g. postgresql://user:password@host/database to tune from several machines"""
+    storage: Annotated[
+        str | None,
+        tyro.conf.arg(metavar="URL", help_behavior_hint=f"(default: ${STORAGE_ENV}, else sqlite:///cleanrl_hpopt.db)"),
+    ] = None
+    """Optuna storage URL, e.g. postgresql://user@host/database to tune from several machines; a URL with a password
+    is better given in the OPTUNA_STORAGE variable, which `ps` and shell history do not show"""
     study_name: Annotated[
         str | None, tyro.conf.arg(metavar="NAME", help_behavior_hint="(default: a new study, tuner_<unix time>)")
     ] = None
     """name of the study to create or resume"""
 
 
+def fail(message: str, code: int = 2) -> None:
+    print(f"tuner_example.py: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
 def main() -> None:
     args = tyro.cli(Args)
     if args.num_trials < 1 or args.num_seeds < 1 or args.total_timesteps < 1:
-        sys.exit("tuner_example.py: error: --num-trials, --num-seeds and --total-timesteps must be positive")
+        fail("--num-trials, --num-seeds and --total-timesteps must be positive")
     tuner = Tuner(
-        script="cleanrl/ppo.py",
+        script=str(PPO),
         metric="charts/episodic_return",
         metric_last_n_average_window=50,
         direction="maximize",
@@ -63,10 +78,16 @@ def main() -> None:
         },
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5),
         sampler=optuna.samplers.TPESampler(),
-        storage=args.storage,
+        storage=storage_url(args.storage),
         study_name=args.study_name,
     )
-    tuner.tune(num_trials=args.num_trials, num_seeds=args.num_seeds)
+    try:
+        tuner.tune(num_trials=args.num_trials, num_seeds=args.num_seeds)
+    except (StorageError, ValueError) as error:
+        fail(str(error))
+    except KeyboardInterrupt as stop:  # the running trial is already marked interrupted
+        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        fail(f"stopped by {signum.name}; the interrupted trial runs again when this study is tuned again", 128 + signum)
 
 
 if __name__ == "__main__":

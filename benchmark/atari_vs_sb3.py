@@ -53,6 +53,7 @@ from benchmark.benchlib import (  # noqa: E402
     script,
     summarize_run,
     torch_threads_env,
+    write_result,
 )
 from cleanrl_utils.summarize import mean_std  # noqa: E402
 
@@ -156,7 +157,7 @@ def measure_random(out: Path, games: int) -> None:
         result = out / f"random__{env_id}.json"
         if not result.exists():
             scores = [score for score, _ in random_policy_games(env_id, games)]
-            result.write_text(json.dumps({"env_id": env_id, "episodic_returns": scores}))
+            write_result(result, {"env_id": env_id, "episodic_returns": scores})
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 

@@ -2,8 +2,10 @@
 
 A benchmark's learning runs go through the project's runner (`cleanrl_utils.benchmark.LocalRunner`, the
 engine of `python -m cleanrl_utils.benchmark`), `--workers` at a time, each in a folder of its own with its
-log under `<out>/logs/<summary name>.log`. A run is done once its summary file exists; a stopped benchmark started again runs
-what is not done: runs that write checkpoints go on from their newest one, the others start over.
+log under `<out>/logs/<summary name>.log`. A run is done once its summary file holds a whole JSON document: summaries
+are written to a temporary file and renamed into place (`write_result`), so a benchmark killed mid-write leaves none. A
+stopped benchmark started again runs what is not done: runs that write checkpoints go on from their newest one, the
+others start over.
 """
 
 import argparse
@@ -17,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cleanrl_utils import atomic
 from cleanrl_utils.benchmark import LocalRunner, RunSpec
 from cleanrl_utils.summarize import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
@@ -54,7 +57,7 @@ def keep_large_allocations(env: dict[str, str]) -> dict[str, str]:
 class QueuedRun:
     """One learning run of a benchmark: `program` with `args`, then `--env-id` and `--seed` as the runner adds them."""
 
-    result: Path  # its summary: the run is done once this file exists
+    result: Path  # its summary: the run is done once this file holds a whole JSON document
     program: tuple[str, ...]  # after `python`: a cleanrl/ script, another program (sb3_baselines.py), `-m torch...`
     args: tuple[str, ...]
     env_id: str
@@ -91,7 +94,7 @@ def script(name: str) -> tuple[str, ...]:
 
 def run_queue(runs: list[QueuedRun], workers: int, env: dict[str, str], log_dir: Path) -> int:
     """Every run not done yet, through the runner, `workers` at a time; each summarised as it ends. The exit code."""
-    pending = [run for run in runs if not run.result.exists()]
+    pending = [run for run in runs if not is_done(run.result)]
     specs = []
     for index, run in enumerate(pending):
         run.workdir.mkdir(parents=True, exist_ok=True)
@@ -124,15 +127,36 @@ def discard_stopped_attempt(workdir: Path) -> None:
         print(f"starting over (no checkpoints): removed the stopped attempt's logs in {stopped}", flush=True)
 
 
+def write_result(result: Path, summary: dict) -> None:
+    """Write a summary as JSON, whole or not at all (temporary file, then rename): its existence means done."""
+    atomic.write_text(result, json.dumps(summary))
+
+
+def is_done(result: Path) -> bool:
+    """Whether a run's summary is there and whole; a truncated one (from a writer that was not atomic) is redone."""
+    if not result.exists():
+        return False
+    try:
+        json.loads(result.read_text())
+    except (ValueError, OSError):
+        print(f"redoing {result.stem}: its summary {result} is not a whole JSON file", flush=True)
+        return False
+    return True
+
+
 def summarize_run(run_dir: Path, result: Path, tag: str = "charts/episodic_return", **identity: object) -> None:
     """Write `result`: `identity`, the last logged SPS and every value of `tag`, from a run's events.
 
     `tag` is each finished episode's return, or for the XLA files (`charts/avg_episodic_return`) the mean
-    of every env's last finished game, logged once per iteration.
+    of every env's last finished game, logged once per iteration. A run that logged none of them has
+    nothing to compare: a ValueError, which the runner reports as that run's failure.
     """
     scalars = read_scalars(run_dir)
+    for needed in (tag, "charts/SPS"):
+        if not scalars.get(needed):
+            raise ValueError(f"{run_dir} logged no {needed} (logged: {', '.join(sorted(scalars)) or 'nothing'})")
     episodes = [value for _, value in scalars[tag]]
-    result.write_text(json.dumps(identity | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes}))
+    write_result(result, identity | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes})
 
 
 def newest_run_dir(workdir: Path) -> Path:

@@ -31,7 +31,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, one_thread_env, positive_int, run_queue, script, steady_rate  # noqa: E402
+from benchmark.benchlib import (  # noqa: E402
+    QueuedRun,
+    check_only,
+    one_thread_env,
+    positive_int,
+    run_queue,
+    script,
+    steady_rate,
+    write_result,
+)
 from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
@@ -79,12 +88,12 @@ def write_speed(run_dir: Path, result: Path, name: str, learning_starts: int) ->
     # first update's interval holds the warm-up
     printed = re.search(r"compile time: ([\d.]+) s", (result.parent / "logs" / f"{result.stem}.log").read_text())
     warm_up = float(printed.group(1)) if printed else extra_s
-    result.write_text(json.dumps({"script": name, "sps": rate, "first_update_extra_s": warm_up}))
+    write_result(result, {"script": name, "sps": rate, "first_update_extra_s": warm_up})
 
 
 def write_returns(run_dir: Path, result: Path, name: str, seed: int) -> None:
     returns = read_scalars(run_dir)["charts/episodic_return"]
-    result.write_text(json.dumps({"script": name, "seed": seed, "episodic_returns": returns}))
+    write_result(result, {"script": name, "seed": seed, "episodic_returns": returns})
 
 
 def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:

@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, write_result  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "pong_v3"  # the default game
@@ -96,7 +96,7 @@ def summarize(run_dir: Path, result: Path, env_id: str, seed: int, total_timeste
         "eval_points": [value for _, value in scalars[EVAL_TAG]],
         "episode_lengths": episode_lengths(run_dir),
     }
-    result.write_text(json.dumps(summary))
+    write_result(result, summary)
 
 
 def result_path(out: Path, env_id: str, total_timesteps: int, seed: int) -> Path:
@@ -133,7 +133,7 @@ def random_points(out: Path, env_id: str, max_cycles: int) -> list[float]:
         make_env = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari").make_vector_env
         points = points_against_random(make_env, env_id, None, EVAL_GAMES, EVAL_SEED, max_cycles)
         summary = {"env_id": env_id, "games": EVAL_GAMES, "seed": EVAL_SEED, "max_cycles": max_cycles, "points": points}
-        cached.write_text(json.dumps(summary))
+        write_result(cached, summary)
     return json.loads(cached.read_text())["points"]
 
 
@@ -194,7 +194,7 @@ def more_games(out: Path, env_id: str, games: int, seed: int) -> None:
         played, baseline = more_games_files(out, result, games, seed)
         if not baseline.exists():
             points = points_against_random(module.make_vector_env, env_id, None, games, seed, max_cycles)
-            baseline.write_text(json.dumps({"games": games, "seed": seed, "max_cycles": max_cycles, "points": points}))
+            write_result(baseline, {"games": games, "seed": seed, "max_cycles": max_cycles, "points": points})
         if not played.exists():
             model = saved_model(out, result)
             points = evaluate(
@@ -208,7 +208,7 @@ def more_games(out: Path, env_id: str, games: int, seed: int) -> None:
                 seed=seed,
                 max_cycles=max_cycles,
             )
-            played.write_text(json.dumps({"games": games, "seed": seed, "run": result["run"], "points": points}))
+            write_result(played, {"games": games, "seed": seed, "run": result["run"], "points": points})
         print(f"{played.name}: done", flush=True)
 
 

@@ -30,7 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, steady_rate  # noqa: E402
+from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, steady_rate, write_result  # noqa: E402
+from cleanrl_utils import atomic  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 SCRIPT = "ppo_continuous_action_playground"
@@ -68,7 +69,7 @@ def summarize(run_dir: Path, result: Path, seed: int, total: int) -> dict:
         "sps": read_scalars(run_dir)["charts/SPS"][-1][1],
         "wave_means": wave_means,
     }
-    result.write_text(json.dumps(summary))
+    write_result(result, summary)
     return summary
 
 
@@ -102,7 +103,7 @@ def speed_runs(num_envs: list[int]) -> dict[str, tuple[str, str, tuple[str, ...]
 
 def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
     rate, _ = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-    result.write_text(json.dumps({"name": name, "sps": rate}))
+    write_result(result, {"name": name, "sps": rate})
 
 
 def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
@@ -164,7 +165,7 @@ def env_only(out: Path, rounds: int, num_envs: list[int]) -> None:
         for name, n in [*((f"playground_{n}envs", n) for n in num_envs), ("ppo_continuous_action", 1)]:
             result = out / f"envonly__{name}__{round_}.json"
             if not result.exists():
-                result.write_text(json.dumps({"name": name, "sps": (rate := env_only_rate(name, n))}))
+                write_result(result, {"name": name, "sps": (rate := env_only_rate(name, n))})
                 print(f"env only: {name} round {round_}: {rate:.0f} env steps/s", flush=True)
 
 
@@ -221,7 +222,7 @@ def main() -> None:
         env_only(args.out, args.rounds, args.num_envs)
     else:
         table = report(args.out, args.total_timesteps)
-        args.results.write_text(table + "\n")
+        atomic.write_text(args.results, table + "\n")
         print(table)
 
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmark import benchlib  # noqa: E402
-from benchmark.benchlib import QueuedRun, positive_int, run_queue, torch_threads_env  # noqa: E402
+from benchmark.benchlib import QueuedRun, positive_int, run_queue, torch_threads_env, write_result  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "MontezumaRevenge-v5"
@@ -60,7 +60,7 @@ def summarize(run_dir: Path, result: Path, arm: str, seed: int) -> None:
         "game_places": [value for _, value in scalars.get("charts/episode_visited_places", [])],
         "sps": scalars["charts/SPS"][-1][1],
     }
-    result.write_text(json.dumps(summary))
+    write_result(result, summary)
 
 
 def result_path(out: Path, arm: str, seed: int) -> Path:

@@ -35,7 +35,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, newest_run_dir, one_thread_env, positive_int, run_queue, summarize_run  # noqa: E402
+from benchmark.benchlib import (  # noqa: E402
+    QueuedRun,
+    check_only,
+    newest_run_dir,
+    one_thread_env,
+    positive_int,
+    run_queue,
+    summarize_run,
+    write_result,
+)
 from cleanrl_utils import rlops  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
@@ -248,7 +257,7 @@ def run(out: Path, rounds: int, only: list[str] | None) -> None:
                 if result.exists():
                     continue
                 sps = run_one(case, form, result.with_suffix(""))
-                result.write_text(json.dumps({"case": case.name, "form": form, "sps": sps}))
+                write_result(result, {"case": case.name, "form": form, "sps": sps})
                 print(f"{case.name} {form} round {round_}: {sps:.0f} steps/s", flush=True)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from cleanrl_utils import atomic
 from cleanrl_utils.summarize import last_mean, mean_std
 from cleanrl_utils.tensorboard_reader import Series, read_run
 
@@ -398,11 +399,13 @@ def plot_learning_curves(
 
 
 def save_figure(figure: Figure, stem: Path, formats: list[str]) -> list[Path]:
-    """`figure` as `stem.png`, `stem.svg`...: one file per format, folders made as needed."""
+    """`figure` as `stem.png`, `stem.svg`...: one file per format, folders made as needed, each written whole or not
+    at all (an earlier figure stays as it was until the new one is complete)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in dict.fromkeys(formats)]
     for path in paths:
-        figure.savefig(path)
+        with atomic.atomic_path(path) as tmp:
+            figure.savefig(tmp, format=path.suffix[1:])
     return paths
 
 
@@ -489,8 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         markdown = build_report(args)
-        if args.output:
-            args.output.write_text(markdown + "\n")
+        if args.output:  # replaced whole: a report stopped mid-write leaves the previous one
+            atomic.write_text(args.output, markdown + "\n")
     except (ReportError, OSError) as e:
         print(f"report: error: {e}", file=sys.stderr)
         return 2

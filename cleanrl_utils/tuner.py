@@ -16,29 +16,39 @@ combines the environments with `aggregation_type`, and scores the trial with the
 A study lives in `storage` under `study_name`: running the same tuning again resumes it, and
 several processes (on several machines, with a PostgreSQL or MySQL storage) share one study.
 `tune(num_trials)` works until the study holds `num_trials` trials, whoever ran them.
+Ctrl-C and SIGTERM fail the running trial as `interrupted` (it does not use up the budget) and
+stop its training run with everything that run started; with a database storage, workers send
+Optuna heartbeats, so a trial left running by a worker that died is failed and run again.
+This module is a library; `tuner_example.py` is a command line built on it.
 See docs/advanced/hyperparameter-tuning.md.
 """
 
 import glob
 import importlib.util
 import json
+import os
 import random
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import fmean, median
 from typing import Any
 
 import optuna
-from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
+from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage, fail_stale_trials
 from optuna.trial import FrozenTrial, Trial, TrialState
-from sqlalchemy.exc import IntegrityError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
 
 from cleanrl_utils.benchmark.common import describe_exit
+from cleanrl_utils.benchmark.local import stop_process_group
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
@@ -53,6 +63,13 @@ RESERVED_FLAGS = ("env-id", "seed", "exp-name")
 FAILURE_TAIL_LINES = 20
 OPEN_ATTEMPTS = 5
 FAILURE_LINE_CHARS = 300
+# The storage URL may come from this variable instead of a command line, where `ps` shows its password.
+STORAGE_ENV = "OPTUNA_STORAGE"
+DEFAULT_STORAGE = "sqlite:///cleanrl_hpopt.db"
+# Seconds between a running trial's heartbeats, and how long without one makes it stale (database storages).
+HEARTBEAT_SECONDS = 60
+# How long a stopped training run gets to exit after SIGTERM before its process group is killed.
+STOP_GRACE_SECONDS = 10.0
 
 # Trial user attributes written by the tuner.
 FLAGS_ATTR = "flags"  # everything params_fn returned, constants included
@@ -64,6 +81,17 @@ Target = tuple[float, float] | None
 
 class RunFailed(Exception):
     """One training run of a trial crashed, or left no value of the metric to score it by."""
+
+
+class StorageError(Exception):
+    """The study storage cannot be opened (a bad URL, a server that cannot be reached); the message is one line."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `scancel`, a time limit) while tuning: handled exactly as Ctrl-C is."""
+
+    def __init__(self) -> None:
+        super().__init__("SIGTERM")
 
 
 def log(message: str) -> None:
@@ -144,11 +172,19 @@ def describe_failure(command: list[str], reason: str, output: str) -> str:
 def uses_budget(trial: FrozenTrial) -> bool:
     """Whether a trial counts toward `num_trials`: running or finished, unless it failed because its worker was stopped.
 
-    Waiting trials (handed back, or queued with `enqueue_trial`) do not count: the next worker picks them up.
+    A failed trial counts when the tuner recorded why (its `error`), unless that was an interruption.
+    One failed without a reason was left running by a worker that died, and failed by the heartbeat
+    check: it does not count either. Waiting trials (handed back, or queued with `enqueue_trial`)
+    do not count: the next worker picks them up.
     """
     if trial.state == TrialState.FAIL:
-        return not trial.user_attrs.get(INTERRUPTED_ATTR, False)
+        return ERROR_ATTR in trial.user_attrs and not trial.user_attrs.get(INTERRUPTED_ATTR, False)
     return trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+
+
+def storage_url(given: str | None) -> str:
+    """The storage URL to use: `given`, else the OPTUNA_STORAGE variable, else the local SQLite file."""
+    return given or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
 
 
 def with_available_driver(url: str) -> str:
@@ -170,7 +206,29 @@ def printable_storage(storage: str | BaseStorage | None) -> str:
         return type(storage).__name__
     from sqlalchemy.engine import make_url
 
-    return make_url(storage).render_as_string(hide_password=True)
+    try:
+        return make_url(storage).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        return "an unreadable storage URL"  # not echoed: it may hold a password
+
+
+def storage_failure(storage: str | BaseStorage | None, error: BaseException) -> StorageError:
+    """One line for a storage that cannot be opened, the URL's password left out."""
+    reason = " ".join(str(error).split("\n")[0].split()) or type(error).__name__
+    if isinstance(storage, str):
+        from sqlalchemy.engine import make_url
+
+        try:
+            password = make_url(storage).password
+        except SQLAlchemyError:
+            password = None
+        if password:
+            reason = reason.replace(str(password), "***")
+    return StorageError(f"cannot open the study storage {printable_storage(storage)}: {reason}"[:500])
+
+
+def on_stale_trial(study: optuna.Study, trial: FrozenTrial) -> None:
+    log(f"trial {trial.number} was left running by a worker that stopped: failed, and its slot is run again")
 
 
 class Tuner:
@@ -189,9 +247,13 @@ class Tuner:
         sampler: an Optuna sampler (default: Optuna's, TPE).
         pruner: an Optuna pruner (default: Optuna's, median); it is asked after each seed.
         storage: Optuna storage URL (`sqlite:///file.db`, `postgresql://user:pw@host/db`, ...), a storage
-            object, or None for an in-memory study that ends with the process.
+            object, or None for an in-memory study that ends with the process. `storage_url()` reads the URL
+            from the OPTUNA_STORAGE variable, keeping a password off the command line.
         study_name: name of the study in the storage; None makes a new one, `tuner_<unix time>`.
         wandb_kwargs: when given, each trial is also a Weights & Biases run; these go to `wandb.init`.
+        heartbeat_interval: seconds between the heartbeats of a running trial (storage URLs only).
+        grace_period: seconds without a heartbeat after which another worker fails the trial as stale
+            (default: twice the interval).
     """
 
     def __init__(
@@ -205,9 +267,11 @@ class Tuner:
         metric_last_n_average_window: int = 50,
         sampler: optuna.samplers.BaseSampler | None = None,
         pruner: optuna.pruners.BasePruner | None = None,
-        storage: str | BaseStorage | None = "sqlite:///cleanrl_hpopt.db",
+        storage: str | BaseStorage | None = DEFAULT_STORAGE,
         study_name: str | None = None,
         wandb_kwargs: Mapping[str, Any] | None = None,
+        heartbeat_interval: int = HEARTBEAT_SECONDS,
+        grace_period: int | None = None,
     ):
         if not Path(script).is_file():
             raise ValueError(f"script {script!r} not found (from the folder {Path.cwd()})")
@@ -221,6 +285,10 @@ class Tuner:
             raise ValueError(f"aggregation_type must be one of {list(AGGREGATIONS)}, got {aggregation_type!r}")
         if metric_last_n_average_window < 1:
             raise ValueError(f"metric_last_n_average_window must be at least 1, got {metric_last_n_average_window}")
+        if heartbeat_interval < 1 or (grace_period is not None and grace_period <= heartbeat_interval):
+            raise ValueError(
+                f"heartbeat_interval must be at least 1 and grace_period above it, got {heartbeat_interval} and {grace_period}"
+            )
         if wandb_kwargs and importlib.util.find_spec("wandb") is None:
             raise ValueError("wandb_kwargs needs the wandb package: pip install wandb")
         self.script = script
@@ -236,6 +304,8 @@ class Tuner:
         self.storage = storage
         self.study_name = study_name or f"tuner_{int(time.time())}"
         self.wandb_kwargs = dict(wandb_kwargs or {})
+        self.heartbeat_interval = heartbeat_interval
+        self.grace_period = grace_period
         self.study: optuna.Study | None = None
         self._storage: BaseStorage | None = None
 
@@ -245,22 +315,34 @@ class Tuner:
         """Run trials until the study holds `num_trials` of them; returns the best trial's flags (None if none completed).
 
         Trials that completed, were pruned or failed count, and so do trials other workers are
-        running; a trial interrupted by Ctrl-C does not, so tuning again redoes it.
+        running; a trial interrupted by Ctrl-C or SIGTERM does not, so tuning again redoes it.
+        Raises StorageError when the storage cannot be opened, and KeyboardInterrupt (Terminated
+        for SIGTERM) once the interrupted trial is recorded.
         """
         if num_trials < 1 or num_seeds < 1:
             raise ValueError(f"num_trials and num_seeds must be at least 1, got {num_trials} and {num_seeds}")
-        study = self._open_study()
-        used = sum(map(uses_budget, study.get_trials(deepcopy=False)))
-        log(
-            f"study {self.study_name!r} in {printable_storage(self.storage)}: {used} of {num_trials} trials"
-            f" run or running; {num_seeds} seed(s) x {len(self.target_scores)} environment(s) per trial"
-        )
-        log(f"other workers join with the same storage and study_name={self.study_name!r}")
-        while (trial := self._claim_trial(study, num_trials)) is not None:
-            self._run_and_tell(study, trial, num_seeds)
-        return self._report_best(study)
+        with sigterm_as_interrupt(), warnings.catch_warnings():
+            # Optuna warns that heartbeats are meant for study.optimize; this loop sends them itself.
+            warnings.filterwarnings("ignore", message=".*[Hh]eartbeat.*")
+            study = self._open_study()
+            used = sum(map(uses_budget, study.get_trials(deepcopy=False)))
+            log(
+                f"study {self.study_name!r} in {printable_storage(self.storage)}: {used} of {num_trials} trials"
+                f" run or running; {num_seeds} seed(s) x {len(self.target_scores)} environment(s) per trial"
+            )
+            log(f"other workers join with the same storage and study_name={self.study_name!r}")
+            while (trial := self._claim_trial(study, num_trials)) is not None:
+                with self._heartbeat(study, trial):
+                    self._run_and_tell(study, trial, num_seeds)
+            return self._report_best(study)
 
     def _open_study(self) -> optuna.Study:
+        try:
+            return self._create_or_load_study()
+        except (SQLAlchemyError, ImportError, OSError) as error:  # ImportError: the URL's database driver is missing
+            raise storage_failure(self.storage, error) from None
+
+    def _create_or_load_study(self) -> optuna.Study:
         for attempt in range(1, OPEN_ATTEMPTS + 1):
             try:
                 self._storage = self._make_storage()
@@ -292,8 +374,41 @@ class Tuner:
             return InMemoryStorage()
         if isinstance(self.storage, str):
             # pre-ping: trials can take hours, long enough for a database server to drop idle connections.
-            return RDBStorage(with_available_driver(self.storage), engine_kwargs={"pool_pre_ping": True})
+            return RDBStorage(
+                with_available_driver(self.storage),
+                engine_kwargs={"pool_pre_ping": True},
+                heartbeat_interval=self.heartbeat_interval,
+                grace_period=self.grace_period,
+                heartbeat_stale_trial_callback=on_stale_trial,
+            )
         return self.storage
+
+    def _trial_id(self, study: optuna.Study, trial: Trial) -> int:
+        assert self._storage is not None
+        study_id = self._storage.get_study_id_from_name(study.study_name)
+        return self._storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+
+    @contextmanager
+    def _heartbeat(self, study: optuna.Study, trial: Trial) -> Iterator[None]:
+        """While the block runs, record the trial's heartbeat every interval (database storages only)."""
+        if not isinstance(self._storage, RDBStorage):
+            yield
+            return
+        storage, trial_id, stop = self._storage, self._trial_id(study, trial), threading.Event()
+
+        def beat() -> None:
+            while True:
+                storage.record_heartbeat(trial_id)
+                if stop.wait(self.heartbeat_interval):
+                    return
+
+        thread = threading.Thread(target=beat, name=f"heartbeat-trial-{trial.number}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def _claim_trial(self, study: optuna.Study, num_trials: int) -> Trial | None:
         """A new trial to run, or None once the study holds `num_trials` trials.
@@ -304,6 +419,9 @@ class Tuner:
         (Optuna's MaxTrialsCallback counts finished trials only, so each worker would start one
         more while the others' last trials are still running.)
         """
+        with warnings.catch_warnings():  # Optuna marks fail_stale_trials experimental
+            warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+            fail_stale_trials(study)  # trials of workers that died free their slots
         if sum(map(uses_budget, study.get_trials(deepcopy=False))) >= num_trials:
             return None
         trial = study.ask()
@@ -317,9 +435,7 @@ class Tuner:
         # Back to WAITING, not failed: the study then holds exactly num_trials trials, and a later
         # tuning with a larger budget picks this one up first.
         assert self._storage is not None
-        study_id = self._storage.get_study_id_from_name(study.study_name)
-        trial_id = self._storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
-        self._storage.set_trial_state_values(trial_id, TrialState.WAITING)
+        self._storage.set_trial_state_values(self._trial_id(study, trial), TrialState.WAITING)
 
     def _report_best(self, study: optuna.Study) -> dict[str, Any] | None:
         completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -348,7 +464,7 @@ class Tuner:
             study.tell(trial, state=TrialState.FAIL)
             print(f"tuner: trial {trial.number} failed: {failure}", file=sys.stderr, flush=True)
         except BaseException as error:
-            # Ctrl-C, or a bug in params_fn: leave no trial RUNNING forever, then stop.
+            # Ctrl-C, SIGTERM, or a bug in params_fn: leave no trial RUNNING forever, then stop.
             trial.set_user_attr(ERROR_ATTR, f"{type(error).__name__}: {error}")
             if isinstance(error, KeyboardInterrupt | SystemExit):
                 trial.set_user_attr(INTERRUPTED_ATTR, True)
@@ -411,17 +527,17 @@ class Tuner:
         prefix = f"{env_id}__{exp_name}__{seed}__"
         pattern = glob.escape(prefix) + "*"
         before = set(Path("runs").glob(pattern))
-        proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if proc.returncode != 0:
-            raise RunFailed(describe_failure(command, describe_exit(proc.returncode), proc.stdout))
+        output, returncode = run_in_own_group(command)
+        if returncode != 0:
+            raise RunFailed(describe_failure(command, describe_exit(returncode), output))
         new_dirs = sorted(set(Path("runs").glob(pattern)) - before, key=lambda path: path.stat().st_mtime)
         if not new_dirs:
-            raise RunFailed(describe_failure(command, f"no run folder runs/{prefix}* after", proc.stdout))
+            raise RunFailed(describe_failure(command, f"no run folder runs/{prefix}* after", output))
         scalars = read_scalars(new_dirs[-1])
         values = [value for _, value in scalars.get(self.metric, [])]
         if not values:
             reason = f"no {self.metric!r} values in {new_dirs[-1]} (it logged {sorted(scalars)}) after"
-            raise RunFailed(describe_failure(command, reason, proc.stdout))
+            raise RunFailed(describe_failure(command, reason, output))
         score = mean_of_last(values, self.metric_last_n_average_window)
         target = self.target_scores[env_id]
         log(
@@ -441,3 +557,49 @@ class Tuner:
             "config": {**json_safe(params), "trial_number": trial.number},
         }
         return wandb.init(**{**settings, **self.wandb_kwargs})
+
+
+def run_in_own_group(command: list[str]) -> tuple[str, int]:
+    """Run a training command in a process group of its own; returns its output and exit code.
+
+    Whatever stops the tuner meanwhile (Ctrl-C, SIGTERM, an error) stops the run and everything it
+    started: SIGTERM to the group, then SIGKILL to what is left after a grace period.
+    """
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a Ctrl-C at the terminal reaches the tuner, which stops the group
+    )
+    try:
+        output, _ = process.communicate()
+    except BaseException:
+        stop_process_group(process, STOP_GRACE_SECONDS)
+        raise
+    return output, process.returncode
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises Terminated (a KeyboardInterrupt), so it is handled as Ctrl-C is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set signal handlers
+        return
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(
+        "tuner: error: cleanrl_utils.tuner is a library with nothing to run on its own; tune with a script that"
+        " builds a Tuner, e.g. python tuner_example.py (docs/advanced/hyperparameter-tuning.md)"
+    )

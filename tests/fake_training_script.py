@@ -8,9 +8,11 @@ tensorboard's writer, which would take most of each run's time.
 """
 
 import argparse
+import json
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -71,11 +73,18 @@ def main() -> int:
     parser.add_argument("--crash", action=argparse.BooleanOptionalAction, default=False)
     parser.add_argument("--log-metric", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--pid-file", help="start a child that ignores SIGTERM; write [own pid, child pid] here")
     args = parser.parse_args()
     if args.env_id not in OFFSETS:
         print(f"error: unknown env id {args.env_id!r}", file=sys.stderr)
         return 2
     print(f"fake training of {args.env_id} with x={args.x}, seed={args.seed}")
+    if args.pid_file:  # a helper process of the run (a data loader, an env worker) that only SIGKILL ends
+        ignore_sigterm = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+        child = subprocess.Popen([sys.executable, "-c", ignore_sigterm])
+        with open(args.pid_file + ".tmp", "w") as f:
+            json.dump([os.getpid(), child.pid], f)
+        os.replace(args.pid_file + ".tmp", args.pid_file)
     time.sleep(args.sleep)
     if args.crash:
         print("RuntimeError: the fake run crashed on purpose", file=sys.stderr)

@@ -242,3 +242,55 @@ def save_untrained_model(model_class, env, path: Path, seed: int = 0) -> str:
     torch.manual_seed(seed)
     torch.save(model_class(env).state_dict(), path)
     return str(path)
+
+
+# Patches `pathlib.Path.write_text`, `write_bytes` and `torch.save` (whichever the code under test writes with)
+# so that the first write puts half its bytes into the file and then SIGKILLs the process: no handler, no
+# cleanup, as a power cut or the OOM killer would. Prepended to the code that writes.
+HALF_WRITE_THEN_SIGKILL = """
+import io, os, pathlib, signal
+
+def _die_after_half(target, data):
+    with open(target, "wb") as f:
+        f.write(data[: len(data) // 2])
+        f.flush()
+        os.fsync(f.fileno())
+    os.kill(os.getpid(), signal.SIGKILL)
+
+pathlib.Path.write_text = lambda self, text, *a, **k: _die_after_half(self, text.encode())
+pathlib.Path.write_bytes = lambda self, data: _die_after_half(self, bytes(data))
+try:
+    import torch
+
+    def _torch_save(obj, f, *a, **k):
+        buffer = io.BytesIO()
+        _real_torch_save(obj, buffer)
+        if hasattr(f, "write"):
+            f.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+            f.flush()
+            os.fsync(f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
+        _die_after_half(f, buffer.getvalue())
+
+    _real_torch_save, torch.save = torch.save, _torch_save
+except ImportError:
+    pass
+"""
+
+
+def killed_mid_write(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter whose first file write is cut short by a SIGKILL (see HALF_WRITE_THEN_SIGKILL)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HALF_WRITE_THEN_SIGKILL + code], cwd=cwd, env=script_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == -signal.SIGKILL, f"the write was not reached (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    return proc
+
+
+def process_is_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (waiting to be reaped counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")

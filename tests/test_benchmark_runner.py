@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cleanrl_utils.benchmark import build_runs, estimate_time_left
-from tests.helpers import script_env
+from tests.helpers import process_is_alive, script_env
 
 FAKE_TRAIN = """
 import argparse, json, os, shutil, signal, subprocess, sys, time
@@ -189,16 +189,32 @@ def test_a_log_that_cannot_be_written_fails_that_run_only(tmp_path, fake_train):
     assert "cannot write the log of" in proc.stderr and "1 succeeded, 1 failed" in proc.stderr
 
 
+def test_an_error_handling_a_finished_run_fails_that_run_only(tmp_path, fake_train, capsys):
+    """`on_success` (e.g. a benchmark summarising the run) raising is that run's failure: the others all run."""
+    from cleanrl_utils.benchmark import LocalRunner
+
+    runs = build_runs([*shlex.split(fake_train), "--sleep", "0.2"], ["A-v1", "Broken-v0", "B-v1"], [1])
+    handled = []
+
+    def on_success(spec):
+        handled.append(spec.env_id)
+        if spec.env_id == "Broken-v0":
+            raise KeyError("charts/episodic_return")
+
+    (tmp_path / "logs").mkdir()
+    runner = LocalRunner(runs, 1, tmp_path / "logs", script_env(), on_success=on_success)
+    assert runner.run() == 1
+    assert handled == ["A-v1", "Broken-v0", "B-v1"], "the runs after the failed callback went on"
+    assert [outcome.returncode for outcome in runner.outcomes] == [0, 0, 0]
+    stderr = capsys.readouterr().err
+    assert not any(line.startswith("Traceback") for line in stderr.splitlines())  # quoted from the log only
+    assert "failed run 1/1: exit code 0, then handling its result failed: KeyError: 'charts/episodic_return'" in stderr
+    assert "2 succeeded, 1 failed" in stderr
+    broken_log = (tmp_path / "logs" / "001__Broken-v0__seed1.log").read_text()
+    assert "training Broken-v0 seed 1" in broken_log and "Traceback" in broken_log  # the details, for whoever looks
+
+
 # --- stopping them ------------------------------------------------------------------------
-
-
-def process_is_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (waiting to be reaped counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def wait_for(condition, timeout: float, what: str) -> None:

@@ -166,6 +166,36 @@ def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed
     assert "trained" in (logs / "fresh.log").read_text() and (logs / "bad.log").exists()
 
 
+def test_a_truncated_summary_is_not_done_and_its_run_runs_again(tmp_path, capsys):
+    """A summary cut short (a writer killed mid-write) must not count as a finished run."""
+    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue
+
+    program = tmp_path / "train.py"
+    program.write_text(FAKE_TRAINING)
+    result = tmp_path / "out" / "cut.json"
+    result.parent.mkdir()
+    result.write_text('{"sps": 1200.0, "episodic_retu')  # what a killed json.dump leaves
+    summarize = lambda run_dir: result.write_text(json.dumps({"sps": 1.0, "episodic_returns": [2.0]}))  # noqa: E731
+    run = QueuedRun(result, (str(program),), (), "Env-v0", 3, summarize=summarize)
+    assert run_queue([run], 1, one_thread_env(), tmp_path / "out" / "logs") == 0
+    assert (run.workdir / "argv.txt").read_text() == "--env-id Env-v0 --seed 3", "the run ran again"
+    assert json.loads(result.read_text()) == {"sps": 1.0, "episodic_returns": [2.0]}
+    assert f"redoing cut: its summary {result} is not a whole JSON file" in capsys.readouterr().out
+
+
+def test_summarizing_a_run_that_logged_no_episodes_is_a_clear_error(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from benchmark.benchlib import summarize_run
+
+    run_dir = tmp_path / "runs" / "Env-v0__x__1__1"
+    with SummaryWriter(run_dir) as writer:
+        writer.add_scalar("charts/SPS", 900.0, 128)  # the run ended before any episode did
+    with pytest.raises(ValueError, match=r"logged no charts/episodic_return \(logged: charts/SPS\)"):
+        summarize_run(run_dir, tmp_path / "result.json")
+    assert not (tmp_path / "result.json").exists()
+
+
 @pytest.mark.extended  # 5 s of one core: CI runs it after the quick run
 def test_benchmark_runs_go_through_the_runner(tmp_path):
     from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run

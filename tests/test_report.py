@@ -226,6 +226,17 @@ def test_plots_are_valid_png_and_svg_linked_from_the_output(runs_dir, tmp_path, 
     assert output.read_text() == out
 
 
+def test_a_report_killed_while_writing_its_output_leaves_the_previous_one(runs_dir, tmp_path, capsys):
+    from tests.helpers import killed_mid_write
+
+    output = tmp_path / "results.md"
+    assert report(capsys, runs_dir, "--output", output)[0] == 0
+    previous = output.read_text()
+    code = f"from cleanrl_utils.report import main; main([{str(runs_dir)!r}, '--last', '3', '--output', {str(output)!r}])"
+    killed_mid_write(code, tmp_path)
+    assert output.read_text() == previous, "a cut-short write replaced the report"
+
+
 def test_format_chooses_the_files(runs_dir, tmp_path, capsys):
     code, _, _ = report(capsys, runs_dir, "--plot-dir", tmp_path, "--format", "svg", "--exp-names", "ppo")
     assert code == 0

@@ -5,9 +5,13 @@ Most tests tune tests/fake_training_script.py, whose final logged returns are
 that the default window of 50 leaves out. One test tunes the real cleanrl/ppo.py.
 """
 
+import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import optuna
@@ -27,7 +31,7 @@ from cleanrl_utils.tuner import (
     storage_url,
     with_available_driver,
 )
-from tests.helpers import REPO, missing_system_package, script_env, wait_for_wandb_history_keys
+from tests.helpers import REPO, missing_system_package, process_is_alive, script_env, wait_for_wandb_history_keys
 from tests.postgres import PostgresUnavailable, running_postgres
 
 FAKE_SCRIPT = str(Path(__file__).parent / "fake_training_script.py")
@@ -304,6 +308,154 @@ def test_two_workers_share_one_postgresql_study(tmp_path, postgres_url):
     assert len(list(Path("runs").iterdir())) == 6
     finished_by = [{n for n in range(6) if f"trial {n} finished" in output} for output in outputs]
     assert finished_by[0] and finished_by[1] and not finished_by[0] & finished_by[1], outputs
+
+
+# Stopping: signals, dead workers, storages
+
+STOPPABLE_WORKER = textwrap.dedent(
+    """
+    import sys
+
+    import optuna
+
+    from cleanrl_utils import tuner as tuner_module
+    from cleanrl_utils.tuner import Tuner
+
+    script, storage, pid_file = sys.argv[1:]
+    tuner_module.STOP_GRACE_SECONDS = 1.0  # the run's helper ignores SIGTERM: SIGKILL after this
+    tuner = Tuner(
+        script=script,
+        metric="charts/episodic_return",
+        target_scores={"EnvA-v0": None},
+        params_fn=lambda trial: {"x": 1.0, "sleep": 120, "pid-file": pid_file},
+        storage=storage,
+        study_name="stopped",
+    )
+    tuner.tune(num_trials=1, num_seeds=1)
+    """
+)
+
+
+def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline, f"no {path} after {timeout} s"
+        time.sleep(0.05)
+
+
+def test_sigterm_fails_the_trial_as_interrupted_and_stops_its_training_group(tmp_path, postgres_url):
+    """`kill`, `scancel` or a time limit: the trial must not stay RUNNING (using up the budget) nor the run go on."""
+    (tmp_path / "worker.py").write_text(STOPPABLE_WORKER)
+    pid_file = tmp_path / "pids.json"
+    worker = subprocess.Popen(
+        [sys.executable, "worker.py", FAKE_SCRIPT, postgres_url, str(pid_file)],
+        env=script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wait_for_file(pid_file, worker)
+    run_pid, helper_pid = json.loads(pid_file.read_text())
+    worker.send_signal(signal.SIGTERM)
+    output = worker.communicate(timeout=60)[0]
+    assert worker.returncode != 0, output
+
+    (trial,) = optuna.load_study(study_name="stopped", storage=with_available_driver(postgres_url)).trials
+    assert trial.state == TrialState.FAIL, output
+    assert trial.user_attrs[INTERRUPTED_ATTR] is True and "SIGTERM" in trial.user_attrs[ERROR_ATTR]
+    deadline = time.monotonic() + 10
+    while (process_is_alive(run_pid) or process_is_alive(helper_pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_is_alive(run_pid), "the training run was left running"
+    assert not process_is_alive(helper_pid), "a process the training run started was left running"
+
+
+def test_a_trial_left_running_by_a_dead_worker_is_failed_and_run_again(tmp_path):
+    """A worker killed outright (SIGKILL, a lost machine) stops sending heartbeats; the next worker fails its trial
+    and runs the slot again, so the study ends with num_trials runs that finished."""
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    (tmp_path / "worker.py").write_text(
+        STOPPABLE_WORKER.replace('study_name="stopped",', 'study_name="stopped", heartbeat_interval=1, grace_period=2,')
+    )
+    pid_file = tmp_path / "pids.json"
+    worker = subprocess.Popen(
+        [sys.executable, "worker.py", FAKE_SCRIPT, storage, str(pid_file)],
+        env=script_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    wait_for_file(pid_file, worker)
+    os.killpg(worker.pid, signal.SIGKILL)  # the worker and its run, with no chance to record anything
+    worker.wait()
+    assert [t.state for t in optuna.load_study(study_name="stopped", storage=storage).trials] == [TrialState.RUNNING]
+
+    time.sleep(2.5)  # past the grace period
+    tuner = fake_tuner(lambda trial: {"x": 1.0}, storage=storage, study_name="stopped", heartbeat_interval=1, grace_period=2)
+    assert tuner.tune(num_trials=1, num_seeds=1) == {"x": 1.0}
+    assert [t.state for t in tuner.study.trials] == [TrialState.FAIL, TrialState.COMPLETE]
+
+
+def test_storage_url_comes_from_the_flag_else_the_environment(monkeypatch):
+    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
+    assert storage_url(None) == "sqlite:///cleanrl_hpopt.db"
+    monkeypatch.setenv("OPTUNA_STORAGE", "postgresql://tuner:pw@db/optuna")
+    assert storage_url(None) == "postgresql://tuner:pw@db/optuna"
+    assert storage_url("sqlite:///other.db") == "sqlite:///other.db"
+
+
+def run_tuner_example(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "tuner_example.py"), *args],
+        cwd=cwd,
+        env=script_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "storage, expected",
+    [
+        (
+            "postgresql://tuner:hunter2@127.0.0.1:9/optuna",
+            "cannot open the study storage postgresql://tuner:***@127.0.0.1:9/optuna: ",
+        ),
+        ("nosuchdb://x", "cannot open the study storage nosuchdb://x: "),
+        ("not a url", "cannot open the study storage an unreadable storage URL: "),
+        ("sqlite:////no/such/folder/study.db", "cannot open the study storage sqlite:////no/such/folder/study.db: "),
+    ],
+)
+def test_a_bad_or_unreachable_storage_is_a_one_line_storage_error(storage, expected):
+    pytest.importorskip("psycopg2")
+    with pytest.raises(StorageError) as error:
+        fake_tuner(lambda trial: {"x": 1.0}, storage=storage).tune(num_trials=1, num_seeds=1)
+    message = str(error.value)
+    assert message.startswith(expected) and "\n" not in message and "hunter2" not in message, message
+    assert not Path("runs").exists()
+
+
+@pytest.mark.parametrize("given_as", ["flag", "environment"])
+def test_tuner_example_with_a_bad_storage_says_so_in_one_line(tmp_path, given_as):
+    storage = "postgresql://tuner:hunter2@127.0.0.1:9/optuna"  # nothing listens on port 9
+    if given_as == "flag":
+        proc = run_tuner_example("--storage", storage, "--num-trials", "1", cwd=tmp_path)
+    else:  # the way that keeps the password off the command line
+        proc = run_tuner_example("--num-trials", "1", cwd=tmp_path, OPTUNA_STORAGE=storage)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tuner_example.py: error: cannot open the study storage postgresql://tuner:***@127.0.0.1:9/")
+    assert "hunter2" not in proc.stdout + proc.stderr
+
+
+def test_the_module_alone_is_not_a_silent_success():
+    proc = subprocess.run([sys.executable, "-m", "cleanrl_utils.tuner"], env=script_env(), capture_output=True, text=True)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tuner_example.py" in lines[0], proc.stderr
 
 
 # The real thing

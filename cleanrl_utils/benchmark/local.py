@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,12 +25,23 @@ DEFAULT_LOG_ROOT = "benchmark_logs"
 
 @dataclass
 class Outcome:
-    """What became of a run that was started: its exit code (None when stopped by the benchmark)."""
+    """What became of a run that was started: its exit code (None when stopped by the benchmark), and the error of
+    its `on_success` callback when that raised."""
 
     spec: RunSpec
     log_path: Path
     returncode: int | None
     seconds: float
+    callback_error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.returncode not in (0, None) or self.callback_error is not None
+
+    def describe(self) -> str:
+        if self.callback_error is not None:
+            return f"exit code 0, then handling its result failed: {self.callback_error}"
+        return describe_exit(self.returncode)
 
 
 def run_environment(auto_tag: bool) -> dict[str, str]:
@@ -116,6 +128,20 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
+    """Stop a process started with `start_new_session` and everything it started: SIGTERM to its group, SIGKILL
+    to what is left after `grace_seconds`; the process is reaped."""
+    signal_group(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        process.poll()  # a finished leader is reaped, so that only live members keep the group
+        if not process_group_exists(process.pid):
+            break
+        time.sleep(POLL_SECONDS)
+    signal_group(process.pid, signal.SIGKILL)  # also reaches children still alive after their parent exited
+    process.wait()
 
 
 @dataclass
@@ -219,14 +245,35 @@ class LocalRunner:
             returncode = run.process.poll()
             if returncode is not None:
                 del self.running[pid]
-                self.outcomes.append(Outcome(run.spec, run.log_path, returncode, time.monotonic() - run.started))
+                outcome = Outcome(run.spec, run.log_path, returncode, time.monotonic() - run.started)
                 if returncode == 0 and self.on_success is not None:
-                    self.on_success(run.spec)
+                    outcome.callback_error = self._call_on_success(run)
+                self.outcomes.append(outcome)
+
+    def _call_on_success(self, run: _Running) -> str | None:
+        """Call `on_success` for a run that succeeded; its error, if any, as one line (the traceback goes to the log).
+
+        An error there (a summary that cannot be written, a run that logged nothing to summarise) fails this
+        run only: the other runs go on.
+        """
+        assert self.on_success is not None
+        try:
+            self.on_success(run.spec)
+        except Exception as error:
+            message = " ".join(f"{type(error).__name__}: {error}".split())
+            try:
+                with run.log_path.open("a") as log:
+                    log.write(f"benchmark: handling the finished run failed:\n{traceback.format_exc()}")
+            except OSError:
+                pass
+            print(f"benchmark: run {run.spec.command} finished, but handling its result failed: {message}", file=sys.stderr)
+            return message
+        return None
 
     def _counts(self) -> tuple[int, int, int, int]:
         """Succeeded, failed, running and queued runs (runs stopped by the benchmark are in none of them)."""
-        succeeded = sum(1 for outcome in self.outcomes if outcome.returncode == 0)
-        failed = sum(1 for outcome in self.outcomes if outcome.returncode not in (0, None))
+        succeeded = sum(1 for outcome in self.outcomes if outcome.returncode == 0 and not outcome.failed)
+        failed = sum(1 for outcome in self.outcomes if outcome.failed)
         return succeeded, failed, len(self.running), len(self.queue)
 
     def _report_progress(self) -> None:
@@ -286,9 +333,9 @@ class LocalRunner:
         return 128 + signum
 
     def _final_report(self) -> int:
-        failures = [outcome for outcome in self.outcomes if outcome.returncode not in (0, None)]
+        failures = [outcome for outcome in self.outcomes if outcome.failed]
         for number, outcome in enumerate(failures, start=1):
-            print(f"\nbenchmark: failed run {number}/{len(failures)}: {describe_exit(outcome.returncode)}", file=sys.stderr)
+            print(f"\nbenchmark: failed run {number}/{len(failures)}: {outcome.describe()}", file=sys.stderr)
             print(f"  command: {outcome.spec.command}", file=sys.stderr)
             print(f"  log: {outcome.log_path}", file=sys.stderr)
             print("  last lines of the log:", file=sys.stderr)
