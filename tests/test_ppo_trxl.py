@@ -40,6 +40,10 @@ def test_memory_window_grows_then_slides():
     # the memory length is clamped to the episode length
     assert small_agent(max_episode_steps=3).memory_length == 3
     assert small_agent(trxl_memory_length=1).window(torch.tensor([5]))[0].tolist() == [[5]]
+    # --no-trxl-attend-self: the same window, without the step itself
+    positions, mask = small_agent(trxl_attend_self=False).window(torch.tensor([0, 2, 3, 7]))
+    assert positions.tolist() == [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3], [4, 5, 6, 7]]
+    assert mask.tolist() == [[0, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]]
 
 
 @pytest.mark.parametrize("encoding", ["absolute", "learned", "none"])
@@ -64,6 +68,68 @@ def test_a_step_attends_only_to_its_episode_window(encoding):
     inside = memory.clone()
     inside[0, 4] += noise[0, 4]
     assert not torch.allclose(value(inside), before)
+
+
+def test_without_attending_to_itself_a_step_sees_only_earlier_steps():
+    """--no-trxl-attend-self: an episode's first step has nothing to attend to, so each block's attention adds
+    only its output layer's bias; later steps differ from attending to themselves, and gradients stay finite."""
+    agent = small_agent(trxl_attend_self=False, trxl_positional_encoding="none")
+    obs = torch.randn(1, 3)
+    memory = torch.randn(1, agent.memory_slots, 2, 16)
+    h, _ = agent.trxl(obs, memory[:, :4], torch.tensor([0]))
+    expected = agent.encoder(agent.normalize(obs))
+    for block in agent.blocks:  # by hand: the block with zero attention weights
+        x = expected + block.attention.out.bias
+        expected = x + torch.relu(block.fc(block.norm_fc(x)))
+    assert torch.allclose(h, expected, atol=1e-6)
+    memory.requires_grad_(True)
+    value = agent.get_value(obs, memory, torch.tensor([0])) + agent.get_value(obs, memory, torch.tensor([2]))
+    value.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in agent.parameters() if p.grad is not None)
+    with torch.no_grad():
+        attending = small_agent(trxl_attend_self=True, trxl_positional_encoding="none")
+        t = torch.tensor([2])
+        assert not torch.allclose(agent.get_value(obs, memory, t), attending.get_value(obs, memory, t))
+        # the earlier steps of the window are what it reads: changing step 1 changes the output, step 3 does not
+        changed = memory.clone()
+        changed[0, 3] += 5 * torch.randn_like(changed[0, 3])
+        assert torch.allclose(agent.get_value(obs, changed, t), agent.get_value(obs, memory, t))
+        changed[0, 1] += 5 * torch.randn_like(changed[0, 1])
+        assert not torch.allclose(agent.get_value(obs, changed, t), agent.get_value(obs, memory, t))
+
+
+def test_per_branch_ratios_are_clipped_one_by_one():
+    """A hand-made batch of two samples with two action branches, clip range 0.2."""
+    logratio = torch.log(torch.tensor([[1.5, 0.5], [1.1, 1.3]]))
+    advantages = torch.tensor([1.0, -2.0])
+    # per branch: sample 1: max(-1.5, -1.2) = -1.2 and max(-0.5, -0.8) = -0.5; sample 2: 2.2 and max(2.6, 2.4) = 2.6
+    loss, _, ratio = ppo_trxl.clipped_surrogate(logratio, advantages, 0.2, per_branch=True)
+    assert ratio.shape == (2, 2) and loss.item() == pytest.approx((-1.2 - 0.5 + 2.2 + 2.6) / 4)
+    # joint: ratios 0.75 and 1.43: max(-0.75, -0.8) = -0.75 and max(2.86, 2.4) = 2.86
+    loss, joint_logratio, ratio = ppo_trxl.clipped_surrogate(logratio, advantages, 0.2, per_branch=False)
+    assert ratio.shape == (2, 1) and loss.item() == pytest.approx((-0.75 + 2.86) / 2)
+    assert torch.allclose(joint_logratio[:, 0], logratio.sum(1))
+    # with one branch (Discrete actions) the two are the same
+    one = logratio[:, :1]
+    per_branch, joint = (ppo_trxl.clipped_surrogate(one, advantages, 0.2, flag)[0] for flag in (True, False))
+    assert per_branch == joint
+
+
+def test_network_details():
+    """Sinusoids of the steps counted back from the last, sines then cosines; the vector encoder's ReLU by its flag
+    (model files without the setting keep it); reconstruction reads the layer after the TrXL."""
+    agent = small_agent(max_episode_steps=16)
+    p, i = 3, 2  # slot 3 holds step 16 - 1 - 3 = 12; frequency i of 8
+    frequency = 10000.0 ** (-2 * i / 16)
+    assert agent.positional_encoding[p, i].item() == pytest.approx(np.sin(12 * frequency), abs=1e-6)
+    assert agent.positional_encoding[p, 8 + i].item() == pytest.approx(np.cos(12 * frequency), abs=1e-6)
+    assert isinstance(small_agent(trxl_vector_relu=True).encoder[-1], torch.nn.ReLU)
+    assert isinstance(small_agent().encoder[-1], torch.nn.ReLU)  # no such argument: a file saved with the ReLU
+    assert isinstance(small_agent(trxl_vector_relu=False).encoder[-1], torch.nn.Linear)
+    obs, memory, t = torch.randn(2, 3), torch.randn(2, 4, 2, 16), torch.tensor([1, 5])
+    with torch.no_grad():
+        *_, hidden = agent.evaluate_actions(obs, memory, t, torch.zeros(2, 1, dtype=torch.long))
+        assert torch.allclose(hidden, agent.hidden(agent.trxl(obs, memory, t)[0]))
 
 
 def test_cached_states_give_training_the_rollout_outputs():
