@@ -6,6 +6,7 @@ the same in every file live here and are called from the script in plain stateme
     args, exp = Experiment.from_command_line(Args, __file__)  # on --resume: the checkpointed run's args
     exp.require(args.num_envs > 0, "...")        # bad input: one line on stderr, exit code 2
     exp.seed_global_rngs()                       # Python, NumPy, PyTorch
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv(...), args.env_id)
     writer = exp.start_logging()                 # W&B (--track), TensorBoard with the hyperparameters
     if exp.loaded_checkpoint:
@@ -82,6 +83,16 @@ def parse_args(Args: type[T], argv: Sequence[str] | None = None) -> T:
     return tyro.cli(Args, args=bool_words_as_flags(Args, sys.argv[1:] if argv is None else argv))
 
 
+def free_run_name(base: str) -> str:
+    """`base`, or else `base-2`, `base-3`...: the first name with no run folder and no video folder yet, so that runs
+    started in the same second with the same env id, exp name and seed never share one."""
+    name, number = base, 1
+    while os.path.exists(f"runs/{name}") or os.path.exists(f"videos/{name}"):
+        number += 1
+        name = f"{base}-{number}"
+    return name
+
+
 def one_line(message: str) -> str:
     return " ".join(str(message).split())  # library messages can span lines
 
@@ -123,7 +134,7 @@ class Experiment:
         if self.loaded_checkpoint:
             self.run_name = self.loaded_checkpoint["run_name"]
         else:
-            self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+            self.run_name = free_run_name(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
         if getattr(args, "upload_model", False):
             from cleanrl_utils.huggingface import UploadError, require_token
 
@@ -219,6 +230,11 @@ class Experiment:
         if not log:
             return None
         args, checkpoint = self.args, self.loaded_checkpoint
+        if not checkpoint:  # claimed before anything is logged: a run never writes into another run's folder
+            try:
+                os.makedirs(f"runs/{self.run_name}")
+            except FileExistsError:
+                self.fail(f"runs/{self.run_name} was made meanwhile by another run of the same name; start this one again")
         if args.track:
             import wandb
 
@@ -314,7 +330,11 @@ class Experiment:
             "envs": ckpt.env_state(self.envs) if self.envs is not None else None,
         }
         learner_states = {name: learner.state_dict() for name, learner in (learners or {}).items()}
-        ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state, **learner_states})
+        try:
+            ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state, **learner_states})
+        except ckpt.CheckpointError as e:  # e.g. a full disk: not bad input, so exit code 1; logs closed by __exit__
+            print(f"{self.script}: error: {one_line(str(e))}", file=sys.stderr)
+            raise SystemExit(1) from None
 
     def restore_run_state(self, learners: dict[str, Any] | None = None) -> dict[str, Any]:
         """Put the envs, global random generators and SPS clock back as the loaded checkpoint saved them, load each
@@ -328,7 +348,10 @@ class Experiment:
         if checkpoint.get("envs") is not None:
             if self.envs is None:
                 self.fail("restore_run_state() restores the envs: call it after make_envs()")
-            ckpt.restore_env(self.envs, checkpoint["envs"])
+            try:
+                ckpt.restore_env(self.envs, checkpoint["envs"])
+            except ckpt.CheckpointError as e:
+                self.fail(str(e))
         ckpt.set_rng_state(checkpoint["rng"])
         for name, learner in (learners or {}).items():
             learner.load_state_dict(checkpoint[name])
