@@ -8,7 +8,8 @@ this module does what is the same for all of them:
   killed during a write leaves the previous checkpoint whole, and at worst a stray temporary file
   that is never taken for a checkpoint (the next save removes it). The newest `keep` checkpoints
   are kept.
-- `load` takes a checkpoint file or a run folder (its newest checkpoint).
+- `load` takes a checkpoint file or a run folder: its newest checkpoint that reads back, naming
+  on stderr any newer one it had to skip (a file cut short by a full disk or a partial copy).
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
 - `env_state` / `restore_env` carry the environments over. Gymnasium envs have no save and load,
   and pickling a whole env fails on a video recorder or an open renderer; so each wrapper layer's
@@ -25,9 +26,18 @@ this module does what is the same for all of them:
   refuses a checkpoint of another script (ppo.py and ppo_atari.py have the same arguments); it
   gives a resumed run the arguments it was started with.
 
-Checkpoints are pickles: load only those you made yourself.
+Loading runs no code from the file: checkpoints and env snapshots are unpickled with an allow-list
+(`AllowListUnpickler`): tensors and plain values as `torch.load(weights_only=True)` builds them, and
+only the classes and functions of `SAFE_GLOBALS` (numpy arrays and random generators, Gymnasium
+spaces, replay buffers, MuJoCo and ALE states...) whose packages the running script has imported
+already, plus the script's own env classes. A checkpoint holding anything else is refused in one line; `CLEANRL_TRUST_CHECKPOINTS=1`
+loads it as a plain pickle, for checkpoints you wrote yourself (e.g. of an env with other classes).
+A checkpoint is still trusted input: its arguments choose what the run does (env id, folders).
 """
 
+import errno
+import importlib
+import io
 import os
 import pickle
 import random
@@ -35,6 +45,7 @@ import re
 import sys
 from dataclasses import fields
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -62,12 +73,153 @@ RUN_CONTROL = frozenset(
 SKIPPED_ATTRIBUTES = frozenset({"recorded_frames", "render_history", "mujoco_renderer"})
 # Where `save` records the script that wrote a checkpoint.
 SCRIPT_KEY = "script"
+# Set to 1 to load checkpoints as plain pickles (any class, any code): only for checkpoints you wrote yourself.
+TRUST_ENV = "CLEANRL_TRUST_CHECKPOINTS"
+# What a checkpoint may hold besides tensors and plain values, by top-level package: "module.name" of each class
+# or function the weights-only unpickler may build or call ("module.*": every class of the module). A package's
+# names are allowed only once the running script has imported it; a name this version of it lacks is left out.
+SAFE_GLOBALS = {
+    "numpy": (
+        "numpy._core.multiarray._reconstruct",
+        "numpy._core.multiarray.scalar",
+        "numpy.ndarray",
+        "numpy.dtype",
+        "numpy.dtypes.*",  # the class of each dtype (Float32DType...)
+        "numpy.random._pickle.__generator_ctor",
+        "numpy.random._pickle.__bit_generator_ctor",
+        "numpy.random._pickle.__randomstate_ctor",
+        "numpy.random._generator.Generator",
+        "numpy.random.mtrand.RandomState",
+        "numpy.random._pcg64.PCG64",
+        "numpy.random._pcg64.PCG64DXSM",
+        "numpy.random._mt19937.MT19937",
+        "numpy.random._philox.Philox",
+        "numpy.random._sfc64.SFC64",
+        "numpy.random.bit_generator.SeedSequence",
+        "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
+    ),
+    "collections": ("collections.deque",),
+    "gymnasium": (
+        "gymnasium.envs.registration.EnvSpec",
+        "gymnasium.envs.registration.WrapperSpec",
+        "gymnasium.vector.vector_env.AutoresetMode",
+        "gymnasium.wrappers.utils.RunningMeanStd",
+        *(
+            f"gymnasium.spaces.{module}.{name}"
+            for module, name in (
+                ("box", "Box"),
+                ("discrete", "Discrete"),
+                ("multi_discrete", "MultiDiscrete"),
+                ("multi_binary", "MultiBinary"),
+                ("tuple", "Tuple"),
+                ("dict", "Dict"),
+                ("text", "Text"),
+            )
+        ),
+    ),
+    "mujoco": ("mujoco._structs.MjData", "mujoco._structs.MjModel"),
+    "ale_py": ("ale_py._ale_py.ALEState", "ale_py._ale_py.Action"),
+    "stable_baselines3": ("stable_baselines3.common.buffers.ReplayBuffer",),
+    "cleanrl_utils": ("cleanrl_utils.frame_replay.FrameReplayBuffer",),
+}
 # Where an env snapshot holds an ale-py emulator's state, among its layer's attributes.
 ALE_STATE_KEY = "__ale_state__"
 
 
 class CheckpointError(Exception):
-    """A checkpoint that cannot be found or used; the message is one line for the user."""
+    """A checkpoint that cannot be found, used or written; the message is one line for the user."""
+
+
+class UntrustedContent(CheckpointError):
+    """A checkpoint holding a class or function that loading it without trusting the file would not build."""
+
+
+def trusted() -> bool:
+    return os.environ.get(TRUST_ENV, "") == "1"
+
+
+def _resolve(qualified: str) -> Any:
+    """The object named `module.name` (names may be nested: `module.Class.attr`), or None when it does not exist."""
+    parts = qualified.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def safe_globals() -> list[Any]:
+    """The classes and functions `load` lets a checkpoint build: those of SAFE_GLOBALS whose package is imported, and
+    the env and wrapper classes the running script defines itself (e.g. ppo_trxl.py's ProofofMemoryEnv)."""
+    import gymnasium as gym
+
+    allowed = []
+    for package, names in SAFE_GLOBALS.items():
+        if package in sys.modules:
+            for qualified in names:
+                if qualified.endswith(".*"):
+                    module = _resolve(qualified[:-2])
+                    allowed += [obj for obj in vars(module).values() if isinstance(obj, type)] if module else []
+                    continue
+                obj = _resolve(qualified)
+                if obj is not None:
+                    allowed.append(obj)
+    script = sys.modules.get("__main__")
+    env_classes = (gym.Env, gym.Wrapper, gym.vector.VectorEnv)
+    for obj in vars(script).values() if script is not None else ():
+        if isinstance(obj, type) and obj.__module__ == "__main__" and issubclass(obj, env_classes):
+            allowed.append(obj)
+    return allowed
+
+
+# Plain Python values the pickle format names as globals, beside torch's own (which include set and complex).
+BUILTIN_GLOBALS = ("builtins.frozenset", "builtins.slice", "builtins.range")
+
+
+def allowed_globals() -> dict[str, Any]:
+    """Name -> object of every global a checkpoint may name: torch's weights-only list (tensors, storages, dtypes,
+    devices, OrderedDict...), a few builtins, and `safe_globals()`."""
+    from torch import _weights_only_unpickler  # torch's own list, the one `torch.load(weights_only=True)` uses
+
+    allowed = dict(_weights_only_unpickler._get_allowed_globals())
+    allowed.update((name, _resolve(name)) for name in BUILTIN_GLOBALS)
+    allowed.update((f"{obj.__module__}.{obj.__qualname__}", obj) for obj in safe_globals())
+    return allowed
+
+
+class AllowListUnpickler(pickle.Unpickler):
+    """An unpickler that builds or calls only the globals of `allowed`: nothing else in a file can run.
+
+    torch's own weights-only unpickler would do, but it cannot fill a deque (scripts keep recent returns in one,
+    envs their episode statistics), so torch.load gets this one as its pickle module instead.
+    """
+
+    allowed: dict[str, Any] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        obj = self.allowed.get(f"{module}.{name}")
+        if obj is None:
+            raise UntrustedContent(
+                f"it holds {module}.{name}, which is loaded only from a trusted file (unpickling it could run code);"
+                f" set {TRUST_ENV}=1 to load it as a plain pickle, only if you wrote this file yourself"
+            )
+        return obj
+
+
+def read_safely(source: Any) -> Any:
+    """`torch.load` on the CPU of a checkpoint, an env snapshot or a model file, building only `allowed_globals()`
+    (any object when trusted): UntrustedContent for anything else it holds."""
+    if trusted():
+        return torch.load(source, map_location="cpu", weights_only=False)
+    unpickler = type("Unpickler", (AllowListUnpickler,), {"allowed": allowed_globals()})
+    pickle_module = SimpleNamespace(
+        __name__="cleanrl_utils.checkpoint", Unpickler=unpickler, load=lambda f, **kw: unpickler(f, **kw).load()
+    )
+    return torch.load(source, map_location="cpu", weights_only=False, pickle_module=pickle_module)
 
 
 def running_script() -> str | None:
@@ -94,13 +246,22 @@ def save(run_dir: str | Path, global_step: int, state: dict[str, Any], keep: int
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) or isinstance(e.__cause__ or e.__context__, OSError):  # torch wraps some write errors
+            raise CheckpointError(f"cannot write the checkpoint {path}: {_write_failure(e)}") from None
         raise
     _fsync_dir(folder)  # the rename itself reaches the disk
     for old in checkpoints(folder)[:-keep] + list(folder.glob(".checkpoint_*.tmp")):  # and what killed writes left
         old.unlink(missing_ok=True)
     return path
+
+
+def _write_failure(error: BaseException) -> str:
+    os_error = error if isinstance(error, OSError) else error.__cause__ or error.__context__
+    if isinstance(os_error, OSError) and os_error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full (the older checkpoints are kept; free some space and --resume the run folder)"
+    return " ".join(str(os_error or error).split())
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -124,30 +285,49 @@ def checkpoints(folder: str | Path) -> list[Path]:
 
 def find(path: str | Path) -> Path:
     """`path` itself if it is a file, else the newest checkpoint of the run folder `path`."""
+    return _candidates(path)[0]
+
+
+def _candidates(path: str | Path) -> list[Path]:
+    """`[path]` for a file; a run folder's checkpoints, newest first."""
     path = Path(path)
     if path.is_file():
-        return path
+        return [path]
     if not path.is_dir():
         raise CheckpointError(f"--resume {path}: no such checkpoint file or run folder")
     folder = path / CHECKPOINT_DIR if (path / CHECKPOINT_DIR).is_dir() else path
     found = checkpoints(folder)
     if not found:
         raise CheckpointError(f"--resume {path}: no checkpoint in it (runs write them with --checkpoint-frequency)")
-    return found[-1]
+    return found[::-1]
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """The state saved in the checkpoint file `path`, or in the newest checkpoint of the run folder `path`."""
-    file = find(path)
-    try:
-        # weights_only=False: a checkpoint holds envs, a replay buffer and random states, not just tensors
-        state = torch.load(file, map_location="cpu", weights_only=False)
-    except Exception as e:
-        raise CheckpointError(f"--resume {file}: not a readable checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(state, dict) or "args" not in state:
-        raise CheckpointError(f"--resume {file}: not a checkpoint written by an algorithm script")
-    print(f"resuming from {file}")
-    return state
+    """The state saved in the checkpoint file `path`, or in the newest readable checkpoint of the run folder `path`.
+
+    A checkpoint that does not read back (cut short, damaged) is skipped for the older one kept beside it, and
+    named on stderr; one holding what only a trusted file may hold is refused (UntrustedContent), not skipped.
+    """
+    candidates = _candidates(path)
+    failures = []
+    for file in candidates:
+        try:
+            state = read_safely(file)
+        except UntrustedContent as e:
+            raise UntrustedContent(f"--resume {file}: {e}") from None
+        except Exception as e:
+            failures.append(f"{file}: not a readable checkpoint ({type(e).__name__}: {' '.join(str(e).split())[:200]})")
+            continue
+        if not isinstance(state, dict) or "args" not in state:
+            failures.append(f"{file}: not a checkpoint written by an algorithm script")
+            continue
+        for failure in failures:
+            print(f"resume: skipped {failure}", file=sys.stderr)
+        print(f"resuming from {file}")
+        return state
+    raise CheckpointError(
+        f"--resume {failures[0]}" + (f" (nor are the {len(failures) - 1} older ones)" if failures[1:] else "")
+    )
 
 
 def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
@@ -231,14 +411,23 @@ def _snapshot(env: Any) -> list[tuple[str, dict[str, Any], list | None]]:
 def env_state(env: Any) -> bytes:
     """A snapshot of `env`: per wrapper layer (sub-envs of a vector env too), its class and picklable attributes.
 
-    Pickled at once, so it stays as it is now while the env goes on, and objects shared between layers stay shared.
+    Serialised at once (torch's format, which `restore_env` reads without running code), so it stays as it is now
+    while the env goes on, and objects shared between layers stay shared.
     """
-    return pickle.dumps(_snapshot(env))
+    buffer = io.BytesIO()
+    torch.save(_snapshot(env), buffer)
+    return buffer.getvalue()
 
 
 def restore_env(env: Any, state: bytes) -> None:
     """Set the attributes saved by `env_state` on `env`, a fresh env made the same way."""
-    _restore(env, pickle.loads(state))
+    if state[:2] != b"PK" and not trusted():  # a plain pickle, as older versions wrote
+        raise UntrustedContent(
+            f"--resume: this checkpoint's env snapshot is a plain pickle (an older version's); set {TRUST_ENV}=1"
+            " to load it if you wrote it yourself"
+        )
+    snapshot = read_safely(io.BytesIO(state)) if state[:2] == b"PK" else pickle.loads(state)
+    _restore(env, snapshot)
 
 
 def _restore(env: Any, snapshot: list[tuple[str, dict[str, Any], list | None]]) -> None:

@@ -1,5 +1,6 @@
 """Checkpoints and --resume: a killed run, resumed, logs what an uninterrupted run logs."""
 
+import errno
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.atari_jax_teacher import JAX_TEACHER_MODEL
 from tests.atari_teacher import TEACHER_MODEL
-from tests.helpers import REPO, Run, run_in_process, run_script, script_env
+from tests.helpers import REPO, Run, killed_mid_write, run_in_process, run_script, script_env
 
 TIME_TAGS = {"charts/SPS", "episode/t_mean"}  # depend on the clock, not on the computation
 
@@ -268,23 +269,92 @@ def test_save_keeps_the_newest_and_find_takes_the_latest(tmp_path):
     assert ckpt.load(tmp_path)["global_step"] == 1000
 
 
-def test_a_write_cut_short_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+def test_a_save_killed_mid_write_leaves_no_checkpoint_under_its_name(tmp_path):
+    """A save SIGKILLed after writing half the file (no handler runs, nothing is cleaned up): the checkpoint's name
+    must not exist, so a resume never meets half a checkpoint. A save that wrote straight to its final name, even one
+    that deleted the file on an exception, fails this."""
     ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
-
-    def save_half_then_die(obj, f):
-        f.write(b"PK\x03\x04 half a checkpoint")
-        raise KeyboardInterrupt  # as if the run were stopped in the middle of the write
-
-    monkeypatch.setattr(ckpt.torch, "save", save_half_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        ckpt.save(tmp_path, 200, {"args": {}, "global_step": 200})
-    assert os.listdir(tmp_path / "checkpoints") == ["checkpoint_100.pt"]
-    # a SIGKILL cannot clean up: its temporary file stays, and is never taken for a checkpoint
-    (tmp_path / "checkpoints" / ".checkpoint_300.pt.4242.tmp").write_bytes(b"PK\x03\x04 cut")
+    save = (
+        f"from cleanrl_utils import checkpoint; checkpoint.save({str(tmp_path)!r}, 200, {{'args': {{}}, 'global_step': 200}})"
+    )
+    killed_mid_write(save, tmp_path)
+    assert not (tmp_path / "checkpoints" / "checkpoint_200.pt").exists()
+    assert ckpt.checkpoints(tmp_path / "checkpoints") == [tmp_path / "checkpoints" / "checkpoint_100.pt"]
     assert ckpt.load(tmp_path)["global_step"] == 100
-    monkeypatch.undo()
+    # the killed write's temporary file is never taken for a checkpoint, and the next save removes it
     ckpt.save(tmp_path, 400, {"args": {}, "global_step": 400})
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint_100.pt", "checkpoint_400.pt"]
+
+
+def test_resume_skips_an_unreadable_newest_checkpoint_for_the_older_one(tmp_path, capsys):
+    for step in (100, 200):
+        ckpt.save(tmp_path, step, {"args": {}, "global_step": step})
+    newest = tmp_path / "checkpoints" / "checkpoint_200.pt"
+    newest.write_bytes(newest.read_bytes()[:300])  # cut short (a copy that stopped, a damaged disk)
+    assert ckpt.load(tmp_path)["global_step"] == 100
+    out, err = capsys.readouterr()
+    assert f"resume: skipped {newest}: not a readable checkpoint" in err and len(err.splitlines()) == 1
+    assert out == f"resuming from {tmp_path / 'checkpoints' / 'checkpoint_100.pt'}\n"
+    # named as a file, it is not replaced by another
+    with pytest.raises(ckpt.CheckpointError, match=f"--resume {newest}: not a readable checkpoint"):
+        ckpt.load(newest)
+    (tmp_path / "checkpoints" / "checkpoint_100.pt").write_bytes(b"")
+    with pytest.raises(ckpt.CheckpointError, match=r"not a readable checkpoint .*\(nor are the 1 older ones\)"):
+        ckpt.load(tmp_path)
+
+
+def test_a_full_disk_during_a_save_is_one_line(tmp_path, monkeypatch):
+    ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
+
+    def disk_full(obj, f):
+        f.write(b"PK\x03\x04 part of a checkpoint")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ckpt.torch, "save", disk_full)
+    with pytest.raises(ckpt.CheckpointError) as error:
+        ckpt.save(tmp_path, 200, {"args": {}, "global_step": 200})
+    message = str(error.value)
+    assert message.startswith(
+        f"cannot write the checkpoint {tmp_path / 'checkpoints' / 'checkpoint_200.pt'}: the disk is full"
+    )
+    assert "\n" not in message
+    assert os.listdir(tmp_path / "checkpoints") == ["checkpoint_100.pt"], "no partial file is left to fill the disk more"
+
+
+DISK_FULL_AT_SAVES = """
+import errno, io, runpy, sys
+from cleanrl_utils import checkpoint
+
+real_save = checkpoint.torch.save
+
+def disk_full(obj, f, *args, **kwargs):
+    if isinstance(f, io.BytesIO):  # in memory (an env snapshot): no disk involved
+        return real_save(obj, f, *args, **kwargs)
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+checkpoint.torch.save = disk_full
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_script_whose_disk_fills_up_ends_with_one_line_and_keeps_its_logs(tmp_path):
+    script = REPO / "cleanrl" / "ppo.py"
+    args = ("--total-timesteps", "2048", "--num-steps", "128", "--checkpoint-frequency", "2")
+    proc = subprocess.run(
+        [sys.executable, "-c", DISK_FULL_AT_SAVES, str(script), *args],
+        cwd=tmp_path,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert lines[-1].startswith("ppo.py: error: cannot write the checkpoint runs/") and "the disk is full" in lines[-1]
+    (run_dir,) = (tmp_path / "runs").glob("*")
+    assert read_scalars(run_dir)["charts/SPS"], "the logs up to the failed save are on disk"
 
 
 def test_env_snapshot_continues_the_same_episodes(tmp_path):
