@@ -268,7 +268,10 @@ if __name__ == "__main__":
             games = []  # (global step, raw return, length) of the whole games this rank finished
             with torch.inference_mode():
                 for step in range(args.num_steps):
-                    exp.raise_if_stopped()
+                    if args.world_size == 1:
+                        exp.raise_if_stopped()
+                    elif exp.stop_signals:  # the ranks stop together, once their rollouts are over (below)
+                        break
                     global_step += args.num_envs
                     obs[step] = next_obs  # copied before the next step overwrites the env's array
                     action, logprobs[step], values[step] = agent.act(next_obs)
@@ -288,6 +291,12 @@ if __name__ == "__main__":
                         games += [(global_step, ret, length) for _, ret, length in finished_games(infos)]
 
                 next_value = agent.get_value(next_obs).cpu().numpy()
+
+            if args.world_size > 1:  # a signal reaches each rank at its own step: stop where all of them can
+                stop = torch.tensor([float(bool(exp.stop_signals))], device=device)
+                dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+                if stop.item():
+                    raise KeyboardInterrupt
 
             # rank 0 logs the games of every rank, at the global step where each ended
             all_games = [games]

@@ -4,8 +4,11 @@ The single-process form (world size 1) goes through the contract tests (tests/te
 """
 
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,40 @@ def test_bad_input_under_torchrun_stops_every_rank_with_one_line(tmp_path):
     assert 1 <= len(errors) <= 2 and all("--backend nccl needs a CUDA device" in line for line in errors)
     assert 'ppo_atari_multigpu.py", line' not in run.stderr  # torchrun reports the failure; the ranks raised nothing
     assert not (tmp_path / "runs").exists()
+
+
+def start_rank(rank: int, port: int, cwd: Path, *args: str) -> subprocess.Popen:
+    """One of two ranks, started as torchrun starts it (its environment variables), output to rank{r}.out/.err."""
+    env = script_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    out, err = (open(cwd / f"rank{rank}.{kind}", "w") for kind in ("out", "err"))
+    return subprocess.Popen([sys.executable, SCRIPT, *args], cwd=cwd, env=env, stdout=out, stderr=err)
+
+
+@pytest.mark.extended  # two ranks to the end of a first iteration and an interrupt, ~40 s of one core
+def test_a_signal_to_one_rank_stops_every_rank_with_its_logs(tmp_path):
+    """Ctrl-C reaches the ranks at different moments; the worst case is a rank that never gets it while the other
+    leaves: here rank 1 alone is interrupted, and both ranks must stop together, exit 130, and keep the logs."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    args = ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "10000000")
+    args += ("--update-epochs", "1", "--num-minibatches", "2", "--no-cuda")
+    ranks = [start_rank(rank, port, tmp_path, *args) for rank in (0, 1)]
+    try:
+        deadline = time.monotonic() + 300
+        while "SPS:" not in (tmp_path / "rank0.out").read_text():  # a first iteration, collectives included, is over
+            assert all(r.poll() is None for r in ranks), (tmp_path / "rank0.err").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no iteration finished in 300 s"
+            time.sleep(0.2)
+        ranks[1].send_signal(signal.SIGINT)
+        codes = [r.wait(timeout=120) for r in ranks]
+    finally:
+        for r in ranks:
+            r.kill() if r.poll() is None else None
+    errors = [(tmp_path / f"rank{rank}.err").read_text() for rank in (0, 1)]
+    assert codes == [130, 130], errors
+    assert not any("Traceback" in e for e in errors), errors
+    assert "interrupted; what was logged is in runs/" in errors[0]
+    run = Run(codes[0], (tmp_path / "rank0.out").read_text(), errors[0], tmp_path)
+    assert run.scalars()["losses/value_loss"][0][0] == 256  # the event file of rank 0 was closed whole
