@@ -76,6 +76,8 @@ class Args:
     """entropy temperature α (when not autotuned)"""
     autotune: bool = True
     """learn the entropy temperature α towards a target entropy"""
+    autotune_resample: bool = False
+    """with --autotune, rate the policy's entropy on a new sample of the updated actor (off: the actor step's own)"""
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -298,7 +300,10 @@ if __name__ == "__main__":
                         actor_optimizer.step()
 
                         if args.autotune:
-                            # the log-probabilities of the actor step just taken
+                            # the log-probabilities of the actor step just taken, or of the updated actor
+                            if args.autotune_resample:
+                                with torch.no_grad():
+                                    _, log_pi, _ = actor.get_action(data.observations)
                             alpha_loss = temperature_loss(log_alpha, log_pi, target_entropy)
 
                             a_optimizer.zero_grad()

@@ -154,6 +154,32 @@ def test_autotune_moves_alpha_and_no_autotune_keeps_it(trained):
     assert "losses/alpha_loss" not in fixed.scalars()
 
 
+def test_autotune_resample_rates_the_entropy_on_a_new_sample(tmp_path, monkeypatch):
+    """--autotune-resample: after each actor step, one more sample of the batch, without gradients, for alpha's loss."""
+    counts = {}
+
+    def counting(rsample):
+        def wrapped(self, *args, **kwargs):
+            if self.loc.shape[0] == 32:  # a sampled batch (acting samples one observation)
+                key = (counts["run"], torch.is_grad_enabled())
+                counts[key] = counts.get(key, 0) + 1
+            return rsample(self, *args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(torch.distributions.Normal, "rsample", counting(torch.distributions.Normal.rsample))
+    runs = {}
+    for name, flags in (("default", ()), ("resample", ("--autotune-resample",))):
+        counts["run"] = name
+        runs[name] = run_in_process(SCRIPT, "--env-id", "Pendulum-v1", *TINY, *flags, cwd=tmp_path / name, timeout_s=600)
+        assert runs[name].returncode == 0, runs[name].stderr[-3000:]
+    actor_steps = counts["default", True]  # with gradients: the actor's updates, the same in both runs
+    assert actor_steps > 0 and counts["resample", True] == actor_steps
+    # without gradients: the critics' targets, and with the flag one more per actor step
+    assert counts["resample", False] - counts["default", False] == actor_steps
+    assert alpha_series(runs["resample"]) != alpha_series(runs["default"])
+
+
 def test_several_envs_count_environment_steps(trained):
     scalars = trained["three_envs"].scalars()
     episode_steps = [step for step, _ in scalars["charts/episodic_return"]]
