@@ -11,6 +11,8 @@ no memory), same steps and seeds:
 
 - `ProofofMemory-v0` (the reference's hyperparameters for it, 25k steps, seeds 1-3): a cue at the start
   says which end of a corridor pays; the best return is 1.0, a guess averages about -0.3.
+- `ProofofMemory-v0+noself`: the same with `--no-trxl-attend-self` (each step attends to the earlier steps
+  of its window only, as the original CleanRL's agent); with memory length 1 it attends to nothing.
 - `MiniGrid-MemoryS9-v0` (500k steps, and the published 2M), `MiniGrid-MemoryS7-v0` (a smaller room and
   corridor, 500k): an object shown in the first room must be matched at the corridor's end (MiniGrid pays
   1 - 0.9 x steps / (5 x size^2) for the right one, 0 otherwise; the script cuts episodes at 96 steps); a
@@ -77,16 +79,18 @@ MINIGRID_FLAGS = (
     "--max-grad-norm", "0.25", "--anneal-steps", "4096000", "--clip-coef", "0.2",
 )  # fmt: skip
 
+# the reference's hyperparameters for ProofofMemory-v0
+PROOF_OF_MEMORY_FLAGS = (
+    "--num-envs", "16", "--num-steps", "128", "--num-minibatches", "8", "--update-epochs", "4",
+    "--trxl-num-layers", "4", "--trxl-num-heads", "1", "--trxl-dim", "64", "--trxl-positional-encoding", "none",
+    "--vf-coef", "0.1", "--max-grad-norm", "0.5", "--init-lr", "3.0e-4", "--init-ent-coef", "0.001",
+    "--clip-coef", "0.2",
+)  # fmt: skip
+
 CHECKS = [
-    # the reference's hyperparameters for ProofofMemory-v0
-    Check(
-        "ProofofMemory-v0",
-        ("--num-envs", "16", "--num-steps", "128", "--num-minibatches", "8", "--update-epochs", "4",
-         "--trxl-num-layers", "4", "--trxl-num-heads", "1", "--trxl-dim", "64", "--trxl-positional-encoding", "none",
-         "--vf-coef", "0.1", "--max-grad-norm", "0.5", "--init-lr", "3.0e-4", "--init-ent-coef", "0.001",
-         "--clip-coef", "0.2"),
-        16, 25_000, (1, 2, 3),
-    ),
+    Check("ProofofMemory-v0", PROOF_OF_MEMORY_FLAGS, 16, 25_000, (1, 2, 3)),
+    # the same, each step attending to the earlier steps of its window only (the original CleanRL's window)
+    Check("ProofofMemory-v0", (*PROOF_OF_MEMORY_FLAGS, "--no-trxl-attend-self"), 16, 25_000, (1, 2, 3), variant="noself"),
     # MiniGrid-MemoryS9-v0 at a quarter of its published budget
     Check("MiniGrid-MemoryS9-v0", MINIGRID_FLAGS, 64, 500_000, (1,), checkpoint_every=4),
     # the same at the published budget (~4.6 h with memory at 120 steps/s: several sessions, resumed by `run`)

@@ -58,3 +58,12 @@ def test_every_logged_tag_is_documented(name):
     page = docs_page(name).read_text()
     undocumented = {t for t in tags if f"`{t}`" not in page}
     assert not undocumented, f"{name} logs {sorted(undocumented)} without documenting them"
+
+
+@pytest.mark.parametrize("name", ALGORITHM_FILES)
+def test_script_section_states_its_differences_from_the_original(name):
+    """The script's own section of its page (from its heading to the next script's) lists how it departs from the
+    original CleanRL script."""
+    page = docs_page(name).read_text()
+    section = page.split(f"## `{Path(name).name}`", 1)[1].split("\n## ", 1)[0]
+    assert "### Differences from the original CleanRL" in section, f"{name}'s section lacks its differences"
