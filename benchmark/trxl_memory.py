@@ -211,20 +211,26 @@ def saved_policy(saved: dict, env):
     return lambda obs, episode_start: int(act(obs[None], np.array([episode_start]))[0])
 
 
+class CueError(Exception):
+    """A file `cue` cannot play: one `trxl_memory.py: error: cue:` line and exit code 2."""
+
+
 def cue(path: Path, episodes: int, seed: int) -> str:
     import torch
 
     from cleanrl.ppo_trxl.ppo_trxl import make_env
+    from cleanrl_utils.checkpoint import read_safely
 
-    try:  # a run's checkpoint holds its envs and random generators as pickles: our own files, not downloads
-        saved = torch.load(path, map_location="cpu", weights_only=False)
+    try:  # as --resume reads a checkpoint: only tensors, plain values and known data classes are built, no code runs
+        saved = read_safely(path)
         env_id = saved["args"]["env_id"]
     except Exception as e:  # any unreadable file: one line, not a traceback
-        raise SystemExit(f"trxl_memory.py: error: cue: {path} is not a ppo_trxl.py checkpoint or model file ({e!r})") from None
+        reason = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        raise CueError(f"{path} is not a ppo_trxl.py checkpoint or model file ({reason})") from None
     if "agent" not in saved and "model_weights" not in saved:
-        raise SystemExit(f"trxl_memory.py: error: cue: {path} holds no weights (neither 'agent' nor 'model_weights')")
+        raise CueError(f"{path} holds no weights (neither 'agent' nor 'model_weights')")
     if not env_id.startswith("MiniGrid-Memory"):
-        raise SystemExit(f"trxl_memory.py: error: cue: {path} is a run of {env_id}, not of a MiniGrid Memory env")
+        raise CueError(f"{path} is a run of {env_id}, not of a MiniGrid Memory env")
     env = make_env(env_id, 0, False, "")()
     torch.manual_seed(seed)  # the sampled actions: the same command gives the same table
     return cue_report(cue_episodes(env, saved_policy(saved, env), episodes, seed))
@@ -248,7 +254,11 @@ def main() -> None:
     if args.command == "cue":
         if args.checkpoint is None or not args.checkpoint.is_file():
             parser.error(f"cue needs a run's checkpoint or model file, got {args.checkpoint}")
-        print(cue(args.checkpoint, args.episodes, args.seed))
+        try:
+            print(cue(args.checkpoint, args.episodes, args.seed))
+        except CueError as e:
+            print(f"trxl_memory.py: error: cue: {e}", file=sys.stderr)
+            sys.exit(2)
         return
     print(report(args.out))
 

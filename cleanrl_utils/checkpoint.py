@@ -35,6 +35,7 @@ loads it as a plain pickle, for checkpoints you wrote yourself (e.g. of an env w
 A checkpoint is still trusted input: its arguments choose what the run does (env id, folders).
 """
 
+import _compat_pickle
 import errno
 import importlib
 import io
@@ -201,6 +202,9 @@ class AllowListUnpickler(pickle.Unpickler):
     allowed: dict[str, Any] = {}
 
     def find_class(self, module: str, name: str) -> Any:
+        # torch writes pickle protocol 2, which names builtins as Python 2 did (`__builtin__.set`)
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         obj = self.allowed.get(f"{module}.{name}")
         if obj is None:
             raise UntrustedContent(
@@ -426,7 +430,10 @@ def restore_env(env: Any, state: bytes) -> None:
             f"--resume: this checkpoint's env snapshot is a plain pickle (an older version's); set {TRUST_ENV}=1"
             " to load it if you wrote it yourself"
         )
-    snapshot = read_safely(io.BytesIO(state)) if state[:2] == b"PK" else pickle.loads(state)
+    try:
+        snapshot = read_safely(io.BytesIO(state)) if state[:2] == b"PK" else pickle.loads(state)
+    except UntrustedContent as e:
+        raise UntrustedContent(f"--resume: the checkpoint's env snapshot: {e}") from None
     _restore(env, snapshot)
 
 

@@ -374,13 +374,16 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
         tables.append(capsys.readouterr().out)
         assert "| all | 6 |" in tables[-1]
     assert tables[0] == tables[1]  # the same weights and seed: the same sampled actions, the same table
-    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(saved("ProofofMemory-v0"))])
-    with pytest.raises(SystemExit, match="is a run of ProofofMemory-v0, not of a MiniGrid Memory env"):
-        bench.main()
     (not_a_checkpoint := tmp_path / "notes.txt").write_text("not a checkpoint")
-    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(not_a_checkpoint)])
-    with pytest.raises(SystemExit, match="notes.txt is not a ppo_trxl.py checkpoint or model file"):
-        bench.main()
+    for path, expected in (
+        (saved("ProofofMemory-v0"), "is a run of ProofofMemory-v0, not of a MiniGrid Memory env"),
+        (not_a_checkpoint, "notes.txt is not a ppo_trxl.py checkpoint or model file"),
+    ):
+        monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(path)])
+        with pytest.raises(SystemExit) as stopped:
+            bench.main()
+        err = capsys.readouterr().err
+        assert stopped.value.code == 2 and len(err.splitlines()) == 1 and expected in err, err
     monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(tmp_path / "missing.pt")])
     with pytest.raises(SystemExit) as stopped:
         bench.main()

@@ -43,6 +43,7 @@ if __name__ == "__main__":
     args = tyro.cli(Args)
     try:
         from cleanrl_utils.evals.ppo_trxl_eval import load_agent, memory_policy
+        from cleanrl_utils.evals.torch_models import read_model_file
     except ImportError:
         fail("enjoy.py uses cleanrl_utils: install this project first (pip install -e .)")
     if args.episodes <= 0:
@@ -60,13 +61,20 @@ if __name__ == "__main__":
     if not os.path.isfile(path):
         fail(f"no model file {path!r}")
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    env_id = torch.load(path, map_location="cpu", weights_only=True)["args"]["env_id"]
+    not_it = "is not a model file saved by ppo_trxl.py (a dict of model_weights, args and max_episode_steps)"
+    try:  # tensors and plain values only (weights_only): a file holding code is refused, never run
+        env_id = read_model_file(path, "cpu", ("model_weights", "args", "max_episode_steps"), not_it)["args"]["env_id"]
+    except Exception as e:  # not a torch file, or another script's model: torch's errors have no common base
+        fail(str(e) if isinstance(e, ValueError) else f"{path} {not_it}: {type(e).__name__}: {str(e)[:200]}")
 
     render_mode = "human" if args.render else None
-    envs = gym.vector.SyncVectorEnv(
-        [make_env(env_id, 0, False, "", render_mode=render_mode)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
-    )
-    act = memory_policy(load_agent(path, Agent, envs, device), device)
+    try:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env(env_id, 0, False, "", render_mode=render_mode)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        )
+        act = memory_policy(load_agent(path, Agent, envs, device), device)
+    except (gym.error.Error, RuntimeError, KeyError, TypeError) as e:  # its env, or weights that do not fit its args
+        fail(f"cannot play {path} in {env_id}: {type(e).__name__}: {str(e)[:200]}")
     obs, _ = envs.reset(seed=args.seed)
     done, played = np.ones(1, dtype=bool), 0
     while played < args.episodes:
