@@ -348,6 +348,8 @@ def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
         (["--env-ids", "A", "--command", "   "], "--command is empty"),
         (["--env-ids", "A", "--command", "no-such-program-4711 --x", "--workers", "1"], "cannot find the program"),
         (["--env-ids", "A", "--command", "python 'x.py"], "cannot split --command"),
+        # the same env and seed twice: two runs of one name, their logs and models mixed
+        (["--env-ids", "A", "B", "A", "--command", "python x.py"], "--env-ids names A more than once"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, message):

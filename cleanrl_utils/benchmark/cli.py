@@ -72,6 +72,9 @@ def validate(args: Args) -> list[str]:
     """Check the arguments; returns the command split into words."""
     if not args.env_ids:
         raise BadInput("--env-ids needs at least one environment id")
+    if repeated := sorted({env_id for env_id in args.env_ids if args.env_ids.count(env_id) > 1}):
+        # runs of one env and seed would share a name: their logs mixed, one's model over the other's
+        raise BadInput(f"--env-ids names {', '.join(repeated)} more than once")
     if args.num_seeds <= 0:
         raise BadInput(f"--num-seeds must be positive, got {args.num_seeds}")
     if args.workers < 0:
