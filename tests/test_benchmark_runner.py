@@ -321,6 +321,30 @@ def test_auto_tag_without_a_tag_names_the_commit(git_repo, fake_train):
     assert tags == f"mine,no-tag-2-g{git(git_repo, 'rev-parse', '--short', 'HEAD')}"
 
 
+def commit_a_file(repo: Path) -> Path:
+    tracked = repo / "algo.py"
+    tracked.write_text("lr = 2.5e-4\n")
+    git(repo, "add", "algo.py")
+    git(repo, "commit", "-q", "-m", "algo")
+    return tracked
+
+
+def test_auto_tag_marks_uncommitted_edits_dirty(git_repo, fake_train):
+    """Runs of an edited tree must not join the clean commit's group: the tag ends in -dirty."""
+    tracked = commit_a_file(git_repo)
+    git(git_repo, "tag", "v9.9")
+    assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0] == "mine,v9.9"  # untracked logs do not count
+    tracked.write_text("lr = 1e-3\n")
+    assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0] == "mine,v9.9-dirty"
+
+
+def test_auto_tag_without_a_tag_marks_uncommitted_edits_dirty(git_repo, fake_train):
+    tracked = commit_a_file(git_repo)
+    tracked.write_text("lr = 1e-3\n")
+    tags, _ = wandb_tags_seen(git_repo, fake_train)
+    assert tags == f"no-tag-3-g{git(git_repo, 'rev-parse', '--short', 'HEAD')}-dirty"
+
+
 def test_no_auto_tag_leaves_wandb_tags_alone(git_repo, fake_train):
     git(git_repo, "tag", "v9.9")
     tags, _ = wandb_tags_seen(git_repo, fake_train, "--no-auto-tag", WANDB_TAGS="mine")

@@ -48,17 +48,20 @@ def _git(*git_args: str) -> str | None:
 
 
 def git_tag() -> str | None:
-    """The nearest git tag of HEAD, or `no-tag-<commit count>-g<short hash>` when there is none.
+    """The nearest git tag of HEAD, or `no-tag-<commit count>-g<short hash>` when there is none; `-dirty` appended
+    when tracked files differ from HEAD, so runs of uncommitted edits never share the clean commit's tag.
 
     Unlike the reference project, the pull request number is not looked up: that needs GitHub's API.
     """
-    described = _git("describe", "--tags")
+    described = _git("describe", "--tags", "--dirty")
     if described:
         return described
     count, short_hash = _git("rev-list", "--count", "HEAD"), _git("rev-parse", "--short", "HEAD")
     if count is None or short_hash is None:
         return None
-    return f"no-tag-{count}-g{short_hash}"
+    # `git diff --quiet HEAD` exits 1 (None here) when tracked files differ, as `describe --dirty` counts them
+    dirty = "" if _git("diff", "--quiet", "HEAD") is not None else "-dirty"
+    return f"no-tag-{count}-g{short_hash}{dirty}"
 
 
 def append_tag(existing: str | None, tag: str) -> str:
