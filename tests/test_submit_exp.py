@@ -7,6 +7,7 @@ a run of the CLI as a separate process, the way it reaches AWS in production.
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -130,10 +131,55 @@ def test_dockerfile_installs_the_project_and_uses_the_entrypoint():
         assert (REPO / copied).is_file(), f"the Dockerfile copies {copied}, which is missing"
 
 
-def test_dockerignore_keeps_local_state_out_of_the_image():
-    ignored = set((REPO / ".dockerignore").read_text().split())
-    for entry in (".git", ".venv", "runs", "videos", "wandb", "benchmark_runs", "*.cleanrl_model", ".netrc"):
-        assert entry in ignored, f".dockerignore lacks {entry}"
+# What a working copy may hold that must never reach an image layer (and does not belong in one).
+SECRETS_AND_LOCAL_STATE = [
+    ".git/config", ".git-credentials", ".netrc", ".env", ".aws/credentials", ".huggingface/token",
+    ".cache/huggingface/token", ".config/gcloud/credentials.db", ".docker/config.json", ".kaggle/kaggle.json",
+    ".ssh/id_ed25519", "id_rsa", "server.pem", "deploy.key", "cleanrl/.env", "benchmark/secrets/aws.pem",
+    "cleanrl_utils/.netrc", ".venv/bin/python", "venv/lib/site.py", "runs/CartPole-v1__ppo__1__1/events.out.tfevents.1",
+    "cleanrl/runs/x/events.out.tfevents.1", "videos/x/rl-video-episode-0.mp4", "wandb/latest-run/files/config.yaml",
+    "benchmark_runs/trxl_memory/result.json", "benchmark_logs/20260101-000000/000__A__seed1.log", "slurm/1.slurm",
+    "cleanrl/__pycache__/ppo.cpython-311.pyc", "model.cleanrl_model", "docs/dqn.cleanrl_model", "checkpoint_10.pt",
+    "cleanrl_hpopt.db", "notes.txt", "MUJOCO_LOG.TXT", "build/lib/cleanrl/ppo.py", "site/index.html",
+]  # fmt: skip
+# What the Dockerfile copies or runs: it must be in the build context.
+NEEDED_IN_THE_IMAGE = [
+    "pyproject.toml", "README.md", "LICENSE", "docker/entrypoint.sh", "cleanrl/ppo.py", "cleanrl/ppo_trxl/enjoy.py",
+    "cleanrl_utils/experiment.py", "benchmark/benchlib.py", "docs/index.md", "tuner_example.py",
+]  # fmt: skip
+
+
+def build_context(root: Path) -> set[str]:
+    """The files `docker build` would send from `root`, by Docker's own .dockerignore rules (docker-py's copy)."""
+    from docker.utils.build import exclude_paths
+
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()]
+    patterns = [line for line in patterns if line and not line.startswith("#")]
+    return {path for path in exclude_paths(str(root), patterns) if (root / path).is_file()}
+
+
+def test_dockerignore_lets_only_what_the_image_needs_into_the_build_context(tmp_path):
+    """A working copy full of credentials and local state: the build context keeps only the project's files."""
+    for path in SECRETS_AND_LOCAL_STATE + NEEDED_IN_THE_IMAGE:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    context = build_context(tmp_path)
+    assert context == set(NEEDED_IN_THE_IMAGE), f"sent: {sorted(context - set(NEEDED_IN_THE_IMAGE))}"
+
+
+def test_dockerignore_sends_every_file_the_dockerfile_copies():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    copied = re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(.+) \S+$", dockerfile, flags=re.M)
+    named = {word for line in copied for word in line.split() if word != "."}
+    assert named == {"pyproject.toml", "README.md", "LICENSE", "docker/entrypoint.sh"}
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    from docker.utils.build import PatternMatcher
+
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()]
+    matcher = PatternMatcher([line for line in patterns if line and not line.startswith("#")])
+    sent = {path for path in tracked if not matcher.matches(path)}
+    assert named <= sent
+    assert {path for path in tracked if path.startswith(("cleanrl/", "cleanrl_utils/"))} <= sent, "the code itself"
 
 
 def test_entrypoint_is_executable():
