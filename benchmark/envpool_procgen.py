@@ -58,6 +58,7 @@ from benchmark.benchlib import (  # noqa: E402
     steady_rate,
     summarize_run,
     torch_threads_env,
+    write_result,
 )
 from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
@@ -146,7 +147,7 @@ def measure_random(out: Path, games: int) -> None:
         result = out / f"random__{env_id}.json"
         if not result.exists():
             scores = [score for score, _ in random_policy_games(env_id, games)]
-            result.write_text(json.dumps({"env_id": env_id, "episodic_returns": scores}))
+            write_result(result, {"env_id": env_id, "episodic_returns": scores})
             print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
 
 
@@ -199,7 +200,7 @@ SPEED_ARGS = ("--num-envs", "8", "--num-steps", "128", "--total-timesteps", str(
 
 def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
     rate, first_iteration_extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-    result.write_text(json.dumps({"script": name, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s}))
+    write_result(result, {"script": name, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s})
 
 
 def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
@@ -254,7 +255,7 @@ def run_env_only(out: Path, rounds: int) -> None:
             result = out / f"envonly__{script}__{round_}.json"
             if not result.exists():
                 rate = env_only_rate(script)
-                result.write_text(json.dumps({"script": script, "sps": rate}))
+                write_result(result, {"script": script, "sps": rate})
                 print(f"env only: {script} round {round_}: {rate:.0f} steps/s", flush=True)
 
 
