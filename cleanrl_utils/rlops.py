@@ -6,160 +6,138 @@
 Runs are found in local TensorBoard folders (`--runs-dir`, default `runs`; a run's tags are the
 `WANDB_TAGS` it was started with) or in a Weights & Biases project (`--wandb-project-name`). Per env,
 it prints each tag's mean ± std over seeds of every run's last-N average, runtime and median SPS; across
-envs, the IQM of normalised scores and each tag's probability of improvement over the baseline, with
-95% stratified-bootstrap confidence intervals; and a verdict per tag. `--fail-on-regression` exits 1
-when a tag is a regression. The Markdown and the learning curves go to `<output>.md/.png/.svg`.
+envs, aggregate scores of normalised runs (IQM, median, mean, optimality gap) and each tag's probability
+of improvement (PoI) over the baseline, with stratified-bootstrap confidence intervals, a studentized
+permutation test corrected for the number of tags (Holm), the same per env, and a verdict per tag:
+regression, improvement, no detectable difference, or inconclusive when the seeds cannot reach the test's
+level. `--fail-on-regression` exits 1 on a regression and 3 on an inconclusive comparison. The Markdown,
+the learning curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
 
 import argparse
+import os
+import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import numpy as np
 
-from cleanrl_utils import rlstats
-from cleanrl_utils.report import (
-    SPS_TAG,
-    ReportError,
-    Run,
-    collect_runs,
-    curves_section,
-    plot_learning_curves,
-    report_tables,
-    save_figure,
+from cleanrl_utils import rlfigures, rlstats
+from cleanrl_utils.atomic import write_text
+from cleanrl_utils.reference_scores import TABLES, reference_scores
+from cleanrl_utils.report import Run, plot_learning_curves, report_tables
+from cleanrl_utils.rlops_runs import (
+    SAMPLED_HISTORY_ROWS,
+    UNTAGGED,
+    LeftOut,
+    RlopsError,
+    check_coverage,
+    check_finite,
+    check_metric,
+    check_progress,
+    check_window,
+    describe,
+    exp_names_per_tag,
+    local_runs,
+    select,
+    wandb_runs,
 )
 from cleanrl_utils.summarize import last_mean
 
-UNTAGGED = "untagged"  # the group of runs started without WANDB_TAGS
-STEP_KEY = "global_step"  # the step of W&B runs synced from TensorBoard
-SAMPLED_HISTORY_ROWS = 500  # W&B history rows read per run without --scan-history
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_INCONCLUSIVE = 3
+FIGURES = {"profile": "performance profile", "aggregates": "aggregate scores", "iqm_steps": "IQM over training"}
 
 
-class RlopsError(Exception):
-    """Bad input: one `rlops: error:` line on stderr and exit code 2."""
+@dataclass(frozen=True)
+class Test:
+    """One comparison of a tag with the baseline: across envs, or on one env."""
+
+    improvement: rlstats.Estimate  # P(tag's run beats the baseline's), averaged over the envs compared
+    p_value: float  # 1.0 when untestable (a group with a single run)
+    adjusted: float  # Holm-adjusted over its family
+    counts: list[tuple[int, int]]  # (tag's runs, baseline's runs) per env
+    smallest_p: float  # the smallest p these counts allow
+    reachable: bool  # whether the adjusted p could reach alpha at all
+    label: str
 
 
 @dataclass(frozen=True)
 class Verdict:
     tag: str
-    iqm: rlstats.Estimate
-    improvement: rlstats.Estimate | None  # None for the baseline itself
-    p_value: float | None
-    label: str
-    per_env: list[float] | None = None  # the probability of improvement on each env, in --env-ids order
+    overall: Test
+    per_env: list[Test]  # in --env-ids order
+    detectable: rlstats.Detectable | None  # the effect found four times in five; None when out of reach
 
 
-# ---------------------------------------------------------------- where runs come from
+# ---------------------------------------------------------------- coming from openrlbenchmark
 
 
-def local_runs(runs_dirs: list[Path]) -> list[Run]:
-    try:
-        return collect_runs(runs_dirs, split_by_dir=False)
-    except ReportError as e:
-        raise RlopsError(str(e)) from None
+def openrlbenchmark_equivalent(argv: list[str]) -> str | None:
+    """For `python -m openrlbenchmark.rlops --filters ...` arguments, the one line that says what to type here."""
+    if not any(arg == "--filters" or arg.startswith("--filters=") for arg in argv):
+        return None
+    values: dict[str, list[str]] = {}
+    key = None
+    for arg in argv:
+        if arg.startswith("--"):
+            key, _, inline = arg.partition("=")
+            values.setdefault(key, [])
+            if inline:
+                values[key].append(inline)
+        elif key:
+            values[key].append(arg)
+    query: dict[str, str] = {}
+    groups: list[tuple[str, str]] = []  # (exp name, tag)
+    for item in values.get("--filters", []):
+        name, _, qs = item.partition("?")
+        fields = {k: v[-1] for k, v in parse_qs(qs).items()}
+        if not name:
+            query.update(fields)
+        else:
+            groups.append((name, fields.get("tag", UNTAGGED)))
+    ours = ["python -m cleanrl_utils.rlops"]
+    if "we" in query:
+        ours += ["--wandb-entity", query["we"]]
+    ours += ["--wandb-project-name", query.get("wpn", "PROJECT")]
+    if "metric" in query:
+        ours += ["--metric", query["metric"]]
+    names = list(dict.fromkeys(name for name, _ in groups)) or ["EXP_NAME"]
+    if len(names) == 1:
+        ours += ["--exp-name", names[0]]
+    else:
+        for name, _ in groups:
+            ours += ["--exp-name", name]
+    tags = [tag for _, tag in groups] or ["TAG"]
+    ours += ["--tags", *tags, "--baseline", tags[-1]]
+    for flag in ("--env-ids", "--output-filename", "--metric-last-n-average-window"):
+        if values.get(flag):
+            ours += [flag, *values[flag]]
+    if "--scan-history" in values:
+        ours.append("--scan-history")
+    notes = []
+    if query.get("ceik", "env_id") != "env_id" or query.get("cen", "exp_name") != "exp_name":
+        notes.append("runs must keep the env id and exp name in the config keys env_id and exp_name")
+    if "--report" in values:
+        notes.append("--report (a W&B report) has no counterpart")
+    note = f" ({'; '.join(notes)})" if notes else ""
+    return (
+        "--filters is openrlbenchmark's form; here the same comparison is: "
+        + " ".join(shlex.quote(part) if i else part for i, part in enumerate(ours))
+        + note
+        + " (docs/get-started/rlops.md shows both side by side)"
+    )
 
 
-def wandb_runs(api, entity: str | None, project: str, exp_names: set[str], metric: str, scan_history: bool) -> list[Run]:
-    """The runs of a W&B project, as the local reader gives them: `api` is a `wandb.Api()`."""
-    path = f"{entity}/{project}" if entity else project
-    runs = []
-    try:
-        for remote in api.runs(path, filters={"config.exp_name": {"$in": sorted(exp_names)}}):
-            config = remote.config
-            if config.get("exp_name") not in exp_names or "env_id" not in config:
-                continue
-            scalars = {}
-            for tag in (metric, SPS_TAG):
-                keys = [STEP_KEY, tag]
-                rows = (
-                    remote.scan_history(keys=keys)
-                    if scan_history
-                    else remote.history(keys=keys, samples=SAMPLED_HISTORY_ROWS, pandas=False)
-                )
-                series = [(int(row[STEP_KEY]), float(row[tag])) for row in rows if row.get(tag) is not None]
-                if series:
-                    scalars[tag] = sorted(series, key=lambda point: point[0])
-            runtime = remote.summary.get("_runtime")
-            runs.append(
-                Run(
-                    path=Path(f"wandb:{path}/{remote.id}"),
-                    env_id=str(config["env_id"]),
-                    exp_name=str(config["exp_name"]),
-                    seed=str(config.get("seed", "?")),
-                    group="",
-                    scalars=scalars,
-                    runtime_minutes=runtime / 60 if runtime is not None else None,
-                    tags=tuple(remote.tags),
-                )
-            )
-    except Exception as e:  # the network boundary: wandb raises its own, requests' and HTTP errors
-        raise RlopsError(f"cannot read W&B project {path}: {type(e).__name__}: {' '.join(str(e).split())}") from None
-    if not runs:
-        raise RlopsError(f"W&B project {path} has no runs with exp_name {', '.join(sorted(exp_names))}")
-    return runs
+# ---------------------------------------------------------------- scores and normalisation
 
 
-# ---------------------------------------------------------------- choosing runs
-
-
-def exp_names_per_tag(exp_name_groups: list[list[str]], tags: list[str]) -> dict[str, set[str]]:
-    """`--exp-name` given once applies to every tag; given once per tag, the i-th applies to the i-th tag."""
-    if len(exp_name_groups) == 1:
-        return {tag: set(exp_name_groups[0]) for tag in tags}
-    if len(exp_name_groups) != len(tags):
-        raise RlopsError(
-            f"--exp-name is given {len(exp_name_groups)} times for {len(tags)} tags: give it once, or once per tag"
-        )
-    return {tag: set(names) for tag, names in zip(tags, exp_name_groups)}
-
-
-def has_tag(run: Run, tag: str) -> bool:
-    return tag in run.tags or (tag == UNTAGGED and not run.tags)
-
-
-def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]]) -> list[Run]:
-    """One copy of each matching run per tag, its `group` set to that tag (a run can carry several tags)."""
-    chosen = [replace(run, group=tag) for tag in tags for run in runs if has_tag(run, tag) and run.exp_name in exp_names[tag]]
-    for tag in tags:
-        if not any(run.group == tag for run in chosen):
-            seen = sorted({t for run in runs for t in run.tags} | ({UNTAGGED} if any(not r.tags for r in runs) else set()))
-            raise RlopsError(
-                f"no runs of exp name {', '.join(sorted(exp_names[tag]))} carry tag {tag!r}; tags found: {', '.join(seen) or 'none'}"
-            )
-    return chosen
-
-
-def check_coverage(runs: list[Run], tags: list[str], env_ids: list[str]) -> None:
-    """Every tag needs runs of a single exp name on every env, or the comparison across envs means nothing."""
-    for tag in tags:
-        for env_id in env_ids:
-            names = {run.exp_name for run in runs if run.group == tag and run.env_id == env_id}
-            if not names:
-                raise RlopsError(f"tag {tag!r} has no runs on {env_id}")
-            if len(names) > 1:
-                raise RlopsError(
-                    f"tag {tag!r} has runs of {', '.join(sorted(names))} on {env_id}: give --exp-name once per tag"
-                )
-
-
-def check_metric(runs: list[Run], metric: str) -> list[Run]:
-    """The runs that logged `metric`; the others are left out with a warning."""
-    kept = [run for run in runs if run.scalars.get(metric)]
-    if not kept:
-        tags = sorted({tag for run in runs for tag in run.scalars})
-        raise RlopsError(f"no selected run has {metric!r} values; tags found: {', '.join(tags) or 'none'}")
-    for run in runs:
-        if not run.scalars.get(metric):
-            print(f"rlops: warning: {run.path} has no {metric!r} values: left out", file=sys.stderr)
-    return kept
-
-
-# ---------------------------------------------------------------- scores and verdicts
-
-
-def parse_target_scores(items: list[str]) -> dict[str, tuple[float, float]]:
+def parse_target_scores(items: list[str], lower_is_better: bool) -> dict[str, tuple[float, float]]:
+    """{env: (score mapped to 0, score mapped to 1)}; the first must be the worse one, or comparisons would flip."""
     targets = {}
     for item in items:
         env_id, _, bounds = item.partition("=")
@@ -167,81 +145,173 @@ def parse_target_scores(items: list[str]) -> dict[str, tuple[float, float]]:
             low, high = (float(v) for v in bounds.split(","))
         except ValueError:
             raise RlopsError(f"--target-scores takes ENV=LOW,HIGH, got {item!r}") from None
-        if high == low:
-            raise RlopsError(f"--target-scores {item}: LOW and HIGH must differ")
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise RlopsError(f"--target-scores {item}: LOW and HIGH must be finite numbers")
+        if lower_is_better and not low > high:
+            raise RlopsError(
+                f"--target-scores {item}: with --lower-is-better the score mapped to 0 ({low:g}) must be above the one "
+                f"mapped to 1 ({high:g})"
+            )
+        if not lower_is_better and not low < high:
+            raise RlopsError(
+                f"--target-scores {item}: LOW ({low:g}) must be below HIGH ({high:g}), or the normalised scores would "
+                "turn a regression into an improvement; if lower scores are better, pass --lower-is-better"
+            )
         targets[env_id] = (low, high)
     return targets
 
 
-def score_table(runs: list[Run], tags: list[str], env_ids: list[str], metric: str, window: int) -> dict[str, list[np.ndarray]]:
-    """{tag: [each env's array of per-run last-`window` averages]} in `env_ids` order."""
+def oriented(values: np.ndarray | float, lower_is_better: bool):
+    """Scores turned so that higher is better: the tests and aggregates assume it."""
+    return -values if lower_is_better else values
+
+
+START_SHARE = 0.1  # a run's start of training: its first tenth of values
+
+
+def start_mean(series: list[tuple[int, float]]) -> float:
+    """Mean of the run's first tenth of values (at least one): where its training started."""
+    values = [v for _, v in series[: max(1, int(START_SHARE * len(series)))]]
+    return sum(values) / len(values)
+
+
+def score_table(
+    runs: list[Run], tags: list[str], env_ids: list[str], metric: str, window: int, lower_is_better: bool
+) -> dict[str, list[np.ndarray]]:
+    """{tag: [each env's array of per-run last-`window` averages]} in `env_ids` order, higher is better."""
     return {
         tag: [
-            np.array([last_mean(r.scalars[metric], window) for r in runs if r.group == tag and r.env_id == env_id])
+            oriented(
+                np.array([last_mean(r.scalars[metric], window) for r in runs if r.group == tag and r.env_id == env_id]),
+                lower_is_better,
+            )
             for env_id in env_ids
         ]
         for tag in tags
     }
 
 
-def normalization(
-    scores: dict[str, list[np.ndarray]], baseline: str, env_ids: list[str], targets: dict[str, tuple[float, float]]
-) -> tuple[list[float], list[float]]:
-    """(low, high) per env: the target scores when given, else the worst observed score and the baseline's mean.
+def baseline_starts(runs: list[Run], baseline: str, env_ids: list[str], metric: str, lower_is_better: bool) -> list[float]:
+    """Per env, the mean over the baseline's runs of their first tenth of values: where its training started."""
+    return [
+        oriented(
+            float(np.mean([start_mean(r.scalars[metric]) for r in runs if r.group == baseline and r.env_id == env])),
+            lower_is_better,
+        )
+        for env in env_ids
+    ]
 
-    When the baseline's mean is the worst score too, the best observed score is the high end; when every
-    score is the same, each maps to 1.
-    """
+
+def normalization(
+    scores: dict[str, list[np.ndarray]],
+    starts: list[float],
+    baseline: str,
+    env_ids: list[str],
+    targets: dict[str, tuple[float, float]],
+) -> tuple[list[float], list[float]]:
+    """(score → 0, score → 1) per env, on the higher-is-better scale: the targets when given, else the baseline's
+    start of training and its final mean. Only the baseline sets them, so adding a tag changes no normalised score,
+    and 0 lies below 1 always, so no normalised comparison can come out reversed."""
     lows, highs = [], []
     for index, env_id in enumerate(env_ids):
         if env_id in targets:
             low, high = targets[env_id]
         else:
-            every = np.concatenate([per_env[index] for per_env in scores.values()])
-            low, high = float(every.min()), float(scores[baseline][index].mean())
-            if high <= low:
-                high = float(every.max())
-            if high <= low:
-                low = high - 1.0
+            low, high = starts[index], float(np.mean(scores[baseline][index]))
+            if not high > low:
+                raise RlopsError(
+                    f"cannot normalise {env_id} by the baseline {baseline!r}: its final mean score is not better than "
+                    f"its start of training; give --target-scores {env_id}=LOW,HIGH"
+                )
         lows.append(low)
         highs.append(high)
     return lows, highs
 
 
-def verdict_label(improvement: rlstats.Estimate, p_value: float, alpha: float) -> str:
-    """Regression / improvement only when the interval lies wholly on one side of 0.5 and the permutation test agrees."""
-    if not improvement.defined:
-        return "no detectable difference (interval undefined: a task has a single seed)"
-    if improvement.high < 0.5 and p_value < alpha:
+# ---------------------------------------------------------------- verdicts
+
+
+def label(test_p: float, improvement: rlstats.Estimate, reachable: bool, alpha: float) -> str:
+    """Regression / improvement when the adjusted p is at most alpha and the PoI interval lies on that side of 0.5."""
+    if not reachable:
+        return "inconclusive"
+    if test_p <= alpha and improvement.defined and improvement.high < 0.5:
         return "regression"
-    if improvement.low > 0.5 and p_value < alpha:
+    if test_p <= alpha and improvement.defined and improvement.low > 0.5:
         return "improvement"
     return "no detectable difference"
 
 
-def compare(
-    scores: dict[str, list[np.ndarray]],
-    baseline: str,
-    lows: list[float],
-    highs: list[float],
-    reps: int,
-    confidence: float,
-    seed: int,
-) -> list[Verdict]:
+def _raw_test(x: rlstats.Scores, y: rlstats.Scores, reps: int, confidence: float, rng: np.random.Generator):
+    improvement = rlstats.improvement_estimate(x, y, reps, confidence, rng)
+    counts = [(len(a), len(b)) for a, b in zip(x, y)]
+    p_value = 1.0 if rlstats.single_run(x, y) else rlstats.improvement_p_value(x, y, reps, rng)
+    return improvement, p_value, counts, rlstats.smallest_p(counts, reps)
+
+
+def _family(raw: list, alpha: float) -> list[Test]:
+    """Tests of one family, each with its Holm-adjusted p, reachability and label."""
+    adjusted = rlstats.holm([p for _, p, _, _ in raw])
+    reach = rlstats.reachable([smallest for _, _, _, smallest in raw], alpha)
+    return [
+        Test(improvement, p, adj, counts, smallest, ok, label(adj, improvement, ok, alpha))
+        for (improvement, p, counts, smallest), adj, ok in zip(raw, adjusted, reach)
+    ]
+
+
+def compare(scores: dict[str, list[np.ndarray]], baseline: str, reps: int, confidence: float, seed: int) -> list[Verdict]:
+    """Each tag against the baseline: across envs (Holm over the tags) and per env (Holm over every tag × env)."""
     rng = np.random.default_rng(seed)
-    normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
-    verdicts = []
-    for tag, per_env in normalized.items():
-        estimate = rlstats.iqm_estimate(per_env, reps, confidence, rng)
-        if tag == baseline:
-            verdicts.append(Verdict(tag, estimate, None, None, "baseline"))
-            continue
-        improvement = rlstats.improvement_estimate(per_env, normalized[baseline], reps, confidence, rng)
-        p_value = rlstats.permutation_p_value(per_env, normalized[baseline], reps, rng)
-        label = verdict_label(improvement, p_value, 1 - confidence)
-        per_env_poi = [float(rlstats.probability_of_improvement(a, b)) for a, b in zip(per_env, normalized[baseline])]
-        verdicts.append(Verdict(tag, estimate, improvement, p_value, label, per_env_poi))
-    return verdicts
+    alpha = 1 - confidence
+    tags = [tag for tag in scores if tag != baseline]
+    base = scores[baseline]
+    overall = _family([_raw_test(scores[tag], base, reps, confidence, rng) for tag in tags], alpha)
+    envs = len(base)
+    per_env_raw = [_raw_test([scores[tag][e]], [base[e]], reps, confidence, rng) for tag in tags for e in range(envs)]
+    per_env = _family(per_env_raw, alpha)
+    return [
+        Verdict(
+            tag,
+            overall[i],
+            per_env[i * envs : (i + 1) * envs],
+            rlstats.detectable_effect(overall[i].counts, alpha, tests=len(tags)) if overall[i].reachable else None,
+        )
+        for i, tag in enumerate(tags)
+    ]
+
+
+def seeds_text(counts: list[tuple[int, int]]) -> str:
+    pairs = sorted(set(counts))
+    env_text = f"{len(counts)} env" + ("s" if len(counts) > 1 else "")
+    if len(pairs) == 1:
+        return f"{pairs[0][0]} vs {pairs[0][1]} seeds on {env_text}"
+    return f"{', '.join(f'{a} vs {b}' for a, b in counts)} seeds on {env_text}"
+
+
+def why_inconclusive(test: Test, alpha: float, tests: int) -> str:
+    if any(min(pair) < 2 for pair in test.counts):
+        return f"{seeds_text(test.counts)}: a group with a single run gives the test nothing to go on"
+    family = f" (Holm over {tests} tests)" if tests > 1 else ""
+    least = rlstats.least_seeds(len(test.counts), alpha, tests)
+    return (
+        f"{seeds_text(test.counts)} can reach p = {test.smallest_p:.2g} at best, too large for α = {alpha:.2g}{family}: "
+        f"no effect of any size can be detected; {least} seeds per tag on every env is the least that can"
+    )
+
+
+def detectable_text(verdict: Verdict, alpha: float, tests: int) -> str:
+    """What these seed counts can find: the sentence under the verdicts."""
+    test = verdict.overall
+    if not test.reachable:
+        return why_inconclusive(test, alpha, tests)
+    found = verdict.detectable
+    reach = f"{seeds_text(test.counts)} can reach p = {test.smallest_p:.2g}"
+    if found is None:
+        return f"{reach}, but only an effect near complete separation on every env is found four times in five"
+    return (
+        f"{reach}; the smallest effect found four times in five is a PoI of {found.improvement:.2f} "
+        f"(for normal scores, a shift of {found.shift:.2g} seed-to-seed standard deviations; normal approximation)"
+    )
 
 
 # ---------------------------------------------------------------- Markdown
@@ -252,18 +322,20 @@ def interval(estimate: rlstats.Estimate) -> str:
     return f"{estimate.value:.2f} {bounds}"
 
 
-def normalization_note(env_ids: list[str], lows: list[float], highs: list[float], targets: dict) -> str:
-    parts = [f"{env} {low:.4g} → 0, {high:.4g} → 1" for env, low, high in zip(env_ids, lows, highs)]
-    source = (
-        "`--target-scores`"
-        if all(env in targets for env in env_ids)
-        else "the worst score observed on the env (→ 0) and the baseline's mean (→ 1), unless given by `--target-scores`"
-    )
-    return f"Scores are normalised per env by {source}: {'; '.join(parts)}."
+def normalization_note(
+    env_ids: list[str], lows: list[float], highs: list[float], sources: dict[str, str], lower_is_better: bool
+) -> str:
+    def shown(value: float) -> str:
+        return f"{oriented(value, lower_is_better) + 0.0:.4g}"  # + 0.0: no "-0"
+
+    parts = [f"{env} {shown(low)} → 0, {shown(high)} → 1 ({sources[env]})" for env, low, high in zip(env_ids, lows, highs)]
+    direction = " Lower scores are better (`--lower-is-better`)." if lower_is_better else ""
+    return f"Scores are normalised per env: {'; '.join(parts)}.{direction}"
 
 
-def aggregate_section(
+def verdict_section(
     verdicts: list[Verdict],
+    estimates: dict[str, dict[str, rlstats.Estimate]],
     baseline: str,
     env_ids: list[str],
     confidence: float,
@@ -272,36 +344,107 @@ def aggregate_section(
     metric: str,
     window: int,
 ) -> str:
+    alpha = 1 - confidence
     level = f"{confidence:.0%}"
+    tags = len(verdicts)
     lines = [
         "## Across envs",
         "",
-        f"Each run's score is the mean of its last {window} `{metric}` values. {note} "
-        f"IQM: the mean of the middle half of all normalised run scores. PoI: the probability that a run of the tag "
-        f"beats a run of the baseline `{baseline}` on the same env, averaged over envs. Brackets: {level} confidence "
-        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env); p: a two-sided "
-        f"permutation test of the PoI (tag labels shuffled within each env). A tag is a **regression** when its "
-        f"PoI interval lies wholly below 0.5 and p < {1 - confidence:.2g}, an **improvement** when it lies wholly "
-        f"above 0.5 and p < {1 - confidence:.2g}, and otherwise shows **no detectable difference**.",
+        f"Each run's score is the mean of its last {window} `{metric}` values. {note} IQM: the mean of the middle half "
+        f"of the normalised run scores, every env weighing the same. PoI: the probability that a run of the tag beats "
+        f"a run of the baseline `{baseline}` on the same env (ties half), averaged over envs. Brackets: {level} "
+        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env). p: a two-sided test of PoI = 0.5 on "
+        f"Brunner–Munzel's statistic, the largest of its permutation p (labels shuffled within each env), its t "
+        f"approximation's p and 2^(1 − the smaller group's seeds summed over envs); Holm p: adjusted "
+        f"over the {tags} tag{'s' if tags != 1 else ''} compared. A tag is a **regression** when its Holm p ≤ {alpha:.2g} "
+        f"and its PoI interval lies wholly below 0.5, an **improvement** when it lies wholly above, **inconclusive** "
+        f"when its seed counts cannot reach p ≤ {alpha:.2g}, and otherwise shows **no detectable difference**.",
         "",
-        "| tag | IQM (normalised) | PoI over baseline | p | verdict |",
-        "|---|---|---|---|---|",
+        "| tag | IQM (normalised) | PoI over baseline | p | Holm p | verdict |",
+        "|---|---|---|---|---|---|",
+        f"| {baseline} | {interval(estimates[baseline]['IQM'])} | — | — | — | baseline |",
     ]
     for v in verdicts:
-        poi = interval(v.improvement) if v.improvement else "—"
-        p = f"{v.p_value:.3g}" if v.p_value is not None else "—"
-        lines.append(f"| {v.tag} | {interval(v.iqm)} | {poi} | {p} | {v.label} |")
-    compared = [v for v in verdicts if v.per_env is not None]
-    if compared and len(env_ids) > 1:  # where the aggregate comes from
+        t = v.overall
+        lines.append(
+            f"| {v.tag} | {interval(estimates[v.tag]['IQM'])} | {interval(t.improvement)} | {t.p_value:.3g} | "
+            f"{t.adjusted:.3g} | {t.label} |"
+        )
+    if verdicts:
+        lines += ["", "What these seeds can detect:", ""]
+        lines += [f"- `{v.tag}`: {detectable_text(v, alpha, tags)}." for v in verdicts]
+        family = len(verdicts) * len(env_ids)
         lines += [
             "",
-            f"The PoI over `{baseline}` on each env (the aggregate is their mean):",
+            "## Per env",
             "",
-            "| tag | " + " | ".join(env_ids) + " |",
-            "|---" * (len(env_ids) + 1) + "|",
+            f"The same test on each env alone; Holm p is adjusted over all {family} per-env tests, so an env is "
+            "called different only when it stands out after looking at every env (and tag).",
+            "",
+            "| tag | env id | seeds | PoI over baseline | p | Holm p | verdict |",
+            "|---|---|---|---|---|---|---|",
         ]
-        lines += [f"| {v.tag} | " + " | ".join(f"{poi:.2f}" for poi in v.per_env) + " |" for v in compared]
+        for v in verdicts:
+            for env_id, t in zip(env_ids, v.per_env):
+                lines.append(
+                    f"| {v.tag} | {env_id} | {t.counts[0][0]} vs {t.counts[0][1]} | {interval(t.improvement)} | "
+                    f"{t.p_value:.3g} | {t.adjusted:.3g} | {t.label} |"
+                )
     return "\n".join(lines)
+
+
+def aggregates_section(estimates: dict[str, dict[str, rlstats.Estimate]], confidence: float) -> str:
+    names = list(rlstats.AGGREGATES)
+    lines = [
+        "## Aggregate scores",
+        "",
+        f"Normalised scores, {confidence:.0%} stratified-bootstrap intervals. Median: of the envs' mean scores; mean: "
+        "of the envs' mean scores; optimality gap: how far runs fall short of 1 on average (lower is better).",
+        "",
+        "| tag | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
+    lines += [f"| {tag} | " + " | ".join(interval(e[name]) for name in names) + " |" for tag, e in estimates.items()]
+    return "\n".join(lines)
+
+
+def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int) -> str:
+    if not left_out and not short:
+        return ""
+    lines = ["## Runs left out or flagged", ""]
+    lines += [f"- left out: `{describe(item.run)}` {item.reason}" for item in left_out]
+    lines += [f"- flagged: `{describe(item.run)}` {item.reason}: its score averages all of them" for item in short]
+    return "\n".join(lines)
+
+
+def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, smooth: int) -> str:
+    def link(path: Path) -> str:
+        return Path(os.path.relpath(path, markdown_path.parent)).as_posix()
+
+    return "\n".join(
+        [
+            "## Figures",
+            "",
+            f"![Performance profile]({link(images['profile'])})",
+            "",
+            "Performance profile: for every normalised score τ, the share of runs scoring above it (every env weighing "
+            "the same); a curve above another is better at every threshold. Band: stratified-bootstrap interval.",
+            "",
+            f"![Aggregate scores]({link(images['aggregates'])})",
+            "",
+            "Aggregate scores with their intervals (the table above).",
+            "",
+            f"![IQM over training]({link(images['iqm_steps'])})",
+            "",
+            f"IQM over training: at each point, the IQM of the runs' normalised `{metric}` (each run smoothed by a "
+            f"rolling mean over {smooth} values), with a stratified-bootstrap band.",
+            "",
+            f"![Learning curves]({link(images['curves'])})",
+            "",
+            f"Learning curves: `{metric}` against global step per env, mean across seeds, band ± one std (population); "
+            f"each run smoothed by a rolling mean over {smooth} values.",
+        ]
+    )
 
 
 # ---------------------------------------------------------------- command line
@@ -328,10 +471,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--baseline",
         metavar="TAG",
-        help="the tag the others are compared with (default: the last of --tags); with one tag, only its tables and curves",
+        help="the tag the others are compared with (default: the last of --tags); with one tag, only its tables and figures",
     )
     parser.add_argument("--env-ids", nargs="+", metavar="ENV_ID", help="envs to compare (default: every env of the baseline)")
     parser.add_argument("--metric", default="charts/episodic_return", help="scalar tag compared (default: %(default)s)")
+    parser.add_argument(
+        "--lower-is-better", action="store_true", help="the metric is better when lower (a loss, a time): tests turn around"
+    )
     parser.add_argument(
         "--metric-last-n-average-window",
         type=int,
@@ -344,15 +490,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=Path("compare"),
         metavar="PATH",
-        help="writes PATH.md, PATH.png and PATH.svg (default: %(default)s)",
+        help="writes PATH.md, PATH.png/.svg (learning curves) and PATH_profile, PATH_aggregates, PATH_iqm_steps "
+        ".png/.svg (default: %(default)s)",
     )
+    parser.add_argument("--output-markdown", type=Path, metavar="FILE", help="write the Markdown here instead of PATH.md")
     parser.add_argument("--runs-dir", nargs="+", type=Path, metavar="DIR", help="folders of TensorBoard runs (default: runs)")
-    parser.add_argument("--wandb-project-name", help="read the runs from this W&B project instead of local folders")
+    parser.add_argument("--wandb-project-name", help="read the finished runs of this W&B project instead of local folders")
     parser.add_argument("--wandb-entity", help="W&B entity of the project (default: your own)")
     parser.add_argument(
         "--scan-history",
         action="store_true",
-        help=f"W&B: read every logged value, not a sample of {SAMPLED_HISTORY_ROWS} (local runs are always read whole)",
+        help=f"W&B: read every logged value; without it the curves use {SAMPLED_HISTORY_ROWS} sampled rows and the "
+        "scores the last N values read whole (local runs are always read whole)",
     )
     parser.add_argument(
         "--target-scores",
@@ -362,12 +511,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="normalise ENV's scores so that LOW → 0 and HIGH → 1 (e.g. random and expert returns)",
     )
     parser.add_argument(
-        "--confidence", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)"
+        "--reference-scores",
+        choices=sorted(TABLES),
+        help="normalise by published scores: atari-human maps each game's random score to 0 and human score to 1",
+    )
+    parser.add_argument(
+        "--min-progress",
+        type=float,
+        default=0.95,
+        metavar="SHARE",
+        help="leave out runs whose last step is below SHARE of the furthest run on their env (default: %(default)s)",
+    )
+    parser.add_argument("--strict", action="store_true", help="a run that stopped early is an error, not left out")
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="level of the intervals; the tests' alpha is 1 minus it (default: %(default)s)",
     )
     parser.add_argument("--bootstrap-samples", type=int, default=5000, metavar="N", help="bootstrap and permutation draws")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation draws")
-    parser.add_argument("--smooth", type=int, default=5, help="learning curves: rolling mean over this many values per run")
-    parser.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any tag is a regression")
+    parser.add_argument("--smooth", type=int, default=5, help="curves: rolling mean over this many values per run")
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help=f"exit {EXIT_REGRESSION} when a tag is a regression, {EXIT_INCONCLUSIVE} when a comparison is inconclusive",
+    )
     return parser.parse_args(argv)
 
 
@@ -381,10 +550,14 @@ def check_args(args: argparse.Namespace) -> None:
         raise RlopsError("--metric-last-n-average-window, --bootstrap-samples and --smooth must be at least 1")
     if not 0 < args.confidence < 1:
         raise RlopsError(f"--confidence must lie between 0 and 1, got {args.confidence}")
+    if not 0 <= args.min_progress <= 1:
+        raise RlopsError(f"--min-progress must lie between 0 and 1, got {args.min_progress}")
     if args.runs_dir and args.wandb_project_name:
         raise RlopsError("--runs-dir and --wandb-project-name are two sources of runs: give one")
     if args.wandb_entity and not args.wandb_project_name:
         raise RlopsError("--wandb-entity needs --wandb-project-name")
+    if args.reference_scores and args.lower_is_better:
+        raise RlopsError("--reference-scores are returns, higher is better: they do not go with --lower-is-better")
 
 
 def load_runs(args: argparse.Namespace, exp_names: dict[str, set[str]]) -> list[Run]:
@@ -397,58 +570,147 @@ def load_runs(args: argparse.Namespace, exp_names: dict[str, set[str]]) -> list[
     except Exception as e:  # no key, no network, or wandb itself missing
         raise RlopsError(f"cannot reach W&B: {type(e).__name__}: {' '.join(str(e).split())}") from None
     names = set().union(*exp_names.values())
-    return wandb_runs(api, args.wandb_entity, args.wandb_project_name, names, args.metric, args.scan_history)
+    return wandb_runs(
+        api,
+        args.wandb_entity,
+        args.wandb_project_name,
+        names,
+        args.metric,
+        args.scan_history,
+        args.metric_last_n_average_window,
+    )
 
 
-def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
-    check_args(args)
-    targets = parse_target_scores(args.target_scores)
+def normalization_targets(
+    args: argparse.Namespace, env_ids: list[str]
+) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """{env: (score → 0, score → 1)} on the higher-is-better scale, and where each env's pair comes from."""
+    given = parse_target_scores(args.target_scores, args.lower_is_better)
+    targets, sources = {}, {}
+    if args.reference_scores:
+        found, missing = reference_scores(args.reference_scores, [env for env in env_ids if env not in given])
+        if missing:
+            raise RlopsError(f"--reference-scores {args.reference_scores} has no scores for {', '.join(missing)}")
+        targets |= found
+        sources |= {env: f"{args.reference_scores} reference scores" for env in found}
+    targets |= given
+    sources |= {env: "--target-scores" for env in given}
+    for env in env_ids:
+        sources.setdefault(env, "the baseline's start and end of training")
+    return {
+        env: (oriented(lo, args.lower_is_better), oriented(hi, args.lower_is_better)) for env, (lo, hi) in targets.items()
+    }, sources
+
+
+def choose_runs(args: argparse.Namespace) -> tuple[list[Run], list[str], list[LeftOut], list[LeftOut]]:
+    """The runs compared after every check, the envs, the runs left out and the runs flagged."""
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
     runs = select(load_runs(args, exp_names), args.tags, exp_names)
     env_ids = args.env_ids or sorted({run.env_id for run in runs if run.group == args.baseline})
     runs = [run for run in runs if run.env_id in env_ids]
     check_coverage(runs, args.tags, env_ids)
     runs = check_metric(runs, args.metric)
-    check_coverage(runs, args.tags, env_ids)  # again: dropping runs without the metric may empty a cell
-    window = args.metric_last_n_average_window
-    scores = score_table(runs, args.tags, env_ids, args.metric, window)
-    lows, highs = normalization(scores, args.baseline, env_ids, targets)
-    verdicts = compare(scores, args.baseline, lows, highs, args.bootstrap_samples, args.confidence, args.seed)
+    check_finite(runs, args.metric)
+    runs, left_out = check_progress(runs, env_ids, args.min_progress, args.strict)
+    check_coverage(runs, args.tags, env_ids)  # again: dropping runs may empty a cell
+    short = check_window(runs, args.metric, args.metric_last_n_average_window)
+    return runs, env_ids, left_out, short
 
-    column_of: Callable[[Run], str] = lambda run: run.group  # noqa: E731 - one column per tag
-    note = normalization_note(env_ids, lows, highs, targets)
-    markdown = "\n\n".join(
-        [
-            report_tables(runs, env_ids, args.tags, args.metric, window, column_of),
-            aggregate_section(
-                verdicts, args.baseline, env_ids, args.confidence, args.bootstrap_samples, note, args.metric, window
-            ),
+
+def curves_by_tag(runs: list[Run], tags: list[str], env_ids: list[str], metric: str, lower_is_better: bool) -> dict:
+    return {
+        tag: [
+            [
+                [(step, oriented(value, lower_is_better)) for step, value in r.scalars[metric]]
+                for r in runs
+                if r.group == tag and r.env_id == env
+            ]
+            for env in env_ids
         ]
-    )
-    figure = plot_learning_curves(runs, args.metric, env_ids, args.tags, args.smooth, "std", column_of)
+        for tag in tags
+    }
+
+
+def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     output: Path = args.output_filename
     if output.suffix in (".md", ".png", ".svg"):  # the reference's habit: --output-filename compare.png
         output = output.with_suffix("")
-    images = save_figure(figure, output, ["png", "svg"])
-    markdown += "\n\n" + curves_section(images[0], output.with_name(output.name + ".md"), args.metric, args.smooth, "std")
-    output.with_name(output.name + ".md").write_text(markdown + "\n")
+    return output, args.output_markdown or output.with_name(output.name + ".md")
+
+
+def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
+    check_args(args)
+    window, metric = args.metric_last_n_average_window, args.metric
+    runs, env_ids, left_out, short = choose_runs(args)
+    targets, sources = normalization_targets(args, env_ids)
+    scores = score_table(runs, args.tags, env_ids, metric, window, args.lower_is_better)
+    starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
+    lows, highs = normalization(scores, starts, args.baseline, env_ids, targets)
+    verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed)
+
+    rng = np.random.default_rng(args.seed + 1)
+    normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
+    estimates = rlfigures.aggregate_estimates(normalized, args.bootstrap_samples, args.confidence, rng)
+    output, markdown_path = output_paths(args)
+    reps, level = args.bootstrap_samples, args.confidence
+    curves = curves_by_tag(runs, args.tags, env_ids, metric, args.lower_is_better)
+    figures = {
+        "profile": rlfigures.performance_profile(normalized, reps, level, rng),
+        "aggregates": rlfigures.aggregate_figure(estimates, level),
+        "iqm_steps": rlfigures.iqm_over_steps(curves, lows, highs, args.smooth, reps, level, rng),
+    }
+    images = {name: rlfigures.save(figure, output.with_name(f"{output.name}_{name}"))[0] for name, figure in figures.items()}
+    column_of: Callable[[Run], str] = lambda run: run.group  # noqa: E731 - one column per tag
+    curves_figure = plot_learning_curves(runs, metric, env_ids, args.tags, args.smooth, "std", column_of)
+    images["curves"] = rlfigures.save(curves_figure, output)[0]
+
+    note = normalization_note(env_ids, lows, highs, sources, args.lower_is_better)
+    sections = [
+        report_tables(runs, env_ids, args.tags, metric, window, column_of),
+        left_out_section(left_out, short, window),
+        verdict_section(verdicts, estimates, args.baseline, env_ids, args.confidence, reps, note, metric, window),
+        aggregates_section(estimates, args.confidence),
+        figures_section(images, markdown_path, metric, args.smooth),
+    ]
+    markdown = "\n\n".join(section for section in sections if section)
+    write_text(markdown_path, markdown + "\n")
     return markdown, verdicts
 
 
+def exit_code(verdicts: list[Verdict], fail_on_regression: bool) -> int:
+    if not fail_on_regression:
+        return 0
+    if any(v.overall.label == "regression" for v in verdicts):
+        return EXIT_REGRESSION
+    if any(v.overall.label == "inconclusive" for v in verdicts):
+        return EXIT_INCONCLUSIVE
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    hint = openrlbenchmark_equivalent(argv)
+    if hint:
+        print(f"rlops: error: {hint}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = parse_args(argv)
     try:
         markdown, verdicts = build(args)
     except (RlopsError, OSError) as e:
         print(f"rlops: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     print(markdown)
     print()
+    alpha = 1 - args.confidence
     for v in verdicts:
-        if v.improvement is not None:
-            print(f"rlops: {v.tag} vs {args.baseline}: {v.label} (PoI {interval(v.improvement)}, p={v.p_value:.3g})")
-    regressions = [v.tag for v in verdicts if v.label == "regression"]
-    return 1 if regressions and args.fail_on_regression else 0
+        t = v.overall
+        detail = (
+            why_inconclusive(t, alpha, len(verdicts))
+            if t.label == "inconclusive"
+            else f"PoI {interval(t.improvement)}, p={t.p_value:.3g}, Holm p={t.adjusted:.3g}"
+        )
+        print(f"rlops: {v.tag} vs {args.baseline}: {t.label} ({detail})")
+    return exit_code(verdicts, args.fail_on_regression)
 
 
 if __name__ == "__main__":

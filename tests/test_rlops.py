@@ -1,20 +1,25 @@
-"""cleanrl_utils.rlops: its statistics against hand-computed cases, and its verdicts on real short ppo.py runs.
+"""cleanrl_utils.rlops: its statistics against hand-computed cases and rliable's numbers, the gate's refusals and
+verdicts on small TensorBoard runs written here, and its verdicts on real short ppo.py runs.
 
-The runs are made by the benchmark runner with WANDB_TAGS set, as a user (or the runner's --auto-tag)
+The real runs are made by the benchmark runner with WANDB_TAGS set, as a user (or the runner's --auto-tag)
 tags them: `base` (seeds 1-4), `broken` (learning rate 1e-7, seeds 1-4), and seeds 5-8 with no tags.
 `base` and the untagged runs learn at learning rate 2.5e-3, so a few thousand steps tell them from `broken`.
 """
 
+import re
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cleanrl_utils import rlops, rlstats
+from cleanrl_utils.reference_scores import ATARI_HUMAN, atari_game
 from cleanrl_utils.report import collect_runs, parse_tags
+from cleanrl_utils.rlops_runs import _sampled_with_exact_tail
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, script_env
 
@@ -32,6 +37,19 @@ def test_iqm_drops_a_quarter_at_each_end():
     assert rlstats.iqm(np.arange(1.0, 9.0)) == pytest.approx(4.5)  # mean of 3, 4, 5, 6
     assert rlstats.iqm(np.array([1.0, 2.0, 3.0, 4.0, 100.0])) == pytest.approx(3.0)  # int(5/4) = 1 cut per end
     assert rlstats.iqm(np.array([7.0])) == pytest.approx(7.0)
+
+
+def test_iqm_weighs_envs_equally_when_seed_counts_differ():
+    # 2 runs at 0 on one env, 8 runs at 1 on another: pooled, the 8 would fill the middle half (IQM 1);
+    # weighed per env, each env holds half the weight, and the middle half is a quarter of each.
+    few, many = np.zeros(2), np.ones(8)
+    assert rlstats.aggregate_iqm([few, many]) == pytest.approx(0.5)
+    assert rlstats.aggregate_mean([few, many]) == pytest.approx(0.5)
+    # with equal counts it is the flat trimmed mean, as rliable computes it
+    a, b = np.array([1.0, 5.0, 2.0]), np.array([9.0, 3.0, 4.0])
+    assert rlstats.aggregate_iqm([a, b]) == pytest.approx(rlstats.iqm(np.concatenate([a, b])))
+    # a value straddling a quartile counts in part: 4 equal weights, middle half = second and third values
+    assert rlstats.weighted_iqm(np.array([0.0, 1.0, 2.0, 10.0]), np.full(4, 0.25)) == pytest.approx(1.5)
 
 
 def test_probability_of_improvement_counts_ties_as_half():
@@ -64,6 +82,47 @@ def test_iqm_interval_covers_the_estimate_and_narrows_with_more_seeds():
     assert many.high - many.low < (few.high - few.low) / 2
 
 
+# A fixed score matrix, runs x tasks as rliable takes them. rliable 1.2.0's numbers were recorded once, in a
+# throwaway venv (python3 -m venv /tmp/rliable_venv; /tmp/rliable_venv/bin/pip install rliable==1.2.0 "pandas<3"),
+# by `/tmp/rliable_venv/bin/python benchmark/rlops_rliable_record.py` (get_interval_estimates with 200,000 draws
+# on these matrices). Point estimates are exact; intervals carry bootstrap noise of about 0.002 at that many draws.
+RLIABLE_X = np.array([[0.92, 0.41, 1.35], [0.77, 0.58, 1.02], [1.10, 0.36, 0.88], [0.65, 0.72, 1.21], [0.83, 0.49, 0.97]])
+RLIABLE_Y = np.array([[0.71, 0.52, 0.90], [0.88, 0.30, 0.79], [0.60, 0.44, 1.05], [0.95, 0.39, 0.68], [0.54, 0.61, 0.83]])
+RLIABLE = {
+    "IQM": (0.8155555555555556, 0.7378, 0.9067),
+    "median": (0.8539999999999999, 0.728, 0.992),
+    "mean": (0.8173333333333334, 0.7427, 0.896),
+    "optimality gap": (0.22799999999999987, 0.1747, 0.28),
+}
+RLIABLE_POI = (0.7066666666666667, 0.5067, 0.88)
+
+
+@pytest.mark.parametrize("name", RLIABLE)
+def test_aggregates_and_their_stratified_bootstrap_intervals_agree_with_rliable(name):
+    rng = np.random.default_rng(0)
+    estimate = rlstats.aggregate_estimate(rlstats.AGGREGATES[name], list(RLIABLE_X.T), 50000, 0.95, rng)
+    value, low, high = RLIABLE[name]
+    assert estimate.value == pytest.approx(value, abs=1e-12)
+    assert (estimate.low, estimate.high) == pytest.approx((low, high), abs=0.006)
+
+
+def test_probability_of_improvement_and_its_interval_agree_with_rliable():
+    rng = np.random.default_rng(0)
+    estimate = rlstats.improvement_estimate(list(RLIABLE_X.T), list(RLIABLE_Y.T), 50000, 0.95, rng)
+    value, low, high = RLIABLE_POI
+    assert estimate.value == pytest.approx(value, abs=1e-12)
+    assert (estimate.low, estimate.high) == pytest.approx((low, high), abs=0.006)
+
+
+def test_the_statistic_is_brunner_munzels():
+    # scipy.stats.brunnermunzel(x, y).statistic gives 1.7693034738587656 (scipy 1.17.1); its sign counts y above x
+    x, y = np.array([1.2, 3.4, 2.2, 5.0]), np.array([2.5, 4.1, 6.3, 3.9, 7.7])
+    assert rlstats.studentized_improvement([x], [y]) == pytest.approx(-1.7693034738587656)
+    # and its t approximation's p, 0.13250802092109099 there (Welch–Satterthwaite df 5.42)
+    studentized = rlstats.studentize([x], [y])
+    assert rlstats.student_t_p_value(float(studentized.statistic), float(studentized.df)) == pytest.approx(0.1325080209)
+
+
 def test_permutation_p_value_of_a_complete_separation_is_two_in_c_10_5():
     # 5 vs 5 runs, all x above all y: of the C(10, 5) = 252 splits, only this one and its mirror are as extreme.
     x, y = [np.arange(10.0, 15.0)], [np.arange(0.0, 5.0)]
@@ -72,51 +131,290 @@ def test_permutation_p_value_of_a_complete_separation_is_two_in_c_10_5():
     assert rlstats.permutation_p_value([np.ones(4)], [np.ones(4)], reps=100, rng=np.random.default_rng(1)) == 1.0
 
 
-def test_verdicts_rarely_cry_wolf_when_nothing_changed():
-    """Two groups drawn from one distribution: the rule (interval off 0.5 and p < 0.05) calls few of them different.
+def test_holm_adjusts_step_down_and_keeps_order():
+    assert rlstats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert rlstats.holm([0.5]) == [0.5]
 
-    The bootstrap interval alone is known to be too narrow with few seeds (about 22% false alarms at 3 seeds,
-    9% at 5, measured by the same draws); the permutation test keeps the rule near its 5%.
-    """
-    rng = np.random.default_rng(123)
+
+def test_what_seed_counts_can_reach():
+    # one env: a group of n runs wholly above the other happens with chance up to 2 ** -n when spreads differ
+    assert rlstats.smallest_p([(3, 3)], reps=5000) == pytest.approx(0.25)
+    assert rlstats.smallest_p([(6, 9)], reps=5000) == pytest.approx(2**-5)
+    assert rlstats.smallest_p([(1, 5)], reps=5000) == 1.0  # a single run: nothing to test
+    # three envs of 3: the permutations reach 2 / 20 ** 3, the separation floor 2 ** -8
+    assert rlstats.smallest_p([(3, 3)] * 3, reps=10**6) == pytest.approx(2**-8)
+    assert rlstats.smallest_p([(2, 2)] * 3, reps=10**6) > 0.05  # the t approximation with 1 df binds
+    assert rlstats.least_seeds(1, 0.05) == 6 and rlstats.least_seeds(3, 0.05) == 3
+    assert rlstats.least_seeds(1, 0.05, tests=2) == 7  # 2 ** -5 = 0.031 > 0.025
+    five_on_three = rlstats.detectable_effect([(5, 5)] * 3, 0.05)
+    assert 0.75 < five_on_three.improvement < 0.85 and 1.0 < five_on_three.shift < 1.5
+    assert rlstats.detectable_effect([(5, 5)], 0.05) is None  # past reach at 80% power on one env
+
+
+def false_alarms(draw, trials: int, seed: int) -> float:
+    """Share of `trials` comparisons of two groups with no difference on average that the verdict calls different."""
+    rng = np.random.default_rng(seed)
     alarms = 0
-    trials = 200
     for _ in range(trials):
-        x, y = [rng.normal(size=5), rng.normal(size=5)], [rng.normal(size=5), rng.normal(size=5)]
-        improvement = rlstats.improvement_estimate(x, y, 1000, 0.95, rng)
-        label = rlops.verdict_label(improvement, rlstats.permutation_p_value(x, y, 1000, rng), alpha=0.05)
-        alarms += label != "no detectable difference"
-    assert alarms / trials <= 0.07
+        x, y = draw(rng)
+        verdict = rlops.compare({"x": x, "y": y}, "y", reps=500, confidence=0.95, seed=int(rng.integers(1 << 30)))[0]
+        alarms += verdict.overall.label in ("regression", "improvement")
+    return alarms / trials
 
 
-def test_default_normalization_maps_worst_to_0_and_baseline_mean_to_1():
-    scores = {"base": [np.array([10.0, 20.0])], "new": [np.array([0.0, 40.0])]}
-    lows, highs = rlops.normalization(scores, "base", ["E"], {})
-    assert (lows, highs) == ([0.0], [15.0])
-    assert rlops.normalization(scores, "base", ["E"], {"E": (-5.0, 5.0)}) == ([-5.0], [5.0])
-    # every score equal: each maps to 1, no division by zero
-    same = {"base": [np.array([3.0, 3.0])], "new": [np.array([3.0])]}
-    lows, highs = rlops.normalization(same, "base", ["E"], {})
-    assert rlstats.normalize([np.array([3.0])], lows, highs)[0][0] == pytest.approx(1.0)
+def test_unequal_spreads_and_seed_counts_keep_the_false_alarm_rate():
+    """The review's case: 3 seeds with spread 3 against 8 seeds with spread 1, equal medians. An unstudentized
+    permutation of the PoI called 15% of 400 such pairs different; the studentized test stays near 5%."""
+
+    def draw(rng):
+        return [rng.normal(0, 3, size=3)], [rng.normal(0, 1, size=8)]
+
+    rate = false_alarms(draw, trials=400, seed=7)
+    assert rate <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400), rate
+
+
+def test_verdicts_rarely_cry_wolf_when_nothing_changed():
+    def draw(rng):
+        return [rng.normal(size=5), rng.normal(size=5)], [rng.normal(size=5), rng.normal(size=5)]
+
+    assert false_alarms(draw, trials=200, seed=123) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 200)
 
 
 def test_opposite_effects_on_two_envs_cancel_in_the_aggregate_and_show_per_env():
     scores = {
-        "base": [np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 2.0, 3.0, 4.0])],
-        "new": [np.array([5.0, 6.0, 7.0, 8.0]), np.array([0.0, 0.0, 0.0, 0.0])],  # better on E1, worse on E2
+        "new": [np.arange(5.0, 12.0), np.arange(0.0, 0.7, 0.1)],  # better on E1, worse on E2
+        "base": [np.arange(1.0, 4.5, 0.5)] * 2,
     }
-    lows, highs = rlops.normalization(scores, "base", ["E1", "E2"], {})
-    base, new = rlops.compare(scores, "base", lows, highs, reps=1000, confidence=0.95, seed=0)
-    assert (new.tag, base.label) == ("new", "baseline")
-    assert new.per_env == [1.0, 0.0] and new.improvement.value == pytest.approx(0.5)
-    assert new.label == "no detectable difference"
-    markdown = rlops.aggregate_section([new, base], "base", ["E1", "E2"], 0.95, 1000, "", "m", 10)
-    assert "| new | 1.00 | 0.00 |" in markdown
+    (new,) = rlops.compare(scores, "base", reps=2000, confidence=0.95, seed=0)
+    assert new.overall.improvement.value == pytest.approx(0.5)
+    assert new.overall.label == "no detectable difference"
+    assert [t.improvement.value for t in new.per_env] == [1.0, 0.0]
+    # 7 vs 7 runs on each env separate completely: p = 2 ** -6, still below 0.05 after Holm over the two
+    assert [t.label for t in new.per_env] == ["improvement", "regression"]
+    assert all(t.adjusted >= t.p_value for t in new.per_env)
 
 
 def test_tags_are_split_on_commas():
     assert parse_tags(" v1.0 ,my-change,,") == ("v1.0", "my-change")
     assert parse_tags("") == ()
+
+
+def test_atari_env_ids_find_their_game():
+    assert atari_game("BreakoutNoFrameskip-v4") == atari_game("ALE/Breakout-v5") == atari_game("Breakout-v5") == "Breakout"
+    assert atari_game("ALE/montezuma_revenge-v5") == "MontezumaRevenge"
+    assert atari_game("CartPole-v1") is None
+    assert len(ATARI_HUMAN) == 57 and all(random < human for random, human in ATARI_HUMAN.values())
+
+
+# ---------------------------------------------------------------- the gate, on small runs written here
+
+
+def write_run(root: Path, env_id: str, tags: str, seed: int, returns, steps=None, exp_name: str = "ppo") -> Path:
+    """A run folder as the scripts write it: hyperparameters and tags texts, returns and SPS at their steps."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = root / f"{env_id}__{exp_name}__{seed}__{tags.replace(',', '+') or 'none'}"
+    steps = steps if steps is not None else [100 * (i + 1) for i in range(len(returns))]
+    with SummaryWriter(str(folder)) as writer:
+        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|{exp_name}|\n|seed|{seed}|")
+        writer.add_text("tags", tags)
+        for step, value in zip(steps, returns):
+            writer.add_scalar("charts/episodic_return", value, step)
+            writer.add_scalar("charts/SPS", 1000.0, step)
+    return folder
+
+
+def write_group(root: Path, env_id: str, tags: str, seeds, level: float, spread: float = 1.0, episodes: int = 30) -> None:
+    """Runs that learn from about 0 to `level` (each seed's level drawn with `spread`) over `episodes` episodes."""
+    rng = np.random.default_rng(zlib.crc32(f"{env_id} {tags}".encode()))
+    for seed in seeds:
+        final = level + spread * rng.normal()
+        write_run(root, env_id, tags, seed, final * np.linspace(0.05, 1, episodes) + 0.1 * rng.normal(size=episodes))
+
+
+def gate(runs_dir: Path, tmp_path: Path, capsys, *args: str) -> tuple[int, str, str]:
+    """`python -m cleanrl_utils.rlops` through `rlops.main` in this process: main's return value is the exit code."""
+    argv = ["--runs-dir", str(runs_dir), "--output-filename", str(tmp_path / "out" / "compare"), "--exp-name", "ppo"]
+    code = rlops.main([*argv, "--metric-last-n-average-window", "5", "--bootstrap-samples", "2000", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(err: str) -> str:
+    err = err.strip()
+    assert err.startswith("rlops: error:") and "\n" not in err, err
+    return err
+
+
+def test_a_group_with_one_seed_is_inconclusive_and_fails_the_gate_with_3(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", [1], 50)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3, err
+    assert "rlops: new vs base: inconclusive (1 vs 5 seeds on 1 env: a group with a single run" in out
+    assert gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")[0] == 0  # without the gate: a report
+
+
+def test_three_seeds_on_one_env_cannot_reach_alpha_and_say_what_would(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 4), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 4), 10)  # far worse, every seed
+    code, out, _ = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3
+    assert "3 vs 3 seeds on 1 env can reach p = 0.25 at best" in out and "6 seeds per tag on every env" in out
+    assert "| new | " in out and "| inconclusive |" in out
+
+
+def test_k_tags_are_corrected_for_together(tmp_path, capsys):
+    """6 vs 6 seeds on one env reach p = 2 ** -5 = 0.031: a regression for one tag, but not two (Holm: 0.0625)."""
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "worse", range(1, 7), 10)
+    write_group(tmp_path, "A-v1", "worse2", range(1, 7), 10)
+    code, out, _ = gate(tmp_path, tmp_path, capsys, "--tags", "worse", "base", "--fail-on-regression")
+    assert code == 1 and "rlops: worse vs base: regression" in out
+    code, out, _ = gate(tmp_path, tmp_path, capsys, "--tags", "worse", "worse2", "base", "--fail-on-regression")
+    assert code == 3
+    assert "rlops: worse vs base: inconclusive" in out and "(Holm over 2 tests)" in out
+
+
+def test_a_clear_regression_over_envs_shows_per_env_intervals_and_holm_p(tmp_path, capsys):
+    for env in ("A-v1", "B-v1"):
+        write_group(tmp_path, env, "base", range(1, 8), 100)
+        write_group(tmp_path, env, "new", range(1, 8), 50)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 1, err
+    rows = [line for line in out.splitlines() if re.match(r"\| new \| [AB]-v1 \| 7 vs 7 \| 0\.00 \[0\.00, 0\.00\] \|", line)]
+    assert len(rows) == 2 and all(row.endswith("| regression |") for row in rows), out
+    assert "Holm p is adjusted over all 2 per-env tests" in out
+    assert "the smallest effect found four times in five is a PoI of" in out
+    for name in ("compare", "compare_profile", "compare_aggregates", "compare_iqm_steps"):
+        for suffix in (".png", ".svg"):
+            assert (tmp_path / "out" / f"{name}{suffix}").stat().st_size > 0
+    markdown = (tmp_path / "out" / "compare.md").read_text()
+    assert "![Performance profile](compare_profile.png)" in markdown and "| optimality gap |" in markdown
+
+
+def test_a_non_finite_score_is_one_line_naming_the_run(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 5), 100)
+    bad = write_run(tmp_path, "A-v1", "new", 5, [1.0, 2.0, float("nan"), 3.0, 4.0, 5.0])
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")
+    assert code == 2
+    line = one_line_error(err)
+    assert str(bad) in line and "seed 5" in line and "nan at step 300" in line
+
+
+def test_a_run_that_stopped_early_is_named_and_left_out(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 5), 100)
+    # crashed a third of the way, while still scoring well on its last episodes
+    crashed = write_run(tmp_path, "A-v1", "new", 5, [300.0] * 10)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")
+    assert code == 0
+    warning = next(line for line in err.splitlines() if str(crashed) in line)
+    assert "stopped at step 1,000 of 3,000 (33%): left out" in warning
+    assert f"- left out: `{crashed} (new, seed 5, A-v1)` stopped at step 1,000 of 3,000" in out
+    assert "| new | A-v1 | 4 vs 5 |" in out  # four seeds of `new` compared
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--strict")
+    assert code == 2 and "--strict refuses runs that stopped early" in one_line_error(err)
+
+
+def test_a_window_longer_than_a_run_warns(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 6), 100)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--metric-last-n-average-window", "50")
+    assert code == 0
+    assert err.count("has 30 values of charts/episodic_return, fewer than the window of 50") == 10
+    assert "- flagged:" in out
+
+
+def test_a_run_carrying_both_compared_tags_is_an_error(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 5), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 5), 100)
+    both = write_run(tmp_path, "A-v1", "new,base", 9, np.linspace(0, 100, 30))
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")
+    assert code == 2
+    line = one_line_error(err)
+    assert str(both) in line and "carries the tags 'new' and 'base'" in line
+
+
+def test_target_scores_in_the_wrong_order_are_an_error_unless_lower_is_better(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 7), 20)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--target-scores", "A-v1=500,0")
+    assert code == 2 and "LOW (500) must be below HIGH (0)" in one_line_error(err)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--target-scores", "A-v1=5,5")
+    assert code == 2
+    # lower is better: `new` ends lower, so it is the better one, and the order of the targets turns with it
+    code, out, err = gate(
+        tmp_path, tmp_path, capsys, "--tags", "new", "base", "--lower-is-better", "--target-scores", "A-v1=500,0"
+    )
+    assert code == 0, err
+    assert "rlops: new vs base: improvement" in out and "A-v1 500 → 0, 0 → 1 (--target-scores)" in out
+    code, _, err = gate(
+        tmp_path, tmp_path, capsys, "--tags", "new", "base", "--lower-is-better", "--target-scores", "A-v1=0,500"
+    )
+    assert code == 2 and "must be above the one mapped to 1" in one_line_error(err)
+
+
+def iqm_cell(out: str, tag: str) -> str:
+    return re.search(rf"^\| {tag} \| (-?[0-9.]+) \[", out, re.MULTILINE).group(1)
+
+
+def test_adding_a_tag_changes_no_normalised_score(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 6), 90)
+    write_group(tmp_path, "A-v1", "awful", range(1, 6), -400)  # far below anything else
+    _, two, _ = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")
+    _, three, _ = gate(tmp_path, tmp_path, capsys, "--tags", "awful", "new", "base")
+    assert iqm_cell(two, "new") == iqm_cell(three, "new") and iqm_cell(two, "base") == iqm_cell(three, "base")
+    assert "A-v1 " in two and "(the baseline's start and end of training)" in two
+
+
+def test_atari_reference_scores_normalise_by_random_and_human(tmp_path, capsys):
+    for tag, level in (("base", 20.0), ("new", 25.0)):
+        for seed in range(1, 6):
+            write_run(tmp_path, "BreakoutNoFrameskip-v4", tag, seed, level + seed * np.linspace(0, 1, 30))
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--reference-scores", "atari-human")
+    assert code == 0, err
+    assert "BreakoutNoFrameskip-v4 1.7 → 0, 30.5 → 1 (atari-human reference scores)" in out
+    write_group(tmp_path, "CartPole-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "CartPole-v1", "new", range(1, 6), 100)
+    code, _, err = gate(
+        tmp_path, tmp_path, capsys, "--tags", "new", "base", "--reference-scores", "atari-human",
+        "--env-ids", "BreakoutNoFrameskip-v4", "CartPole-v1",
+    )  # fmt: skip
+    assert code == 2 and "has no scores for CartPole-v1" in one_line_error(err)
+
+
+OPENRLBENCHMARK = [
+    "--filters",
+    "?we=openrlbenchmark&wpn=cleanrl&ceik=env_id&cen=exp_name&metric=charts/episodic_return",
+    "ddpg_continuous_action?tag=pr-299",
+    "ddpg_continuous_action?tag=rlops-pilot",
+    "--output-filename",
+    "compare",
+    "--scan-history",
+    "--report",
+]
+
+
+def test_openrlbenchmarks_form_gets_one_line_with_our_flags(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.rlops", *OPENRLBENCHMARK],
+        cwd=tmp_path,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    line = one_line_error(proc.stderr)
+    assert (
+        "python -m cleanrl_utils.rlops --wandb-entity openrlbenchmark --wandb-project-name cleanrl "
+        "--metric charts/episodic_return --exp-name ddpg_continuous_action --tags pr-299 rlops-pilot "
+        "--baseline rlops-pilot --output-filename compare --scan-history" in line
+    )
+    assert "--report (a W&B report) has no counterpart" in line
 
 
 # ---------------------------------------------------------------- real runs
@@ -214,7 +512,7 @@ def test_a_broken_learning_rate_is_a_regression_and_fails_the_gate(tagged_runs, 
     # the reference's per-env tables, one column per tag, and the files
     assert "| env id | broken | base |" in out
     assert "## Median SPS" in out and "## Runtime (minutes)" in out
-    for suffix in (".md", ".png", ".svg"):
+    for suffix in (".md", ".png", ".svg", "_profile.png", "_aggregates.svg", "_iqm_steps.png"):
         assert (tmp_path / f"compare{suffix}").stat().st_size > 0
     # without the gate the same comparison exits 0
     assert rlops_in_process(tagged_runs / "runs", tmp_path, capsys, "--tags", "broken", "base")[0] == 0
@@ -229,14 +527,14 @@ def test_the_same_script_with_other_seeds_shows_no_detectable_difference(tagged_
 
 
 @pytest.mark.extended
-def test_one_seed_per_tag_says_the_interval_is_undefined(tagged_runs, tmp_path, capsys):
+def test_one_seed_per_tag_is_inconclusive(tagged_runs, tmp_path, capsys):
     one = tmp_path / "one"
     for run in collect_runs([tagged_runs / "runs"], split_by_dir=False):
         if run.seed == "1":
             shutil.copytree(run.path, one / run.path.name)
-    code, out, err = rlops_in_process(one, tmp_path, capsys, "--tags", "broken", "base")
-    assert code == 0, err
-    assert "undefined" in out
+    code, out, err = rlops_in_process(one, tmp_path, capsys, "--tags", "broken", "base", "--fail-on-regression")
+    assert code == 3, err
+    assert "undefined" in out and "rlops: broken vs base: inconclusive" in out
 
 
 BAD_INPUT = {
@@ -265,23 +563,27 @@ def test_bad_input_is_one_line_and_exit_2(case, tagged_runs, tmp_path, capsys):
 
 
 class FakeWandbRun:
-    """What rlops reads of a `wandb.apis.public.Run`: id, config, tags, summary, history and scan_history."""
+    """What rlops reads of a `wandb.apis.public.Run`: id, state, config, tags, summary, history and scan_history.
 
-    def __init__(self, run, index: int):
+    History rows carry `_step`, the row number, as W&B's do; `history` returns an evenly spaced sample.
+    """
+
+    def __init__(self, run, index: int, state: str = "finished"):
         self.id = f"run{index}"
+        self.state = state
         self.config = {"env_id": run.env_id, "exp_name": run.exp_name, "seed": int(run.seed)}
         self.tags = list(run.tags)
         self.summary = {"_runtime": (run.runtime_minutes or 0) * 60}
         self._scalars = read_scalars(run.path)
-        self.scanned = False
+        self.scanned = []
 
     def _rows(self, keys):
         step_key, tag = keys
-        return [{step_key: step, tag: value} for step, value in self._scalars.get(tag, [])]
+        return [{"_step": i, step_key: step, tag: value} for i, (step, value) in enumerate(self._scalars.get(tag, []))]
 
-    def scan_history(self, keys):
-        self.scanned = True
-        return iter(self._rows(keys))
+    def scan_history(self, keys, min_step=None):
+        self.scanned.append(min_step)
+        return iter(row for row in self._rows(keys) if min_step is None or row["_step"] >= min_step)
 
     def history(self, keys, samples, pandas):
         assert pandas is False
@@ -302,6 +604,37 @@ class FakeApi:
         return [run for run in self.remote if run.config["exp_name"] in filters["config.exp_name"]["$in"]]
 
 
+def test_without_scan_history_the_score_window_is_read_whole(tmp_path):
+    """A sample of 500 rows of a 2000-episode run holds every 4th episode: the last 100 sampled rows span 400
+    episodes. The window's rows are read whole from the first of them on, so the score is the last 100 episodes."""
+    returns = np.arange(2000.0)
+    run = collect_runs([write_run(tmp_path / "runs", "A-v1", "base", 1, returns).parent], split_by_dir=False)[0]
+    remote = FakeWandbRun(run, 0)
+    series, exact = _sampled_with_exact_tail(remote, ["global_step", "charts/episodic_return"], "charts/episodic_return", 100)
+    assert exact and remote.scanned == [1600]  # the 100th-last sampled row: every 4th of 2000
+    assert np.mean([value for _, value in series[-100:]]) == pytest.approx(returns[-100:].mean())
+    assert len(series) == 400 + 400  # before the window a sample, from it on every row
+
+
+def test_wandb_source_keeps_finished_runs_and_counts_the_others(tmp_path, monkeypatch, capsys):
+    import wandb
+
+    for tag, level in (("base", 100), ("new", 50)):
+        write_group(tmp_path / "runs", "A-v1", tag, range(1, 6), level)
+    local = collect_runs([tmp_path / "runs"], split_by_dir=False)
+    remote = [FakeWandbRun(run, i) for i, run in enumerate(local)]
+    remote[0].state, remote[1].state, remote[2].state = "running", "crashed", "running"
+    monkeypatch.setattr(wandb, "Api", lambda: FakeApi(remote))
+    argv = ["--exp-name", "ppo", "--tags", "new", "base", "--output-filename", str(tmp_path / "c")]
+    code = rlops.main([*argv, "--wandb-project-name", "p", "--metric-last-n-average-window", "5"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "W&B project p: left out 3 runs that have not finished (1 crashed, 2 running)" in captured.err
+    assert re.search(r"\| new \| A-v1 \| \d vs \d \|", captured.out)
+    compared = sum(int(n) for n in re.search(r"\| new \| A-v1 \| (\d) vs (\d) \|", captured.out).groups())
+    assert compared == 7  # 10 runs, 3 unfinished
+
+
 @pytest.mark.extended
 def test_wandb_source_gives_the_local_verdicts(tagged_runs, tmp_path, monkeypatch, capsys):
     import wandb
@@ -312,7 +645,7 @@ def test_wandb_source_gives_the_local_verdicts(tagged_runs, tmp_path, monkeypatc
     argv = ["--exp-name", "ppo", "--tags", "broken", "base", *WINDOW, "--output-filename", str(tmp_path / "c")]
     code = rlops.main([*argv, "--wandb-project-name", "cleanRL", "--wandb-entity", "me", "--scan-history"])
     assert code == 0
-    assert api.paths == ["me/cleanRL"] and all(run.scanned for run in api.remote)
+    assert api.paths == ["me/cleanRL"] and all(run.scanned == [None, None] for run in api.remote)
     assert "rlops: broken vs base: regression" in capsys.readouterr().out
 
 

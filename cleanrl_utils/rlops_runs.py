@@ -1,0 +1,241 @@
+"""The runs RLops compares: read from local TensorBoard folders or a W&B project, grouped by tag, and checked so
+that a broken run stops the comparison (a non-finite score, a run in two groups) or is named and left out
+(a run that stopped early) instead of quietly moving a verdict."""
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs
+
+UNTAGGED = "untagged"  # the group of runs started without WANDB_TAGS
+STEP_KEY = "global_step"  # the step of W&B runs synced from TensorBoard
+SAMPLED_HISTORY_ROWS = 500  # W&B history rows read per run without --scan-history
+
+
+class RlopsError(Exception):
+    """Bad input: one `rlops: error:` line on stderr and exit code 2."""
+
+
+def warn(message: str) -> None:
+    print(f"rlops: warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+def describe(run: Run) -> str:
+    """A run as the messages name it: where it is, its group (tag), seed and env."""
+    return f"{run.path} ({run.group or 'no group'}, seed {run.seed}, {run.env_id})"
+
+
+# ---------------------------------------------------------------- where runs come from
+
+
+def local_runs(runs_dirs: list[Path]) -> list[Run]:
+    try:
+        return collect_runs(runs_dirs, split_by_dir=False)
+    except ReportError as e:
+        raise RlopsError(str(e)) from None
+
+
+def _series(rows, tag: str) -> list[tuple[int, float]]:
+    return [
+        (int(row[STEP_KEY]), float(row[tag])) for row in rows if row.get(tag) is not None and row.get(STEP_KEY) is not None
+    ]
+
+
+def _sampled_with_exact_tail(remote, keys: list[str], tag: str, window: int) -> tuple[list[tuple[int, float]], bool]:
+    """A sample of the run's history, its last `window` values of `tag` read whole: (series, exact tail?).
+
+    The sample's rows carry their history row (`_step`); from the window-th last sampled row of `tag` on,
+    every row is read, so the score averages the last `window` values the run logged, not the last of a sample.
+    """
+    rows = list(remote.history(keys=keys, samples=SAMPLED_HISTORY_ROWS, pandas=False))
+    tagged = [row for row in rows if row.get(tag) is not None]
+    if not tagged or any("_step" not in row for row in tagged):
+        return _series(rows, tag), False
+    first_row = int(tagged[-window]["_step"]) if len(tagged) >= window else int(tagged[0]["_step"])
+    head = [row for row in tagged if int(row["_step"]) < first_row]
+    tail = list(remote.scan_history(keys=keys, min_step=first_row))
+    return sorted(_series(head, tag) + _series(tail, tag), key=lambda point: point[0]), True
+
+
+def wandb_runs(
+    api, entity: str | None, project: str, exp_names: set[str], metric: str, scan_history: bool, window: int
+) -> list[Run]:
+    """The finished runs of a W&B project, as the local reader gives them: `api` is a `wandb.Api()`.
+
+    Runs still running, crashed, failed or killed are left out, and counted in a warning.
+    """
+    path = f"{entity}/{project}" if entity else project
+    runs, unfinished, sampled = [], Counter(), 0
+    try:
+        for remote in api.runs(path, filters={"config.exp_name": {"$in": sorted(exp_names)}}):
+            config = remote.config
+            if config.get("exp_name") not in exp_names or "env_id" not in config:
+                continue
+            state = getattr(remote, "state", "finished")
+            if state != "finished":
+                unfinished[state] += 1
+                continue
+            scalars = {}
+            for tag in (metric, SPS_TAG):
+                keys = [STEP_KEY, tag]
+                if scan_history:
+                    series = _series(remote.scan_history(keys=keys), tag)
+                elif tag == metric:
+                    series, exact = _sampled_with_exact_tail(remote, keys, tag, window)
+                    sampled += not exact
+                else:
+                    series = _series(remote.history(keys=keys, samples=SAMPLED_HISTORY_ROWS, pandas=False), tag)
+                if series:
+                    scalars[tag] = sorted(series, key=lambda point: point[0])
+            runtime = remote.summary.get("_runtime")
+            runs.append(
+                Run(
+                    path=Path(f"wandb:{path}/{remote.id}"),
+                    env_id=str(config["env_id"]),
+                    exp_name=str(config["exp_name"]),
+                    seed=str(config.get("seed", "?")),
+                    group="",
+                    scalars=scalars,
+                    runtime_minutes=runtime / 60 if runtime is not None else None,
+                    tags=tuple(remote.tags),
+                )
+            )
+    except Exception as e:  # the network boundary: wandb raises its own, requests' and HTTP errors
+        raise RlopsError(f"cannot read W&B project {path}: {type(e).__name__}: {' '.join(str(e).split())}") from None
+    if unfinished:
+        states = ", ".join(f"{count} {state}" for state, count in sorted(unfinished.items()))
+        warn(f"W&B project {path}: left out {sum(unfinished.values())} runs that have not finished ({states})")
+    if sampled:
+        warn(
+            f"{sampled} W&B runs give no history row numbers: their scores average the last values of a sample of "
+            f"{SAMPLED_HISTORY_ROWS} rows, not the last episodes; --scan-history reads every row"
+        )
+    if not runs:
+        raise RlopsError(f"W&B project {path} has no finished runs with exp_name {', '.join(sorted(exp_names))}")
+    return runs
+
+
+# ---------------------------------------------------------------- choosing runs
+
+
+def exp_names_per_tag(exp_name_groups: list[list[str]], tags: list[str]) -> dict[str, set[str]]:
+    """`--exp-name` given once applies to every tag; given once per tag, the i-th applies to the i-th tag."""
+    if len(exp_name_groups) == 1:
+        return {tag: set(exp_name_groups[0]) for tag in tags}
+    if len(exp_name_groups) != len(tags):
+        raise RlopsError(
+            f"--exp-name is given {len(exp_name_groups)} times for {len(tags)} tags: give it once, or once per tag"
+        )
+    return {tag: set(names) for tag, names in zip(tags, exp_name_groups)}
+
+
+def has_tag(run: Run, tag: str) -> bool:
+    return tag in run.tags or (tag == UNTAGGED and not run.tags)
+
+
+def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]]) -> list[Run]:
+    """Each matching run with its `group` set to its tag; a run matching two compared tags is an error."""
+    chosen = []
+    for run in runs:
+        matching = [tag for tag in tags if has_tag(run, tag) and run.exp_name in exp_names[tag]]
+        if len(matching) > 1:
+            raise RlopsError(
+                f"{run.path} (seed {run.seed}, {run.env_id}) carries the tags {' and '.join(map(repr, matching))}, which "
+                "are compared with each other: a run can be in one group only; start each group's runs with its own tag"
+            )
+        if matching:
+            chosen.append(replace(run, group=matching[0]))
+    for tag in tags:
+        if not any(run.group == tag for run in chosen):
+            seen = sorted({t for run in runs for t in run.tags} | ({UNTAGGED} if any(not r.tags for r in runs) else set()))
+            raise RlopsError(
+                f"no runs of exp name {', '.join(sorted(exp_names[tag]))} carry tag {tag!r}; tags found: {', '.join(seen) or 'none'}"
+            )
+    return chosen
+
+
+def check_coverage(runs: list[Run], tags: list[str], env_ids: list[str]) -> None:
+    """Every tag needs runs of a single exp name on every env, or the comparison across envs means nothing."""
+    for tag in tags:
+        for env_id in env_ids:
+            names = {run.exp_name for run in runs if run.group == tag and run.env_id == env_id}
+            if not names:
+                raise RlopsError(f"tag {tag!r} has no runs on {env_id}")
+            if len(names) > 1:
+                raise RlopsError(
+                    f"tag {tag!r} has runs of {', '.join(sorted(names))} on {env_id}: give --exp-name once per tag"
+                )
+
+
+def check_metric(runs: list[Run], metric: str) -> list[Run]:
+    """The runs that logged `metric`; the others are left out with a warning."""
+    kept = [run for run in runs if run.scalars.get(metric)]
+    if not kept:
+        tags = sorted({tag for run in runs for tag in run.scalars})
+        raise RlopsError(f"no selected run has {metric!r} values; tags found: {', '.join(tags) or 'none'}")
+    for run in runs:
+        if not run.scalars.get(metric):
+            warn(f"{describe(run)} has no {metric!r} values: left out")
+    return kept
+
+
+# ---------------------------------------------------------------- checks on the values
+
+
+def check_finite(runs: list[Run], metric: str) -> None:
+    """A NaN or infinite value of the metric is an error: it would poison the normalisation and every test."""
+    for run in runs:
+        values = np.array([value for _, value in run.scalars[metric]], dtype=float)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            step, value = run.scalars[metric][bad[0]]
+            raise RlopsError(
+                f"{describe(run)}: {metric} is {value} at step {step} ({bad.size} non-finite of {values.size} values); "
+                "a score must be a finite number: fix the run or leave it out"
+            )
+
+
+def last_step(run: Run) -> int:
+    """The last step the run logged anything at."""
+    return max(series[-1][0] for series in run.scalars.values() if series)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    run: Run
+    reason: str
+
+
+def check_progress(runs: list[Run], env_ids: list[str], min_progress: float, strict: bool) -> tuple[list[Run], list[LeftOut]]:
+    """Runs whose last step falls short of `min_progress` of the furthest run on their env: they crashed or were
+    stopped, and their last episodes are not the end of training. Left out with a warning, or an error if `strict`."""
+    furthest = {env: max((last_step(r) for r in runs if r.env_id == env), default=0) for env in env_ids}
+    kept, left_out = [], []
+    for run in runs:
+        step, top = last_step(run), furthest[run.env_id]
+        if top > 0 and step < min_progress * top:
+            left_out.append(LeftOut(run, f"stopped at step {step:,} of {top:,} ({step / top:.0%})"))
+        else:
+            kept.append(run)
+    if left_out and strict:
+        first = left_out[0]
+        more = f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else ""
+        raise RlopsError(f"{describe(first.run)} {first.reason}{more}: --strict refuses runs that stopped early")
+    for item in left_out:
+        warn(f"{describe(item.run)} {item.reason}: left out (--min-progress {min_progress:g}; --strict makes this an error)")
+    return kept, left_out
+
+
+def check_window(runs: list[Run], metric: str, window: int) -> list[LeftOut]:
+    """Runs with fewer values than the window: their score averages every value, early training included."""
+    short = []
+    for run in runs:
+        count = len(run.scalars[metric])
+        if count < window:
+            short.append(LeftOut(run, f"has {count} values of {metric}, fewer than the window of {window}"))
+            warn(f"{describe(run)} {short[-1].reason}: its score averages all of them, early training included")
+    return short
