@@ -321,7 +321,7 @@ STOPPABLE_WORKER = textwrap.dedent(
     from cleanrl_utils import tuner as tuner_module
     from cleanrl_utils.tuner import Tuner
 
-    script, storage, pid_file = sys.argv[1:]
+    script, storage, pid_file, heartbeat = sys.argv[1:]
     tuner_module.STOP_GRACE_SECONDS = 1.0  # the run's helper ignores SIGTERM: SIGKILL after this
     tuner = Tuner(
         script=script,
@@ -330,33 +330,34 @@ STOPPABLE_WORKER = textwrap.dedent(
         params_fn=lambda trial: {"x": 1.0, "sleep": 120, "pid-file": pid_file},
         storage=storage,
         study_name="stopped",
+        heartbeat_interval=int(heartbeat),
+        grace_period=2 * int(heartbeat),
     )
     tuner.tune(num_trials=1, num_seeds=1)
     """
 )
 
 
-def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert process.poll() is None, process.communicate()[0]
-        assert time.monotonic() < deadline, f"no {path} after {timeout} s"
+def start_stoppable_worker(tmp_path: Path, storage: str, heartbeat: int = 60, **popen) -> tuple[subprocess.Popen, list]:
+    """A tuner process busy with a trial whose run sleeps; returns it once the run has started, and the pids of
+    the run and of the helper process the run started."""
+    (tmp_path / "worker.py").write_text(STOPPABLE_WORKER)
+    pid_file = tmp_path / "pids.json"
+    command = [sys.executable, "worker.py", FAKE_SCRIPT, storage, str(pid_file), str(heartbeat)]
+    worker = subprocess.Popen(command, env=script_env(), **popen)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert worker.poll() is None, worker.communicate()[0]
+        assert time.monotonic() < deadline, f"no {pid_file} after 60 s"
         time.sleep(0.05)
+    return worker, json.loads(pid_file.read_text())
 
 
 def test_sigterm_fails_the_trial_as_interrupted_and_stops_its_training_group(tmp_path, postgres_url):
     """`kill`, `scancel` or a time limit: the trial must not stay RUNNING (using up the budget) nor the run go on."""
-    (tmp_path / "worker.py").write_text(STOPPABLE_WORKER)
-    pid_file = tmp_path / "pids.json"
-    worker = subprocess.Popen(
-        [sys.executable, "worker.py", FAKE_SCRIPT, postgres_url, str(pid_file)],
-        env=script_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    worker, (run_pid, helper_pid) = start_stoppable_worker(
+        tmp_path, postgres_url, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    wait_for_file(pid_file, worker)
-    run_pid, helper_pid = json.loads(pid_file.read_text())
     worker.send_signal(signal.SIGTERM)
     output = worker.communicate(timeout=60)[0]
     assert worker.returncode != 0, output
@@ -375,18 +376,9 @@ def test_a_trial_left_running_by_a_dead_worker_is_failed_and_run_again(tmp_path)
     """A worker killed outright (SIGKILL, a lost machine) stops sending heartbeats; the next worker fails its trial
     and runs the slot again, so the study ends with num_trials runs that finished."""
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    (tmp_path / "worker.py").write_text(
-        STOPPABLE_WORKER.replace('study_name="stopped",', 'study_name="stopped", heartbeat_interval=1, grace_period=2,')
+    worker, _ = start_stoppable_worker(
+        tmp_path, storage, heartbeat=1, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    pid_file = tmp_path / "pids.json"
-    worker = subprocess.Popen(
-        [sys.executable, "worker.py", FAKE_SCRIPT, storage, str(pid_file)],
-        env=script_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    wait_for_file(pid_file, worker)
     os.killpg(worker.pid, signal.SIGKILL)  # the worker and its run, with no chance to record anything
     worker.wait()
     assert [t.state for t in optuna.load_study(study_name="stopped", storage=storage).trials] == [TrialState.RUNNING]
