@@ -249,8 +249,12 @@ def _raw_test(x: rlstats.Scores, y: rlstats.Scores, reps: int, confidence: float
     return improvement, p_value, counts, rlstats.smallest_p(counts, reps)
 
 
-def _family(raw: list, alpha: float) -> list[Test]:
-    """Tests of one family, each with its Holm-adjusted p, reachability and label."""
+def family(
+    pairs: list[tuple[rlstats.Scores, rlstats.Scores]], reps: int, confidence: float, rng: np.random.Generator
+) -> list[Test]:
+    """Tests of one Holm family, one per (tag's scores, baseline's scores) pair, each with its label."""
+    alpha = 1 - confidence
+    raw = [_raw_test(x, y, reps, confidence, rng) for x, y in pairs]
     adjusted = rlstats.holm([p for _, p, _, _ in raw])
     reach = rlstats.reachable([smallest for _, _, _, smallest in raw], alpha)
     return [
@@ -262,19 +266,17 @@ def _family(raw: list, alpha: float) -> list[Test]:
 def compare(scores: dict[str, list[np.ndarray]], baseline: str, reps: int, confidence: float, seed: int) -> list[Verdict]:
     """Each tag against the baseline: across envs (Holm over the tags) and per env (Holm over every tag × env)."""
     rng = np.random.default_rng(seed)
-    alpha = 1 - confidence
     tags = [tag for tag in scores if tag != baseline]
     base = scores[baseline]
-    overall = _family([_raw_test(scores[tag], base, reps, confidence, rng) for tag in tags], alpha)
+    overall = family([(scores[tag], base) for tag in tags], reps, confidence, rng)
     envs = len(base)
-    per_env_raw = [_raw_test([scores[tag][e]], [base[e]], reps, confidence, rng) for tag in tags for e in range(envs)]
-    per_env = _family(per_env_raw, alpha)
+    per_env = family([([scores[tag][e]], [base[e]]) for tag in tags for e in range(envs)], reps, confidence, rng)
     return [
         Verdict(
             tag,
             overall[i],
             per_env[i * envs : (i + 1) * envs],
-            rlstats.detectable_effect(overall[i].counts, alpha, tests=len(tags)) if overall[i].reachable else None,
+            rlstats.detectable_effect(overall[i].counts, 1 - confidence, tests=len(tags)) if overall[i].reachable else None,
         )
         for i, tag in enumerate(tags)
     ]

@@ -185,6 +185,41 @@ def _floor(n_x: int, n_y: int) -> float:
     return 1.0 / (8.0 * n_x**2 * n_y**2)
 
 
+@dataclass(frozen=True)
+class _Task:
+    """What the statistic needs of one task: P(X > Y), the two variance parts, and the groups' sizes."""
+
+    improvement: np.ndarray
+    x_part: np.ndarray  # var(x placements) / n_x
+    y_part: np.ndarray  # var(y placements) / n_y
+    n_x: int
+    n_y: int
+
+
+def _task(x: np.ndarray, y: np.ndarray) -> _Task:
+    cmp = comparisons(x, y)
+    n_x, n_y = cmp.shape[-2], cmp.shape[-1]
+    x_placements, y_placements = cmp.mean(axis=-1), 1.0 - cmp.mean(axis=-2)
+    return _Task(
+        x_placements.mean(axis=-1),
+        x_placements.var(axis=-1, ddof=1) / n_x,
+        y_placements.var(axis=-1, ddof=1) / n_y,
+        n_x,
+        n_y,
+    )
+
+
+def _combine(tasks: list[_Task]) -> Studentized:
+    parts = [part for t in tasks for part in (t.x_part, t.y_part)]
+    dfs = [df for t in tasks for df in (t.n_x - 1, t.n_y - 1)]
+    variance = np.maximum(np.sum(parts, axis=0), sum(_floor(t.n_x, t.n_y) for t in tasks))
+    spread = sum(part**2 / df for part, df in zip(parts, dfs))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(spread > 0, np.sum(parts, axis=0) ** 2 / spread, min(dfs))
+    statistic = (np.mean([t.improvement for t in tasks], axis=0) - 0.5) / (np.sqrt(variance) / len(tasks))
+    return Studentized(statistic, np.clip(df, min(dfs), sum(dfs)))
+
+
 def studentize(x: Scores, y: Scores) -> Studentized:
     """The Brunner–Munzel statistic of the average P(X > Y) over tasks (each group needs 2+ runs per task).
 
@@ -194,26 +229,35 @@ def studentize(x: Scores, y: Scores) -> Studentized:
     not a 0/0. The degrees of freedom combine the 2 × tasks variance parts (Welch–Satterthwaite), kept
     between the smallest part's (n - 1) and their sum.
     """
-    means, parts, dfs, floor = [], [], [], 0.0
-    for a, b in zip(x, y):
-        cmp = comparisons(a, b)
-        n_x, n_y = cmp.shape[-2], cmp.shape[-1]
-        x_placements, y_placements = cmp.mean(axis=-1), 1.0 - cmp.mean(axis=-2)
-        means.append(x_placements.mean(axis=-1))
-        parts += [x_placements.var(axis=-1, ddof=1) / n_x, y_placements.var(axis=-1, ddof=1) / n_y]
-        dfs += [n_x - 1, n_y - 1]
-        floor += _floor(n_x, n_y)
-    variance = np.maximum(np.sum(parts, axis=0), floor)
-    spread = sum(part**2 / df for part, df in zip(parts, dfs))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(spread > 0, np.sum(parts, axis=0) ** 2 / spread, min(dfs))
-    statistic = (np.mean(means, axis=0) - 0.5) / (np.sqrt(variance) / len(means))
-    return Studentized(statistic, np.clip(df, min(dfs), sum(dfs)))
+    return _combine([_task(a, b) for a, b in zip(x, y)])
 
 
 def studentized_improvement(x: Scores, y: Scores) -> np.ndarray:
     """(average P(X > Y) - 1/2) divided by its estimated standard error: the test's statistic."""
     return studentize(x, y).statistic
+
+
+def _shuffled_task(x: np.ndarray, y: np.ndarray, reps: int, rng: np.random.Generator) -> _Task:
+    """A task's statistic parts for `reps` random relabellings of its pooled runs, shape (reps,) each.
+
+    The pooled runs' comparisons are computed once; a relabelling only picks which of them are X's, so every
+    placement is a matrix product with the label masks.
+    """
+    pooled = np.concatenate([x, y]).astype(float)
+    n_x, n_y = len(x), len(y)
+    beats = comparisons(pooled, pooled)  # beats[i, j]: run i against run j, ties half
+    keys = rng.random((reps, len(pooled)))
+    in_x = keys <= np.partition(keys, n_x - 1, axis=1)[:, n_x - 1 : n_x]  # n_x runs drawn without replacement
+    to_y = (~in_x).astype(float) @ beats.T / n_y  # (reps, runs): each run's placement among the Y runs
+    to_x = in_x.astype(float) @ beats.T / n_x
+
+    def moments(mask: np.ndarray, placements: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        mean = (mask * placements).sum(axis=1) / n
+        return mean, ((mask * placements**2).sum(axis=1) - n * mean**2) / (n - 1) / n
+
+    improvement, x_part = moments(in_x, to_y, n_x)
+    _, y_part = moments(~in_x, to_x, n_y)
+    return _Task(improvement, np.maximum(x_part, 0.0), np.maximum(y_part, 0.0), n_x, n_y)
 
 
 def permutation_p_value(x: Scores, y: Scores, reps: int, rng: np.random.Generator) -> float:
@@ -226,14 +270,7 @@ def permutation_p_value(x: Scores, y: Scores, reps: int, rng: np.random.Generato
     does not.
     """
     observed = abs(float(studentized_improvement(x, y)))
-    shuffled_x, shuffled_y = [], []
-    for a, b in zip(x, y):
-        pooled = np.concatenate([a, b]).astype(float)
-        order = np.argsort(rng.random((reps, len(pooled))), axis=1)  # one random permutation per row
-        shuffled = pooled[order]
-        shuffled_x.append(shuffled[:, : len(a)])
-        shuffled_y.append(shuffled[:, len(a) :])
-    drawn = np.abs(studentized_improvement(shuffled_x, shuffled_y))
+    drawn = np.abs(_combine([_shuffled_task(np.asarray(a), np.asarray(b), reps, rng) for a, b in zip(x, y)]).statistic)
     # A relative tolerance: a split as extreme as the observed one must count despite rounding.
     return float((1 + np.sum(drawn >= observed * (1 - 1e-9))) / (1 + reps))
 
