@@ -95,9 +95,8 @@ class Args:
 
 def make_env(env_id, seed, num_envs, capture_video=False):
     def thunk():
-        # envpool's own Atari pipeline: 30 no-op starts, 4 frames skipped (max over the last two),
-        # 84x84 grayscale, 4 stacked, a lost life ends an episode, rewards clipped to their sign.
-        # `info["reward"]` keeps the raw score; `info["terminated"]` is 1 only when the whole game ends.
+        # envpool's Atari pipeline: no-op starts, frame skip (max of the last two), 84x84 grayscale, 4 stacked,
+        # a lost life ends an episode, clipped rewards; `info["reward"]` is the raw score
         return envpool.make(
             env_id,
             env_type="gymnasium",
