@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from cleanrl_utils import rlops  # noqa: E402
+from cleanrl_utils import rlops, rlstats  # noqa: E402
 from cleanrl_utils.atomic import write_text  # noqa: E402
 
 ALPHA = 0.05
@@ -121,6 +121,44 @@ def measure(scenario: Scenario, seeds: int, envs: int, null_trials: int, power_t
     return Cell(false_alarms, inconclusive, power)
 
 
+PARTS_DESIGNS = ((3, 8, 1), (3, 8, 3), (5, 8, 1), (5, 8, 3), (10, 16, 1))  # (tag seeds, baseline seeds, envs)
+
+
+def parts_alarms(tag_seeds: int, base_seeds: int, envs: int, trials: int, reps: int, seed: int) -> tuple[float, ...]:
+    """With the `unequal` scenario's null: the share of p <= alpha by the permutation alone, with the t
+    approximation as well, and with the separation floor too (the p rlops uses)."""
+    rng = np.random.default_rng([seed, tag_seeds, base_seeds, envs])
+    counts = [0, 0, 0]
+    for _ in range(trials):
+        x = [wide(rng, tag_seeds, 0.0) for _ in range(envs)]
+        y = [normal(rng, base_seeds, 0.0) for _ in range(envs)]
+        permutation = rlstats.permutation_p_value(x, y, reps, rng)
+        studentized = rlstats.studentize(x, y)
+        with_t = max(permutation, rlstats.student_t_p_value(float(studentized.statistic), float(studentized.df)))
+        full = max(with_t, rlstats.separation_floor([(tag_seeds, base_seeds)] * envs))
+        for index, p_value in enumerate((permutation, with_t, full)):
+            counts[index] += p_value <= ALPHA
+    return tuple(count / trials for count in counts)
+
+
+def parts_table(rows: list[tuple[tuple[int, int, int], tuple[float, ...]]], trials: int) -> str:
+    lines = [
+        "",
+        "## The parts of the test",
+        "",
+        f"The `unequal` null (tag spread 3, baseline spread 1, same median), {trials} comparisons per row: the share "
+        "with p <= α from the permutation alone, with the t approximation's p as well (the larger of the two), and "
+        "with the separation floor too (the p rlops uses), without the interval condition of the verdict; ✓ as above.",
+        "",
+        "| seeds (tag vs baseline) | envs | permutation | and t approximation | and floor |",
+        "|---|---|---|---|---|",
+    ]
+    bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / trials)
+    marked = [[f"{rate:.1%} {'✓' if rate <= bound else '✗'}" for rate in rates] for _, rates in rows]
+    lines += [f"| {a} vs {b} | {e} | " + " | ".join(cells) + " |" for ((a, b, e), _), cells in zip(rows, marked)]
+    return "\n".join(lines) + "\n"
+
+
 def table(rows: list[tuple[Scenario, int, int, Cell]], args: argparse.Namespace, seconds: float, done: bool) -> str:
     bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / args.null_trials)
     lines = [
@@ -155,10 +193,16 @@ def main() -> None:
     parser.add_argument("--power-trials", type=int, default=300, help="comparisons per row and effect size")
     parser.add_argument("--reps", type=int, default=1000, help="bootstrap and permutation draws per comparison")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, help="write the Markdown table here (rewritten after every row)")
+    parser.add_argument("--output", type=Path, help="write the Markdown tables here (rewritten after every row)")
     args = parser.parse_args()
     start = time.monotonic()
-    rows = []
+    rows, parts = [], []
+
+    def report(done: bool) -> None:
+        text = table(rows, args, time.monotonic() - start, done) + (parts_table(parts, args.null_trials) if parts else "")
+        if args.output:
+            write_text(args.output, text)
+
     for scenario in SCENARIOS:
         for seeds in SEEDS:
             for envs in ENVS:
@@ -167,10 +211,12 @@ def main() -> None:
                 cell = measure(scenario, seeds, envs, args.null_trials, args.power_trials, args.reps, args.seed)
                 rows.append((scenario, seeds, envs, cell))
                 print(table(rows, args, time.monotonic() - start, False).splitlines()[-1], flush=True)
-                if args.output:
-                    write_text(args.output, table(rows, args, time.monotonic() - start, False))
-    if args.output:
-        write_text(args.output, table(rows, args, time.monotonic() - start, True))
+                report(False)
+    for design in PARTS_DESIGNS:
+        parts.append((design, parts_alarms(*design, args.null_trials, args.reps, args.seed)))
+        print(parts_table(parts, args.null_trials).splitlines()[-1], flush=True)
+        report(False)
+    report(True)
 
 
 if __name__ == "__main__":
