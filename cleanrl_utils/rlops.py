@@ -44,6 +44,7 @@ from cleanrl_utils.rlops_runs import (
     local_runs,
     select,
     wandb_runs,
+    warn,
 )
 from cleanrl_utils.summarize import last_mean
 
@@ -208,24 +209,24 @@ def normalization(
     baseline: str,
     env_ids: list[str],
     targets: dict[str, tuple[float, float]],
-) -> tuple[list[float], list[float]]:
-    """(score → 0, score → 1) per env, on the higher-is-better scale: the targets when given, else the baseline's
-    start of training and its final mean. Only the baseline sets them, so adding a tag changes no normalised score,
-    and 0 lies below 1 always, so no normalised comparison can come out reversed."""
-    lows, highs = [], []
+) -> tuple[list[float], list[float], list[str]]:
+    """(score → 0, score → 1) per env, on the higher-is-better scale, and the envs that have no scale.
+
+    The targets when given, else the baseline's start of training and its final mean. Only the baseline sets
+    them, so adding a tag changes no normalised score, and 0 lies below 1 always, so no normalised comparison
+    can come out reversed. An env where the baseline did not improve has no scale.
+    """
+    lows, highs, unscaled = [], [], []
     for index, env_id in enumerate(env_ids):
         if env_id in targets:
             low, high = targets[env_id]
         else:
             low, high = starts[index], float(np.mean(scores[baseline][index]))
             if not high > low:
-                raise RlopsError(
-                    f"cannot normalise {env_id} by the baseline {baseline!r}: its final mean score is not better than "
-                    f"its start of training; give --target-scores {env_id}=LOW,HIGH"
-                )
+                unscaled.append(env_id)
         lows.append(low)
         highs.append(high)
-    return lows, highs
+    return lows, highs, unscaled
 
 
 # ---------------------------------------------------------------- verdicts
@@ -349,6 +350,10 @@ def verdict_section(
     alpha = 1 - confidence
     level = f"{confidence:.0%}"
     tags = len(verdicts)
+
+    def iqm(tag: str) -> str:
+        return interval(estimates[tag]["IQM"]) if estimates else "—"
+
     lines = [
         "## Across envs",
         "",
@@ -364,13 +369,12 @@ def verdict_section(
         "",
         "| tag | IQM (normalised) | PoI over baseline | p | Holm p | verdict |",
         "|---|---|---|---|---|---|",
-        f"| {baseline} | {interval(estimates[baseline]['IQM'])} | — | — | — | baseline |",
+        f"| {baseline} | {iqm(baseline)} | — | — | — | baseline |",
     ]
     for v in verdicts:
         t = v.overall
         lines.append(
-            f"| {v.tag} | {interval(estimates[v.tag]['IQM'])} | {interval(t.improvement)} | {t.p_value:.3g} | "
-            f"{t.adjusted:.3g} | {t.label} |"
+            f"| {v.tag} | {iqm(v.tag)} | {interval(t.improvement)} | {t.p_value:.3g} | {t.adjusted:.3g} | {t.label} |"
         )
     if verdicts:
         lines += ["", "What these seeds can detect:", ""]
@@ -410,6 +414,15 @@ def aggregates_section(estimates: dict[str, dict[str, rlstats.Estimate]], confid
     return "\n".join(lines)
 
 
+def unscaled_note(unscaled: list[str], baseline: str) -> str:
+    envs = ", ".join(unscaled)
+    return (
+        f"Scores are not normalised: the baseline `{baseline}` did not improve on {envs} (its final mean is not above "
+        f"its start of training), so there is no scale to pool envs on; IQM, aggregate scores and their figures are "
+        f"left out (give `--target-scores`). The PoI, the tests and the verdicts do not depend on normalisation."
+    )
+
+
 def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int) -> str:
     if not left_out and not short:
         return ""
@@ -419,34 +432,33 @@ def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int)
     return "\n".join(lines)
 
 
-def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, smooth: int) -> str:
-    def link(path: Path) -> str:
-        return Path(os.path.relpath(path, markdown_path.parent)).as_posix()
+FIGURE_CAPTIONS = {
+    "profile": (
+        "Performance profile",
+        "Performance profile: for every normalised score τ, the share of runs scoring above it (every env weighing the "
+        "same); a curve above another is better at every threshold. Band: stratified-bootstrap interval.",
+    ),
+    "aggregates": ("Aggregate scores", "Aggregate scores with their intervals (the table above)."),
+    "iqm_steps": (
+        "IQM over training",
+        "IQM over training: at each point, the IQM of the runs' normalised `{metric}` (each run smoothed by a rolling "
+        "mean over {smooth} values), with a stratified-bootstrap band.",
+    ),
+    "curves": (
+        "Learning curves",
+        "Learning curves: `{metric}` against global step per env, mean across seeds, band ± one std (population); "
+        "each run smoothed by a rolling mean over {smooth} values.",
+    ),
+}
 
-    return "\n".join(
-        [
-            "## Figures",
-            "",
-            f"![Performance profile]({link(images['profile'])})",
-            "",
-            "Performance profile: for every normalised score τ, the share of runs scoring above it (every env weighing "
-            "the same); a curve above another is better at every threshold. Band: stratified-bootstrap interval.",
-            "",
-            f"![Aggregate scores]({link(images['aggregates'])})",
-            "",
-            "Aggregate scores with their intervals (the table above).",
-            "",
-            f"![IQM over training]({link(images['iqm_steps'])})",
-            "",
-            f"IQM over training: at each point, the IQM of the runs' normalised `{metric}` (each run smoothed by a "
-            f"rolling mean over {smooth} values), with a stratified-bootstrap band.",
-            "",
-            f"![Learning curves]({link(images['curves'])})",
-            "",
-            f"Learning curves: `{metric}` against global step per env, mean across seeds, band ± one std (population); "
-            f"each run smoothed by a rolling mean over {smooth} values.",
-        ]
-    )
+
+def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, smooth: int) -> str:
+    lines = ["## Figures"]
+    for name, path in images.items():
+        title, caption = FIGURE_CAPTIONS[name]
+        link = Path(os.path.relpath(path, markdown_path.parent)).as_posix()
+        lines += ["", f"![{title}]({link})", "", caption.format(metric=metric, smooth=smooth)]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- command line
@@ -647,31 +659,37 @@ def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
     targets, sources = normalization_targets(args, env_ids)
     scores = score_table(runs, args.tags, env_ids, metric, window, args.lower_is_better)
     starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
-    lows, highs = normalization(scores, starts, args.baseline, env_ids, targets)
+    lows, highs, unscaled = normalization(scores, starts, args.baseline, env_ids, targets)
     verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed)
 
     rng = np.random.default_rng(args.seed + 1)
-    normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
-    estimates = rlfigures.aggregate_estimates(normalized, args.bootstrap_samples, args.confidence, rng)
     output, markdown_path = output_paths(args)
     reps, level = args.bootstrap_samples, args.confidence
-    curves = curves_by_tag(runs, args.tags, env_ids, metric, args.lower_is_better)
-    figures = {
-        "profile": rlfigures.performance_profile(normalized, reps, level, rng),
-        "aggregates": rlfigures.aggregate_figure(estimates, level),
-        "iqm_steps": rlfigures.iqm_over_steps(curves, lows, highs, args.smooth, reps, level, rng),
-    }
-    images = {name: rlfigures.save(figure, output.with_name(f"{output.name}_{name}"))[0] for name, figure in figures.items()}
+    figures, estimates = {}, {}
+    if unscaled:
+        warn(unscaled_note(unscaled, args.baseline).replace("`", ""))
+        note = unscaled_note(unscaled, args.baseline)
+    else:
+        normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
+        estimates = rlfigures.aggregate_estimates(normalized, reps, level, rng)
+        curves = curves_by_tag(runs, args.tags, env_ids, metric, args.lower_is_better)
+        figures = {
+            "profile": rlfigures.performance_profile(normalized, reps, level, rng),
+            "aggregates": rlfigures.aggregate_figure(estimates, level),
+            "iqm_steps": rlfigures.iqm_over_steps(curves, lows, highs, args.smooth, reps, level, rng),
+        }
+        note = normalization_note(env_ids, lows, highs, sources, args.lower_is_better)
     column_of: Callable[[Run], str] = lambda run: run.group  # noqa: E731 - one column per tag
-    curves_figure = plot_learning_curves(runs, metric, env_ids, args.tags, args.smooth, "std", column_of)
-    images["curves"] = rlfigures.save(curves_figure, output)[0]
-
-    note = normalization_note(env_ids, lows, highs, sources, args.lower_is_better)
+    figures["curves"] = plot_learning_curves(runs, metric, env_ids, args.tags, args.smooth, "std", column_of)
+    images = {
+        name: rlfigures.save(figure, output if name == "curves" else output.with_name(f"{output.name}_{name}"))[0]
+        for name, figure in figures.items()
+    }
     sections = [
         report_tables(runs, env_ids, args.tags, metric, window, column_of),
         left_out_section(left_out, short, window),
         verdict_section(verdicts, estimates, args.baseline, env_ids, args.confidence, reps, note, metric, window),
-        aggregates_section(estimates, args.confidence),
+        aggregates_section(estimates, args.confidence) if estimates else "",
         figures_section(images, markdown_path, metric, args.smooth),
     ]
     markdown = "\n\n".join(section for section in sections if section)

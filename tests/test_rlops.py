@@ -371,6 +371,17 @@ def test_adding_a_tag_changes_no_normalised_score(tmp_path, capsys):
     assert "A-v1 " in two and "(the baseline's start and end of training)" in two
 
 
+def test_a_baseline_that_did_not_improve_leaves_the_aggregates_out_not_the_verdict(tmp_path, capsys):
+    for seed in range(1, 7):  # both get worse over training: no scale from the baseline's start to its end
+        write_run(tmp_path, "A-v1", "base", seed, np.linspace(50, 40, 30) + seed)
+        write_run(tmp_path, "A-v1", "new", seed, np.linspace(50, 0, 30) + seed)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 1, err
+    assert "baseline base did not improve on A-v1" in err and "Scores are not normalised" in out
+    assert "rlops: new vs base: regression" in out
+    assert not (tmp_path / "out" / "compare_profile.png").exists() and (tmp_path / "out" / "compare.png").exists()
+
+
 def test_atari_reference_scores_normalise_by_random_and_human(tmp_path, capsys):
     for tag, level in (("base", 20.0), ("new", 25.0)):
         for seed in range(1, 6):
