@@ -3,8 +3,8 @@
 The scripts decide what goes into a checkpoint (networks, optimiser, counters, replay buffer...);
 this module does what is the same for all of them:
 
-- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically: into a
-  temporary file in the same folder, flushed to disk, then renamed over the final name. A run
+- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically (`cleanrl_utils.atomic`):
+  into a temporary file in the same folder, flushed to disk, then renamed over the final name. A run
   killed during a write leaves the previous checkpoint whole, and at worst a stray temporary file
   that is never taken for a checkpoint (the next save removes it). The newest `keep` checkpoints
   are kept.
@@ -29,15 +29,15 @@ this module does what is the same for all of them:
 Loading runs no code from the file: checkpoints and env snapshots are unpickled with an allow-list
 (`AllowListUnpickler`): tensors and plain values as `torch.load(weights_only=True)` builds them, and
 only the classes and functions of `SAFE_GLOBALS` (numpy arrays and random generators, Gymnasium
-spaces, replay buffers, MuJoCo and ALE states...) whose packages the running script has imported
-already, plus the script's own env classes. A checkpoint holding anything else is refused in one line; `CLEANRL_TRUST_CHECKPOINTS=1`
+spaces, replay buffers, MuJoCo, MJX and ALE states, MiniGrid's grids...) whose packages the running
+script has imported already, plus the script's own env classes. A checkpoint holding anything else is refused in one line; `CLEANRL_TRUST_CHECKPOINTS=1`
 loads it as a plain pickle, for checkpoints you wrote yourself (e.g. of an env with other classes).
 A checkpoint is still trusted input: its arguments choose what the run does (env id, folders).
 """
 
 import _compat_pickle
 import errno
-import importlib
+import inspect
 import io
 import os
 import pickle
@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from cleanrl_utils import atomic
 
 CHECKPOINT_DIR = "checkpoints"
 NAME = re.compile(r"checkpoint_(\d+)\.pt")
@@ -77,8 +79,9 @@ SCRIPT_KEY = "script"
 # Set to 1 to load checkpoints as plain pickles (any class, any code): only for checkpoints you wrote yourself.
 TRUST_ENV = "CLEANRL_TRUST_CHECKPOINTS"
 # What a checkpoint may hold besides tensors and plain values, by top-level package: "module.name" of each class
-# or function the weights-only unpickler may build or call ("module.*": every class of the module). A package's
-# names are allowed only once the running script has imported it; a name this version of it lacks is left out.
+# or function the allow-list unpickler may build or call ("module.*": every class of the module; "package.**":
+# every class of its imported modules, with the static functions of STATIC_FUNCTIONS). Only modules the running
+# script has imported count (nothing is imported to load a file); a name this version of a package lacks is left out.
 SAFE_GLOBALS = {
     "numpy": (
         "numpy._core.multiarray._reconstruct",
@@ -105,6 +108,7 @@ SAFE_GLOBALS = {
         "gymnasium.envs.registration.WrapperSpec",
         "gymnasium.vector.vector_env.AutoresetMode",
         "gymnasium.wrappers.utils.RunningMeanStd",
+        "gymnasium.utils.save_video.capped_cubic_video_schedule",  # RecordVideo's default episode trigger
         *(
             f"gymnasium.spaces.{module}.{name}"
             for module, name in (
@@ -118,11 +122,19 @@ SAFE_GLOBALS = {
             )
         ),
     ),
-    "mujoco": ("mujoco._structs.MjData", "mujoco._structs.MjModel"),
+    "mujoco": (
+        "mujoco._structs.MjData",
+        "mujoco._structs.MjModel",
+        *(f"mujoco.mjx._src.types.{name}" for name in ("Data", "DataJAX", "Contact")),  # MJX simulator states
+    ),
+    "mujoco_playground": ("mujoco_playground._src.mjx_env.State",),
+    "minigrid": ("minigrid.core.**", "minigrid.envs.**"),  # grids, world objects, mission spaces, envs
     "ale_py": ("ale_py._ale_py.ALEState", "ale_py._ale_py.Action"),
     "stable_baselines3": ("stable_baselines3.common.buffers.ReplayBuffer",),
     "cleanrl_utils": ("cleanrl_utils.frame_replay.FrameReplayBuffer",),
 }
+# Static functions of the classes a "package.**" entry allows: a MiniGrid mission space keeps its env's mission text one.
+STATIC_FUNCTIONS = ("_gen_mission",)
 # Where an env snapshot holds an ale-py emulator's state, among its layer's attributes.
 ALE_STATE_KEY = "__ale_state__"
 
@@ -140,17 +152,38 @@ def trusted() -> bool:
 
 
 def _resolve(qualified: str) -> Any:
-    """The object named `module.name` (names may be nested: `module.Class.attr`), or None when it does not exist."""
+    """The object named `module.name` (or `module.Class.attr`) in a module already imported, else None."""
     parts = qualified.split(".")
     for split in range(len(parts) - 1, 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        for attr in parts[split:]:
-            obj = getattr(obj, attr, None)
-        return obj
+        obj = sys.modules.get(".".join(parts[:split]))
+        if obj is not None:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr, None)
+            return obj
     return None
+
+
+def _classes_of(module: Any) -> list[type]:
+    return [obj for obj in vars(module).values() if isinstance(obj, type) and obj.__module__ == module.__name__]
+
+
+def _allowed_by(qualified: str) -> list[Any]:
+    """What one SAFE_GLOBALS entry allows."""
+    if qualified.endswith(".**"):
+        prefix = qualified[:-2]
+        classes = [cls for name, module in list(sys.modules.items()) if name.startswith(prefix) for cls in _classes_of(module)]
+        statics = [
+            getattr(cls, name)
+            for cls in classes
+            for name in STATIC_FUNCTIONS
+            if isinstance(inspect.getattr_static(cls, name, None), staticmethod)
+        ]
+        return classes + statics
+    if qualified.endswith(".*"):
+        module = _resolve(qualified[:-2])
+        return [obj for obj in vars(module).values() if isinstance(obj, type)] if module else []
+    obj = _resolve(qualified)
+    return [] if obj is None else [obj]
 
 
 def safe_globals() -> list[Any]:
@@ -158,17 +191,9 @@ def safe_globals() -> list[Any]:
     the env and wrapper classes the running script defines itself (e.g. ppo_trxl.py's ProofofMemoryEnv)."""
     import gymnasium as gym
 
-    allowed = []
-    for package, names in SAFE_GLOBALS.items():
-        if package in sys.modules:
-            for qualified in names:
-                if qualified.endswith(".*"):
-                    module = _resolve(qualified[:-2])
-                    allowed += [obj for obj in vars(module).values() if isinstance(obj, type)] if module else []
-                    continue
-                obj = _resolve(qualified)
-                if obj is not None:
-                    allowed.append(obj)
+    allowed = [
+        obj for package, names in SAFE_GLOBALS.items() if package in sys.modules for name in names for obj in _allowed_by(name)
+    ]
     script = sys.modules.get("__main__")
     env_classes = (gym.Env, gym.Wrapper, gym.vector.VectorEnv)
     for obj in vars(script).values() if script is not None else ():
@@ -178,7 +203,7 @@ def safe_globals() -> list[Any]:
 
 
 # Plain Python values the pickle format names as globals, beside torch's own (which include set and complex).
-BUILTIN_GLOBALS = ("builtins.frozenset", "builtins.slice", "builtins.range")
+BUILTIN_GLOBALS = ("builtins.bytes", "builtins.frozenset", "builtins.slice", "builtins.range")
 
 
 def allowed_globals() -> dict[str, Any]:
@@ -241,22 +266,17 @@ def save(run_dir: str | Path, global_step: int, state: dict[str, Any], keep: int
     if script is not None:
         state = {**state, SCRIPT_KEY: script}  # a copy: the caller's dict stays as it was
     folder = Path(run_dir) / CHECKPOINT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"checkpoint_{global_step}.pt"
-    tmp = folder / f".{path.name}.{os.getpid()}.tmp"  # same folder: the rename below cannot cross file systems
     try:
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
+        # a hidden temporary file beside it, flushed, then renamed; written through a Python file, whose errors
+        # (a full disk) torch keeps as the cause of its own
+        with atomic.atomic_path(path) as tmp, open(tmp, "wb") as f:
+            torch.save(state, f, pickle_protocol=4)  # protocol 4 names nested functions without getattr
+    except (OSError, RuntimeError) as e:
         if isinstance(e, OSError) or isinstance(e.__cause__ or e.__context__, OSError):  # torch wraps some write errors
             raise CheckpointError(f"cannot write the checkpoint {path}: {_write_failure(e)}") from None
         raise
-    _fsync_dir(folder)  # the rename itself reaches the disk
-    for old in checkpoints(folder)[:-keep] + list(folder.glob(".checkpoint_*.tmp")):  # and what killed writes left
+    for old in checkpoints(folder)[:-keep] + list(folder.glob(".checkpoint_*.tmp*")):  # and what killed writes left
         old.unlink(missing_ok=True)
     return path
 
@@ -266,19 +286,6 @@ def _write_failure(error: BaseException) -> str:
     if isinstance(os_error, OSError) and os_error.errno in (errno.ENOSPC, errno.EDQUOT):
         return "the disk is full (the older checkpoints are kept; free some space and --resume the run folder)"
     return " ".join(str(os_error or error).split())
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # some systems cannot open a folder; the rename is still atomic there
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def checkpoints(folder: str | Path) -> list[Path]:
@@ -419,7 +426,7 @@ def env_state(env: Any) -> bytes:
     while the env goes on, and objects shared between layers stay shared.
     """
     buffer = io.BytesIO()
-    torch.save(_snapshot(env), buffer)
+    torch.save(_snapshot(env), buffer, pickle_protocol=4)
     return buffer.getvalue()
 
 
