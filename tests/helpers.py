@@ -1,5 +1,7 @@
 """Run algorithm scripts as a user would (a subprocess in a scratch folder) and read back what they wrote."""
 
+import ctypes
+import functools
 import gc
 import io
 import os
@@ -47,6 +49,43 @@ class Run:
         return sorted((self.cwd / "videos" / f"{self.run_dir.name}{suffix}").glob("*.mp4"))
 
 
+EGL_PACKAGES = "install the Debian packages libegl1 and libegl-mesa0"
+
+
+@functools.cache
+def egl_missing() -> str | None:
+    """Why MuJoCo cannot render without a display here (through EGL), or None when it can; probed once a process.
+
+    The probe makes an EGL context in a child process, as a run filming MuJoCo would.
+    """
+    probe = subprocess.run(
+        [sys.executable, "-c", "from mujoco.egl import GLContext; GLContext(8, 8).free()"],
+        env={**os.environ, "MUJOCO_GL": "egl"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if probe.returncode == 0 or "No module named 'mujoco'" in probe.stderr:
+        return None  # without MuJoCo its tests skip on the import instead
+    return f"MuJoCo renders videos without a display through EGL, which does not work here: {EGL_PACKAGES}"
+
+
+@functools.cache
+def libgl_missing() -> str | None:
+    """Why envpool's Procgen cannot start here (the Qt 5 of the PyQt5-Qt5 wheel links the system's libGL), or None."""
+    try:
+        ctypes.CDLL("libGL.so.1")
+    except OSError:
+        return "Procgen's Qt 5 libraries (the PyQt5-Qt5 wheel) link the system's OpenGL: install the Debian package libgl1"
+    return None
+
+
+def mujoco_gl() -> str:
+    """MUJOCO_GL for the tests and the scripts they start: EGL where it works, else rendering off (MuJoCo then imports
+    and simulates, and the tests that film it skip, naming the packages)."""
+    return "egl" if egl_missing() is None else "disable"
+
+
 def missing_system_package(reason: str) -> None:
     """A test's system package (PostgreSQL, Slurm, Xvfb, EGL) is missing: skip, saying which Debian package to install.
 
@@ -65,7 +104,7 @@ def script_env(**extra: str) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         SDL_VIDEODRIVER="dummy",
         SDL_AUDIODRIVER="dummy",
-        MUJOCO_GL="egl",  # MuJoCo renders videos without a display
+        MUJOCO_GL=mujoco_gl(),  # MuJoCo renders videos without a display
         WANDB_MODE="offline",
         WANDB_SILENT="true",
         PYTHONUNBUFFERED="1",

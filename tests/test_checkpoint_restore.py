@@ -1,18 +1,15 @@
 """cleanrl_utils.checkpoint: a resumed MuJoCo env renders its resumed simulation; a checkpoint only resumes its own script."""
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo loads: render without a display
 
 import numpy as np
 import pytest
 import torch
 
 from cleanrl_utils import checkpoint as ckpt
-from tests.helpers import run_script
+from tests.helpers import egl_missing, missing_system_package, run_script
 
 # --- MuJoCo: restoring an env must not leave its renderer on the fresh env's simulation
 
@@ -39,6 +36,8 @@ def played(seed: int, steps: int, render: bool):
 
 @pytest.mark.parametrize("rendered", [True, False], ids=["renderer-with-viewer", "renderer-not-yet-used"])
 def test_restored_mujoco_env_renders_the_restored_state(rendered):
+    if reason := egl_missing():
+        missing_system_package(reason)
     env = played(seed=1, steps=25, render=rendered)
     snapshot = ckpt.env_state(env)
     fresh = mujoco_env(render=rendered)

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from cleanrl_utils import procgen_runtime
+from tests.helpers import libgl_missing, missing_system_package
 
 envpool = pytest.importorskip("envpool")
 
@@ -69,6 +70,8 @@ PARAMS = [
 def test_statistics_follow_whole_games(case, max_episode_steps):
     module = importlib.import_module(f"cleanrl.{case.script}")
     num_envs = 4
+    if case.env_id.startswith("Starpilot") and (reason := libgl_missing()):
+        missing_system_package(reason)
     procgen_runtime.load()  # the Qt 5 that envpool's Procgen links
     envs = envpool.make(
         case.env_id,

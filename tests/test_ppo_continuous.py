@@ -110,7 +110,6 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     from cleanrl_utils.evals.ppo_continuous_eval import restore_obs_rms
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MUJOCO_GL", "egl")
     argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", *FEW_UPDATES]
     argv.append("--save-model")
     monkeypatch.setattr("sys.argv", argv)

@@ -11,11 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers import run_in_process
+from tests.helpers import libgl_missing, missing_system_package, run_in_process
 
 envpool = pytest.importorskip("envpool")
 
 MODULES = ["ppo_procgen", "ppg_procgen"]
+
+
+@pytest.fixture
+def procgen_can_start():
+    """The games load Qt 5 (a wheel), which loads the system's libGL: without it, tests that play them skip."""
+    if reason := libgl_missing():
+        missing_system_package(reason)
 
 
 @pytest.fixture(params=MODULES)
@@ -24,7 +31,7 @@ def module(request, monkeypatch):
     return importlib.import_module(f"cleanrl.{request.param}")
 
 
-def test_game_names_map_to_envpool_ids(module):
+def test_game_names_map_to_envpool_ids(module, procgen_can_start):
     ids = module.procgen_ids()
     games = {game for game, _ in ids}
     assert len(games) == 16 and {"starpilot", "coinrun", "bigfish", "maze"} <= games
@@ -62,7 +69,7 @@ print(json.dumps(sorted(maps)))
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps is Linux's")
 @pytest.mark.parametrize("script", MODULES)
-def test_procgen_runs_on_the_qt_of_the_pyqt5_wheel(script):
+def test_procgen_runs_on_the_qt_of_the_pyqt5_wheel(script, procgen_can_start):
     """Procgen needs no system Qt 5: the Qt libraries mapped into a process that made a Procgen env are the wheel's.
 
     The scripts import envpool before they make an env, so this also covers envpool having given up on Procgen
@@ -84,7 +91,7 @@ def test_procgen_runs_on_the_qt_of_the_pyqt5_wheel(script):
     assert all(path.startswith(str(wheel) + "/") for path in mapped), f"Qt mapped from outside the wheel: {mapped}"
 
 
-def test_game_time_limit_ends_as_a_truncation():
+def test_game_time_limit_ends_as_a_truncation(procgen_can_start):
     """The scripts keep each game's own time limit, which envpool reports as a truncation (maze: 500 steps)."""
     from cleanrl.ppo_procgen import make_env
 
@@ -200,7 +207,7 @@ def test_ppg_value_trains_the_trunk_only_in_the_auxiliary_phase():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.network.parameters())
 
 
-def test_ppg_takes_the_stored_rollouts_it_has_when_fewer_than_a_minibatch(tmp_path):
+def test_ppg_takes_the_stored_rollouts_it_has_when_fewer_than_a_minibatch(tmp_path, procgen_can_start):
     """The original's own test line: 1 env × 1 iteration stores 1 rollout, less than --num-aux-rollouts 4."""
     args = ("--num-envs", "1", "--num-steps", "64", "--total-timesteps", "256", "--num-minibatches", "2", "--n-iteration", "1")
     run = run_in_process("ppg_procgen.py", *args, cwd=tmp_path, timeout_s=300)
@@ -208,7 +215,7 @@ def test_ppg_takes_the_stored_rollouts_it_has_when_fewer_than_a_minibatch(tmp_pa
     assert [step for step, _ in run.scalars()["losses/aux/kl_loss"]] == [64, 128, 192, 256]  # one phase per iteration
 
 
-def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
+def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path, procgen_can_start):
     """Two phases of two policy iterations: the PPO losses after every iteration, the auxiliary ones after each phase."""
     args = ("--num-envs", "2", "--num-steps", "16", "--num-minibatches", "2", "--n-iteration", "2")
     run = run_in_process(
@@ -225,7 +232,7 @@ def test_ppg_runs_an_auxiliary_phase_after_every_n_iterations(tmp_path):
 
 
 @pytest.mark.extended  # 18 s of one core: CI runs it after the quick run
-def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path):
+def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path, procgen_can_start):
     """envpool cannot save its games: a resumed ppo_procgen.py run restores the learner and plays new ones.
 
     4 iterations of 4 envs x 64 steps, a checkpoint every 2; the run is resumed twice from its first
