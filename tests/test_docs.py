@@ -67,3 +67,43 @@ def test_script_section_states_its_differences_from_the_original(name):
     page = docs_page(name).read_text()
     section = page.split(f"## `{Path(name).name}`", 1)[1].split("\n## ", 1)[0]
     assert "### Differences from the original CleanRL" in section, f"{name}'s section lacks its differences"
+
+
+STATUS_WORDS = ("matches published", "learns", "fails its check", "runs")
+
+
+def readme_rows() -> dict[str, list[str]]:
+    """The README algorithm table: algorithm file (under cleanrl/) -> its cells."""
+    import re
+
+    rows = {}
+    for line in (REPO / "README.md").read_text().splitlines():
+        link = re.match(r"\| \[`[^`]+`\]\(cleanrl/([^)]+)\) \|", line)
+        if link:
+            rows[link.group(1)] = [cell.strip() for cell in line.strip().strip("|").split("|")]
+    return rows
+
+
+def test_readme_is_short_and_its_table_uses_the_legend():
+    """A newcomer's page: at most 1,000 words; one row per algorithm file, each with one status word of the legend
+    written under the table, no cell over 25 words, and a link to the file's docs page."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.split()) <= 1000
+    rows = readme_rows()
+    assert sorted(rows) == ALGORITHM_FILES
+    for name, cells in rows.items():
+        file, algorithm, spaces, status, result = cells
+        assert status in STATUS_WORDS, f"{name}: status {status!r} is not a legend word"
+        assert all(len(cell.split()) <= 25 for cell in cells), name
+        assert f"(docs/rl-algorithms/{docs_page(name).name})" in result, f"{name}: no link to its docs page"
+    legend = readme.split("| status |", 1)[1]
+    assert all(f"**{word}**" in legend for word in STATUS_WORDS)
+
+
+def test_no_page_says_a_script_needs_nothing_outside_its_file():
+    """The scripts import cleanrl_utils for their plumbing: no page may say they are self-contained."""
+    import re
+
+    claims = re.compile(r"nothing (it needs |is hidden)|nothing else is needed|no shared helpers?|needs nothing outside")
+    pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    assert not [str(p.relative_to(REPO)) for p in pages if claims.search(p.read_text())]
