@@ -395,12 +395,12 @@ class Tuner:
             yield
             return
         storage, trial_id, stop = self._storage, self._trial_id(study, trial), threading.Event()
+        # the first beat before the trial runs: a trial without any heartbeat is never found stale
+        storage.record_heartbeat(trial_id)
 
         def beat() -> None:
-            while True:
+            while not stop.wait(self.heartbeat_interval):
                 storage.record_heartbeat(trial_id)
-                if stop.wait(self.heartbeat_interval):
-                    return
 
         thread = threading.Thread(target=beat, name=f"heartbeat-trial-{trial.number}", daemon=True)
         thread.start()

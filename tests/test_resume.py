@@ -306,7 +306,7 @@ def test_resume_skips_an_unreadable_newest_checkpoint_for_the_older_one(tmp_path
 def test_a_full_disk_during_a_save_is_one_line(tmp_path, monkeypatch):
     ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
 
-    def disk_full(obj, f):
+    def disk_full(obj, f, **kwargs):
         f.write(b"PK\x03\x04 part of a checkpoint")
         raise OSError(errno.ENOSPC, "No space left on device")
 
