@@ -376,11 +376,12 @@ def test_a_trial_left_running_by_a_dead_worker_is_failed_and_run_again(tmp_path)
     """A worker killed outright (SIGKILL, a lost machine) stops sending heartbeats; the next worker fails its trial
     and runs the slot again, so the study ends with num_trials runs that finished."""
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    worker, _ = start_stoppable_worker(
-        tmp_path, storage, heartbeat=1, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    worker, (run_pid, _) = start_stoppable_worker(
+        tmp_path, storage, heartbeat=1, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    os.killpg(worker.pid, signal.SIGKILL)  # the worker and its run, with no chance to record anything
+    worker.kill()  # with no chance to record anything
     worker.wait()
+    os.killpg(run_pid, signal.SIGKILL)  # its run (a process group of its own) and the run's helper, as the machine
     assert [t.state for t in optuna.load_study(study_name="stopped", storage=storage).trials] == [TrialState.RUNNING]
 
     time.sleep(2.5)  # past the grace period
