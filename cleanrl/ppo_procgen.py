@@ -126,7 +126,7 @@ def make_env(game, distribution_mode, num_envs, seed):
             ids[game, distribution_mode], env_type="gymnasium", num_envs=num_envs, seed=seed, num_levels=0, start_level=0
         )
     except (ImportError, OSError) as e:
-        raise gym.error.Error(f"envpool's Procgen needs Qt 5 ({e}); {procgen_runtime.INSTALL_HINT}") from e
+        raise gym.error.Error(f"envpool's Procgen needs Qt 5 ({e}); {procgen_runtime.install_hint(e)}") from e
 
 
 class EpisodeStatistics:

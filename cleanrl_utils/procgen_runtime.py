@@ -21,6 +21,13 @@ from pathlib import Path
 # ICU first: Qt Core needs it, and Qt Gui needs Core
 LIBRARIES = ("libicudata.so.56", "libicuuc.so.56", "libicui18n.so.56", "libQt5Core.so.5", "libQt5Gui.so.5")
 INSTALL_HINT = 'pip install -e ".[procgen]" (it brings the PyQt5-Qt5 wheel)'
+LIBGL_HINT = "the wheel's Qt 5 links the system's OpenGL library: install it (Debian/Ubuntu: apt-get install libgl1)"
+
+
+def install_hint(error: BaseException) -> str:
+    """What to install when envpool's Procgen failed to load with `error`."""
+    return LIBGL_HINT if "libGL" in str(error) else INSTALL_HINT
+
 
 _loaded: list[ctypes.CDLL] = []  # kept referenced: the libraries stay mapped for the life of the process
 

@@ -44,7 +44,7 @@ def test_game_names_map_to_envpool_ids(module, procgen_can_start):
     envs.close()
 
 
-def test_missing_qt_names_the_extra_that_brings_it(module, monkeypatch, capsys):
+def test_missing_qt_names_the_extra_that_brings_it(module, monkeypatch, capsys, procgen_can_start):
     def make(*args, **kwargs):
         raise ImportError("libQt5Core.so.5: cannot open shared object file: No such file or directory")
 
@@ -65,6 +65,14 @@ envs.reset()
 maps = {{line.split()[-1] for line in open("/proc/self/maps") if "libQt5Core" in line or "libQt5Gui" in line}}
 print(json.dumps(sorted(maps)))
 """
+
+
+def test_a_missing_libgl_names_its_system_package():
+    from cleanrl_utils import procgen_runtime
+
+    hint = procgen_runtime.install_hint(OSError("libGL.so.1: cannot open shared object file: No such file or directory"))
+    assert "apt-get install libgl1" in hint
+    assert procgen_runtime.install_hint(ImportError("libQt5Core.so.5: cannot open")) == procgen_runtime.INSTALL_HINT
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps is Linux's")
