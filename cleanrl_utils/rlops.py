@@ -28,7 +28,7 @@ import numpy as np
 from cleanrl_utils import rlfigures, rlstats
 from cleanrl_utils.atomic import write_text
 from cleanrl_utils.reference_scores import TABLES, reference_scores
-from cleanrl_utils.report import Run, plot_learning_curves, report_tables
+from cleanrl_utils.report import Run, last_mean, plot_learning_curves, report_tables
 from cleanrl_utils.rlops_runs import (
     SAMPLED_HISTORY_ROWS,
     UNTAGGED,
@@ -46,7 +46,6 @@ from cleanrl_utils.rlops_runs import (
     wandb_runs,
     warn,
 )
-from cleanrl_utils.summarize import last_mean
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
@@ -313,7 +312,7 @@ def detectable_text(verdict: Verdict, alpha: float, tests: int) -> str:
         return f"{reach}, but only an effect near complete separation on every env is found four times in five"
     return (
         f"{reach}; the smallest effect found four times in five is a PoI of {found.improvement:.2f} "
-        f"(for normal scores, a shift of {found.shift:.2g} seed-to-seed standard deviations; normal approximation)"
+        f"(for normal scores, a shift of {found.shift:.1f} seed-to-seed standard deviations; normal approximation)"
     )
 
 
