@@ -32,6 +32,7 @@ args = parser.parse_args()
 start = time.time()
 print(f"training {args.env_id} seed {args.seed}")
 print("WANDB_TAGS=" + os.environ.get("WANDB_TAGS", "<unset>"))
+print("OMP_NUM_THREADS=" + os.environ.get("OMP_NUM_THREADS", "<unset>"))
 if args.spawn_grandchild:
     # A grandchild that ignores SIGTERM: only a SIGKILL to the whole group ends it.
     grandchild = subprocess.Popen(
@@ -147,6 +148,34 @@ def test_runs_every_command_at_most_workers_at_a_time(tmp_path, fake_train):
     assert "time left unknown" in proc.stderr
     assert "benchmark: 4 done, 0 failed, 0 running, 0 queued" in proc.stderr
     assert "finished 4 runs" in proc.stderr and "4 succeeded, 0 failed" in proc.stderr
+
+
+def threads_seen(cwd: Path, command: str, workers: int, **env: str | None) -> set[str]:
+    """The OMP_NUM_THREADS each run saw (`None` in `env` removes a variable from the runner's environment)."""
+    runner_env = {k: v for k, v in (script_env() | env).items() if v is not None}
+    cwd.mkdir()
+    proc = benchmark("--env-ids", "A-v1", "B-v1", "--command", command, "--workers", str(workers), "--log-dir", "logs",
+                     "--no-auto-tag", cwd=cwd, env=runner_env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    logs = log_files(cwd / "logs").values()
+    return {line.removeprefix("OMP_NUM_THREADS=") for log in logs for line in log.splitlines() if "OMP_NUM_THREADS=" in line}
+
+
+def test_runs_side_by_side_share_the_cores_and_a_run_alone_keeps_them(tmp_path, fake_train):
+    cpus = len(os.sched_getaffinity(0))
+    assert threads_seen(tmp_path / "two", fake_train, 2, OMP_NUM_THREADS=None) == {str(max(1, cpus // 2))}
+    assert threads_seen(tmp_path / "one", fake_train, 1, OMP_NUM_THREADS=None) == {"<unset>"}  # torch's default: all
+    assert threads_seen(tmp_path / "user", fake_train, 2, OMP_NUM_THREADS="3") == {"3"}  # what the user set wins
+
+
+def test_the_cores_are_divided_among_the_workers_one_thread_at_least():
+    from cleanrl_utils.benchmark.common import share_cores
+
+    assert share_cores({}, 4, cpus=16) == {"OMP_NUM_THREADS": "4"}
+    assert share_cores({}, 3, cpus=16) == {"OMP_NUM_THREADS": "5"}  # whole threads: never more than the cores
+    assert share_cores({}, 4, cpus=2) == {"OMP_NUM_THREADS": "1"}
+    assert share_cores({"OMP_NUM_THREADS": "2"}, 4, cpus=16) == {"OMP_NUM_THREADS": "2"}
+    assert share_cores({}, 1, cpus=16) == {}
 
 
 def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train):

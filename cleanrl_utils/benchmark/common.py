@@ -1,5 +1,6 @@
 """What the local and the Slurm modes of the benchmark share: runs, errors and the W&B auto-tag."""
 
+import os
 import re
 import shlex
 import signal
@@ -78,6 +79,19 @@ def tagged_wandb_tags(existing: str | None) -> str | None:
     tags = append_tag(existing, tag)
     print(f"benchmark: tagging runs with {tag} (WANDB_TAGS={tags})", file=sys.stderr)
     return tags
+
+
+def share_cores(env: dict[str, str], workers: int, cpus: int | None = None) -> dict[str, str]:
+    """`env` for runs going `workers` at a time: each gets `OMP_NUM_THREADS` = its share of the CPUs (at least one).
+
+    A run alone uses every core it is given (torch's default); runs side by side that each did so would have
+    their threads wait on each other. An `OMP_NUM_THREADS` the user set is kept, as is the default for one worker.
+    `cpus` defaults to the CPUs this process may run on (a `taskset` or a container's limit counts).
+    """
+    if workers <= 1 or "OMP_NUM_THREADS" in env:
+        return env
+    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0))
+    return env | {"OMP_NUM_THREADS": str(max(1, cpus // workers))}
 
 
 def describe_exit(returncode: int | None) -> str:

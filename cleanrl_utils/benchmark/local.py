@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from types import FrameType
 
-from cleanrl_utils.benchmark.common import BadInput, RunSpec, describe_exit, tagged_wandb_tags
+from cleanrl_utils.benchmark.common import BadInput, RunSpec, describe_exit, share_cores, tagged_wandb_tags
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
@@ -174,7 +174,7 @@ class LocalRunner:
         self.total = len(runs)
         self.workers = workers
         self.log_dir = log_dir
-        self.env = env
+        self.env = share_cores(env, workers)  # torch threads: each run its share of the cores
         self.running: dict[int, _Running] = {}
         self.outcomes: list[Outcome] = []
         self.signals: list[int] = []
@@ -194,7 +194,8 @@ class LocalRunner:
     def run(self) -> int:
         """Run everything; returns the exit code for the benchmark."""
         print(
-            f"benchmark: {self.total} runs, up to {self.workers} at a time, logs in {self.log_dir}/",
+            f"benchmark: {self.total} runs, up to {self.workers} at a time, logs in {self.log_dir}/"
+            + (f" (OMP_NUM_THREADS={self.env['OMP_NUM_THREADS']})" if "OMP_NUM_THREADS" in self.env else ""),
             file=sys.stderr,
         )
         try:
