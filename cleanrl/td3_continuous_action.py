@@ -159,8 +159,6 @@ if __name__ == "__main__":
 
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
