@@ -200,8 +200,8 @@ def check_finite(runs: list[Run], metric: str) -> None:
 
 
 def last_step(run: Run) -> int:
-    """The last step the run logged anything at."""
-    return max(series[-1][0] for series in run.scalars.values() if series)
+    """The furthest step the run logged anything at (a resumed run may log steps out of order)."""
+    return max(step for series in run.scalars.values() for step, _ in series)
 
 
 @dataclass(frozen=True)

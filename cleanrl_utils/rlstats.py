@@ -327,9 +327,9 @@ def improvement_p_value(x: Scores, y: Scores, reps: int, rng: np.random.Generato
     """Two-sided p of "the average P(X > Y) is 1/2": the largest of the permutation p, the Brunner–Munzel t
     approximation's p and the separation floor, so it holds its level when any of them does.
 
-    Measured (benchmark/rlops_calibration.py): the permutation alone reaches 7.5% false alarms at 5% with 3
-    wide-spread runs against 8 narrow ones on 3 envs; the t approximation corrects such small unequal groups,
-    the floor the single-env ones where no rank test can be sure.
+    Measured (benchmark/results/rlops_calibration.md), 3 runs of spread 3 against 8 of spread 1 with the same
+    median: the permutation alone says p <= 0.05 in 8.6% of comparisons on 3 envs and 15.7% on one; the t
+    approximation brings the first to 3.3%, the floor the second to 0.
     """
     counts = [(len(a), len(b)) for a, b in zip(x, y)]
     studentized = studentize(x, y)
