@@ -128,7 +128,7 @@ def random_points(out: Path, env_id: str, max_cycles: int) -> list[float]:
     """Points per game of a random player against a random opponent, in the evaluation's games (computed once, kept in `out`)."""
     cached = out / f"{random_name(env_id, max_cycles)}.json"
     if not cached.exists():
-        from cleanrl_utils.evals.ppo_pettingzoo_eval import points_against_random
+        from cleanrl_utils.evals.special import points_against_random
 
         make_env = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari").make_vector_env
         points = points_against_random(make_env, env_id, None, EVAL_GAMES, EVAL_SEED, max_cycles)
@@ -186,7 +186,7 @@ def more_games_files(out: Path, result: dict, games: int, seed: int) -> tuple[Pa
 
 def more_games(out: Path, env_id: str, games: int, seed: int) -> None:
     """Play `games` games (from `seed`) with each finished run's saved policy, and with a random player in its seat."""
-    from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate, points_against_random
+    from cleanrl_utils.evals.special import evaluate_pettingzoo, points_against_random
 
     module = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari")
     for result in finished_runs(out, env_id):
@@ -197,7 +197,7 @@ def more_games(out: Path, env_id: str, games: int, seed: int) -> None:
             write_result(baseline, {"games": games, "seed": seed, "max_cycles": max_cycles, "points": points})
         if not played.exists():
             model = saved_model(out, result)
-            points = evaluate(
+            points = evaluate_pettingzoo(
                 str(model),
                 module.make_vector_env,
                 env_id,

@@ -203,8 +203,8 @@ def saved_policy(saved: dict, env):
     import numpy as np
 
     from cleanrl.ppo_trxl.ppo_trxl import Agent
-    from cleanrl_utils.evals.ppo_trxl_eval import memory_policy
-    from cleanrl_utils.evals.torch_models import with_weights
+    from cleanrl_utils.evals.common import with_weights
+    from cleanrl_utils.evals.special import memory_policy
 
     agent = Agent(argparse.Namespace(**saved["args"]), env.observation_space, env.action_space, env.spec.max_episode_steps)
     act = memory_policy(with_weights(agent, saved["agent"] if "agent" in saved else saved["model_weights"], "cpu"), "cpu")

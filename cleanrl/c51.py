@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.c51_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_c51
 from cleanrl_utils.experiment import Experiment
 
 
@@ -238,7 +238,7 @@ if __name__ == "__main__":
         if args.save_model:
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_c51(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="C51")

@@ -19,7 +19,7 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.c51_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_distributional
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
@@ -255,7 +255,7 @@ if __name__ == "__main__":
         if args.save_model:
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_distributional(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="C51")

@@ -16,7 +16,7 @@ import optax
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.c51_atari_jax_eval import evaluate
+from cleanrl_utils.evals.jax import evaluate_c51_atari
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
@@ -258,7 +258,7 @@ if __name__ == "__main__":
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_c51_atari(
                 exp.model_path,
                 make_env,
                 args.env_id,

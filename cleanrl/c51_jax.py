@@ -22,7 +22,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.c51_jax_eval import evaluate
+    from cleanrl_utils.evals.jax import evaluate_c51
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',
@@ -281,7 +281,7 @@ if __name__ == "__main__":
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_c51(
                 exp.model_path,
                 make_env,
                 args.env_id,

@@ -21,7 +21,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.ddpg_jax_eval import evaluate
+    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
@@ -292,7 +292,7 @@ if __name__ == "__main__":
         if args.save_model:
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes([actor_state.params, qf1_state.params]))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_deterministic_actor(
                 exp.model_path,
                 make_env,
                 args.env_id,

@@ -22,7 +22,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.dqn_jax_eval import evaluate
+    from cleanrl_utils.evals.jax import evaluate_dqn
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',
@@ -245,7 +245,7 @@ if __name__ == "__main__":
         if args.save_model:
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes(q_state.params))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_dqn(
                 exp.model_path,
                 make_env,
                 args.env_id,

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.ppo_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_ppo
 from cleanrl_utils.experiment import Experiment
 
 
@@ -324,7 +324,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_ppo(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

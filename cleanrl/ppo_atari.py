@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.ppo_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_ppo
 from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
@@ -336,7 +336,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_ppo(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

@@ -18,7 +18,7 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanrl_utils.evals.ppo_envpool_jax_eval import evaluate
+from cleanrl_utils.evals.jax import evaluate_ppo_envpool
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -421,7 +421,7 @@ if __name__ == "__main__":
             layout = [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes(layout))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_ppo_envpool(
                 exp.model_path, make_env, args.env_id, 10, f"{exp.run_name}-eval", Agent, None, args.capture_video, args.seed
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.ppo_playground_eval import FirstEnvVideo, evaluate
+from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
 from cleanrl_utils.experiment import Experiment, one_line
 
 try:
@@ -423,7 +423,7 @@ if __name__ == "__main__":
             video.write(f"rl-video-step-{global_step // args.num_envs - len(video.frames)}")  # the clip in progress
         if args.save_model:
             torch.save(agent.state_dict(), exp.model_path)  # the weights and, as buffers, the observation statistics
-            episodic_returns_eval = evaluate(  # on the training's batch shape: its compiled functions are reused
+            episodic_returns_eval = evaluate_playground(  # on the training's batch shape: its compiled functions are reused
                 exp.model_path,
                 make_env,
                 args.env_id,

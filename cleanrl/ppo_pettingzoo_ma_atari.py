@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.ppo_pettingzoo_eval import evaluate
+from cleanrl_utils.evals.special import evaluate_pettingzoo
 from cleanrl_utils.experiment import Experiment
 
 
@@ -362,7 +362,7 @@ if __name__ == "__main__":
 
         if args.save_model:  # self-play returns say little: the points won per game against a random player, sides alternating
             torch.save(agent.state_dict(), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_pettingzoo(
                 exp.model_path,
                 make_vector_env,
                 args.env_id,

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-from cleanrl_utils.evals.pqn_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_pqn
 from cleanrl_utils.experiment import Experiment
 
 
@@ -256,7 +256,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save(q_network.state_dict(), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_pqn(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PQN")

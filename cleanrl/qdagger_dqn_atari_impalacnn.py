@@ -18,7 +18,7 @@ import torch.optim as optim
 import tyro
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_dqn
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
@@ -487,7 +487,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save(q_network.state_dict(), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_dqn(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="Qdagger")

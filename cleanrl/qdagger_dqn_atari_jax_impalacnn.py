@@ -21,7 +21,7 @@ import tyro
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval import evaluate
+from cleanrl_utils.evals.jax import evaluate_dqn_atari
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
@@ -481,7 +481,7 @@ if __name__ == "__main__":
         if args.save_model:
             with open(exp.model_path, "wb") as f:
                 f.write(flax.serialization.to_bytes(q_state.params))
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_dqn_atari(
                 exp.model_path,
                 make_env,
                 args.env_id,

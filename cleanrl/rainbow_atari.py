@@ -23,7 +23,7 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.rainbow_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_distributional
 from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
@@ -454,7 +454,7 @@ if __name__ == "__main__":
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
             torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
             Model = NoisyDuelingDistributionalNetwork
-            episodic_returns = evaluate(
-                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Model, device, capture_video=args.capture_video
+            episodic_returns = evaluate_distributional(
+                exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Model, device, 0.001, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="Rainbow")

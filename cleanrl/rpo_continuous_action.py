@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.ppo_continuous_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_ppo
 from cleanrl_utils.experiment import Experiment
 
 
@@ -338,7 +338,7 @@ if __name__ == "__main__":
             rms = envs.envs[0].get_wrapper_attr("obs_rms")
             obs_rms = {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
             torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, exp.model_path)
-            episodic_returns = evaluate(  # the eval env's reward scaling (gamma) does not touch the returns it counts
+            episodic_returns = evaluate_ppo(  # the eval env's reward scaling (gamma) does not touch the returns it counts
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="RPO")

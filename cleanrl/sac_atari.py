@@ -15,7 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 from torch.distributions.categorical import Categorical
 
-from cleanrl_utils.evals.sac_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_sac
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
@@ -316,7 +316,7 @@ if __name__ == "__main__":
         if args.save_model:
             # the actor is what acts; the critics come along for whoever wants to go on training
             torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_sac(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="SAC")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.sac_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_sac
 from cleanrl_utils.experiment import Experiment
 
 
@@ -339,7 +339,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_sac(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="SAC")

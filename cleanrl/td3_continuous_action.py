@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.td3_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
 from cleanrl_utils.experiment import Experiment
 
 
@@ -291,7 +291,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             torch.save((actor.state_dict(), qf1.state_dict(), qf2.state_dict()), exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_deterministic_actor(
                 exp.model_path,
                 make_env,
                 args.env_id,

@@ -19,7 +19,7 @@ class ZooEntry:
 
     algorithm: str  # module of the algorithm file, e.g. "cleanrl.dqn"
     model: str  # its network class, as `evaluate` needs it
-    evaluator: str  # module in cleanrl_utils.evals with its `evaluate`
+    evaluator: str  # its evaluator, as module.function, e.g. "cleanrl_utils.evals.discrete.evaluate_dqn"
     eval_kwargs: dict[str, Any] = field(default_factory=dict)  # what the script passes besides the common arguments
     make_env: str = "make_env"  # its env factory: make_env(env_id, idx, capture_video, run_name) -> thunk
     from_script: dict[str, str] = field(default_factory=dict)  # evaluator arguments that are names in the algorithm file
@@ -32,71 +32,85 @@ class ZooEntry:
     def load(self) -> tuple[Callable[..., list[float]], type, Callable]:
         """(evaluate, model class, env factory), importing the algorithm file and its evaluator."""
         algorithm = importlib.import_module(self.algorithm)
-        evaluate = importlib.import_module(self.evaluator).evaluate
+        module, _, function = self.evaluator.rpartition(".")
+        evaluate = getattr(importlib.import_module(module), function)
         if self.from_script:  # e.g. the file's video recorder, which the evaluator may not import itself
             evaluate = functools.partial(evaluate, **{arg: getattr(algorithm, name) for arg, name in self.from_script.items()})
         return evaluate, getattr(algorithm, self.model), getattr(algorithm, self.make_env)
 
 
 ZOO: dict[str, ZooEntry] = {
-    "ppo": ZooEntry("cleanrl.ppo", "Agent", "cleanrl_utils.evals.ppo_eval"),
-    "dqn": ZooEntry("cleanrl.dqn", "QNetwork", "cleanrl_utils.evals.dqn_eval", {"epsilon": 0.05}),
-    "c51": ZooEntry("cleanrl.c51", "QNetwork", "cleanrl_utils.evals.c51_eval", {"epsilon": 0.05}),
-    "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.pqn_eval", {"epsilon": 0.05}),
-    "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
-    "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.ppo_continuous_eval"),
+    "ppo": ZooEntry("cleanrl.ppo", "Agent", "cleanrl_utils.evals.discrete.evaluate_ppo"),
+    "dqn": ZooEntry("cleanrl.dqn", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_dqn", {"epsilon": 0.05}),
+    "c51": ZooEntry("cleanrl.c51", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_c51", {"epsilon": 0.05}),
+    "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_pqn", {"epsilon": 0.05}),
+    "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.continuous.evaluate_ppo"),
+    "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.continuous.evaluate_ppo"),
     # a batch of Playground envs: make_env(env_id, num_envs, episode_length, impl); the weights hold the observation statistics
     "ppo_continuous_action_playground": ZooEntry(
-        "cleanrl.ppo_continuous_action_playground", "Agent", "cleanrl_utils.evals.ppo_playground_eval"
+        "cleanrl.ppo_continuous_action_playground", "Agent", "cleanrl_utils.evals.special.evaluate_playground"
     ),
-    "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.sac_eval"),
-    "ddpg_continuous_action": ZooEntry("cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.ddpg_eval"),
-    "td3_continuous_action": ZooEntry("cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.td3_eval"),
-    "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
-    "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.dqn_atari_eval", {"epsilon": 0.01}),
-    "c51_atari": ZooEntry("cleanrl.c51_atari", "QNetwork", "cleanrl_utils.evals.c51_atari_eval", {"epsilon": 0.01}),
+    "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_sac"),
+    "ddpg_continuous_action": ZooEntry(
+        "cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_deterministic_actor"
+    ),
+    "td3_continuous_action": ZooEntry(
+        "cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_deterministic_actor"
+    ),
+    "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo"),
+    "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.atari.evaluate_dqn", {"epsilon": 0.01}),
+    "c51_atari": ZooEntry(
+        "cleanrl.c51_atari", "QNetwork", "cleanrl_utils.evals.atari.evaluate_distributional", {"epsilon": 0.01}
+    ),
     "rainbow_atari": ZooEntry(
-        "cleanrl.rainbow_atari", "NoisyDuelingDistributionalNetwork", "cleanrl_utils.evals.rainbow_atari_eval"
+        "cleanrl.rainbow_atari",
+        "NoisyDuelingDistributionalNetwork",
+        "cleanrl_utils.evals.atari.evaluate_distributional",
+        {"epsilon": 0.001},
     ),
-    "sac_atari": ZooEntry("cleanrl.sac_atari", "Actor", "cleanrl_utils.evals.sac_atari_eval"),
+    "sac_atari": ZooEntry("cleanrl.sac_atari", "Actor", "cleanrl_utils.evals.atari.evaluate_sac"),
     "qdagger_dqn_atari_impalacnn": ZooEntry(
         "cleanrl.qdagger_dqn_atari_impalacnn",
         "QNetwork",
-        "cleanrl_utils.evals.qdagger_dqn_atari_impalacnn_eval",
+        "cleanrl_utils.evals.atari.evaluate_dqn",
         {"epsilon": 0.01},
     ),
-    "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.ppo_atari_lstm_eval"),
-    "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.ppo_atari_eval"),
+    "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo_lstm"),
+    "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo"),
     # self-play: points per game against a random opponent, filmed with the script's VideoRecorder
     "ppo_pettingzoo_ma_atari": ZooEntry(
         "cleanrl.ppo_pettingzoo_ma_atari",
         "Agent",
-        "cleanrl_utils.evals.ppo_pettingzoo_eval",
+        "cleanrl_utils.evals.special.evaluate_pettingzoo",
         make_env="make_vector_env",
         from_script={"VideoRecorder": "VideoRecorder"},
     ),
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env
-    "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.ppo_trxl_eval"),
-    "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.dqn_jax_eval", {"epsilon": 0.05}),
-    "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.c51_jax_eval", {"epsilon": 0.05}),
+    "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.special.evaluate_trxl"),
+    "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_dqn", {"epsilon": 0.05}),
+    "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_c51", {"epsilon": 0.05}),
     # Flax models: the evaluators build the Actor from the env's action bounds and restore its saved parameters
-    "ddpg_continuous_action_jax": ZooEntry("cleanrl.ddpg_continuous_action_jax", "Actor", "cleanrl_utils.evals.ddpg_jax_eval"),
-    "td3_continuous_action_jax": ZooEntry("cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.td3_jax_eval"),
+    "ddpg_continuous_action_jax": ZooEntry(
+        "cleanrl.ddpg_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_deterministic_actor"
+    ),
+    "td3_continuous_action_jax": ZooEntry(
+        "cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_deterministic_actor"
+    ),
     "dqn_atari_jax": ZooEntry(
-        "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.dqn_atari_jax_eval", {"epsilon": 0.01}
+        "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_dqn_atari", {"epsilon": 0.01}
     ),
     "c51_atari_jax": ZooEntry(
-        "cleanrl.c51_atari_jax", "QNetwork", "cleanrl_utils.evals.c51_atari_jax_eval", {"epsilon": 0.01}
+        "cleanrl.c51_atari_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_c51_atari", {"epsilon": 0.01}
     ),
     "qdagger_dqn_atari_jax_impalacnn": ZooEntry(
         "cleanrl.qdagger_dqn_atari_jax_impalacnn",
         "QNetwork",
-        "cleanrl_utils.evals.qdagger_dqn_atari_jax_impalacnn_eval",
+        "cleanrl_utils.evals.jax.evaluate_dqn_atari",
         {"epsilon": 0.01},
     ),
     # the scan file saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
     "ppo_atari_envpool_xla_jax_scan": ZooEntry(
-        "cleanrl.ppo_atari_envpool_xla_jax_scan", "Agent", "cleanrl_utils.evals.ppo_envpool_jax_eval"
+        "cleanrl.ppo_atari_envpool_xla_jax_scan", "Agent", "cleanrl_utils.evals.jax.evaluate_ppo_envpool"
     ),
 }
 

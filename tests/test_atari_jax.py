@@ -12,9 +12,9 @@ import torch
 
 from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_dqn_atari_impalacnn
 from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
-from cleanrl_utils.evals import c51_atari_jax_eval, dqn_atari_jax_eval, flax_params
+from cleanrl_utils.evals import jax as jax_evals
 from cleanrl_utils.frame_replay import FrameReplayBuffer
-from tests.atari_jax_teacher import save_jax_teacher
+from tests.fixtures.teachers import save_jax_teacher
 from tests.helpers import run_in_process
 from tests.test_frame_replay import FRAME, STACK
 
@@ -57,7 +57,7 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()
     teacher, params = qdagger_jax.load_teacher(str(teacher_path), "dqn_atari_jax", env)
     original = dqn_atari_jax.QNetwork(action_dim=env.action_space.n)
-    original_params = flax_params.load_params(str(teacher_path), original, env.observation_space.sample())
+    original_params = jax_evals.load_params(str(teacher_path), original, env.observation_space.sample())
     env.close()
     np.testing.assert_allclose(teacher.apply(params, random_frames()), original.apply(original_params, random_frames()))
 
@@ -134,7 +134,7 @@ def test_evaluators_play_saved_params_and_refuse_files_that_do_not_fit(tmp_path,
     monkeypatch.chdir(tmp_path)
     save_jax_teacher(tmp_path / "pong.cleanrl_model", "PongNoFrameskip-v4")  # 6 actions: not a Breakout model
     with pytest.raises(ValueError, match="do not fit this network"):
-        dqn_atari_jax_eval.evaluate(
+        jax_evals.evaluate_dqn_atari(
             str(tmp_path / "pong.cleanrl_model"),
             dqn_atari_jax.make_env,
             BREAKOUT,
@@ -150,7 +150,7 @@ def test_evaluators_play_saved_params_and_refuse_files_that_do_not_fit(tmp_path,
     env.close()
     (tmp_path / "c51.cleanrl_model").write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support}))
     (tmp_path / "bare.cleanrl_model").write_bytes(flax.serialization.to_bytes(params))
-    returns = c51_atari_jax_eval.evaluate(
+    returns = jax_evals.evaluate_c51_atari(
         "c51.cleanrl_model",
         c51_atari_jax.make_env,
         BREAKOUT,
@@ -162,7 +162,7 @@ def test_evaluators_play_saved_params_and_refuse_files_that_do_not_fit(tmp_path,
     )
     assert len(returns) == 2 and all(r >= 0 for r in returns)
     with pytest.raises(ValueError, match="not a c51_atari_jax.py model"):
-        c51_atari_jax_eval.evaluate(
+        jax_evals.evaluate_c51_atari(
             "bare.cleanrl_model", c51_atari_jax.make_env, BREAKOUT, 1, "ev", c51_atari_jax.QNetwork, capture_video=False
         )
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from cleanrl import c51
-from cleanrl_utils.evals.c51_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_c51
 
 
 def test_projection_splits_mass_between_neighbouring_atoms():
@@ -38,8 +38,8 @@ def saved_c51(tmp_path) -> str:
 
 def test_evaluate_rebuilds_the_support_from_the_saved_args(saved_c51, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    returns = evaluate(saved_c51, c51.make_env, "CartPole-v1", 3, "ev", c51.QNetwork, epsilon=0.0, capture_video=False)
-    again = evaluate(saved_c51, c51.make_env, "CartPole-v1", 3, "ev", c51.QNetwork, epsilon=0.0, capture_video=False)
+    returns = evaluate_c51(saved_c51, c51.make_env, "CartPole-v1", 3, "ev", c51.QNetwork, epsilon=0.0, capture_video=False)
+    again = evaluate_c51(saved_c51, c51.make_env, "CartPole-v1", 3, "ev", c51.QNetwork, epsilon=0.0, capture_video=False)
     assert len(returns) == 3 and returns == again
 
 
@@ -47,5 +47,5 @@ def test_evaluate_rejects_a_bare_state_dict(tmp_path):
     env = c51.make_env("CartPole-v1", 0, False, "unused")()
     path = tmp_path / "bare.cleanrl_model"
     torch.save(c51.QNetwork(env).state_dict(), path)
-    with pytest.raises(ValueError, match="not a c51.py model"):
-        evaluate(str(path), c51.make_env, "CartPole-v1", 1, "ev", c51.QNetwork, capture_video=False)
+    with pytest.raises(ValueError, match="is not a distributional Q-network's model"):
+        evaluate_c51(str(path), c51.make_env, "CartPole-v1", 1, "ev", c51.QNetwork, capture_video=False)

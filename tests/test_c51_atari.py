@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from cleanrl import c51_atari
-from cleanrl_utils.evals.c51_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_distributional
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 
@@ -59,7 +59,9 @@ def saved_model(path, n_atoms=11) -> str:
 def test_evaluate_plays_whole_games_on_the_saved_support(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = saved_model(tmp_path / "c51_atari.cleanrl_model")
-    returns = evaluate(model, c51_atari.make_env, BREAKOUT, 2, "ev", c51_atari.QNetwork, epsilon=0.05, capture_video=False)
+    returns = evaluate_distributional(
+        model, c51_atari.make_env, BREAKOUT, 2, "ev", c51_atari.QNetwork, epsilon=0.05, capture_video=False
+    )
     assert len(returns) == 2 and all(r >= 0 for r in returns)
 
 
@@ -67,5 +69,5 @@ def test_evaluate_rejects_a_bare_state_dict(tmp_path):
     env = c51_atari.make_env(BREAKOUT, 0, False, "unused")()
     path = tmp_path / "bare.cleanrl_model"
     torch.save(c51_atari.QNetwork(env).state_dict(), path)
-    with pytest.raises(ValueError, match="not a c51_atari.py model"):
-        evaluate(str(path), c51_atari.make_env, BREAKOUT, 1, "ev", c51_atari.QNetwork, capture_video=False)
+    with pytest.raises(ValueError, match="is not a distributional Q-network's model"):
+        evaluate_distributional(str(path), c51_atari.make_env, BREAKOUT, 1, "ev", c51_atari.QNetwork, capture_video=False)

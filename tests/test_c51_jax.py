@@ -7,7 +7,7 @@ import optax
 import pytest
 
 from cleanrl import c51_jax
-from cleanrl_utils.evals.c51_jax_eval import evaluate
+from cleanrl_utils.evals.jax import evaluate_c51
 
 
 def test_projection_splits_mass_between_neighbouring_atoms():
@@ -81,4 +81,4 @@ def test_evaluate_rejects_bare_parameters(tmp_path):
     path = tmp_path / "bare.cleanrl_model"
     path.write_bytes(flax.serialization.to_bytes(network.init(jax.random.PRNGKey(0), np.zeros(4, np.float32))))
     with pytest.raises(ValueError, match="not a c51_jax.py model"):
-        evaluate(str(path), c51_jax.make_env, "CartPole-v1", 1, "ev", c51_jax.QNetwork, capture_video=False)
+        evaluate_c51(str(path), c51_jax.make_env, "CartPole-v1", 1, "ev", c51_jax.QNetwork, capture_video=False)

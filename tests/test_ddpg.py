@@ -14,7 +14,7 @@ import torch
 
 from cleanrl import ddpg_continuous_action as ddpg
 from cleanrl import td3_continuous_action as td3
-from cleanrl_utils.evals.ddpg_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
 from tests.helpers import REPO
 
 # asymmetric, and not [-1, 1]: the centre is not 0 and the half-ranges differ per dimension
@@ -104,7 +104,7 @@ def test_evaluation_without_noise_is_the_deterministic_actor(tmp_path, monkeypat
     torch.manual_seed(3)
     actor, qf1 = ddpg.Actor(envs), ddpg.QNetwork(envs)
     torch.save((actor.state_dict(), qf1.state_dict()), tmp_path / "m.cleanrl_model")
-    returns = evaluate(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
+    returns = evaluate_deterministic_actor(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
                        capture_video=False, exploration_noise=0.0, seed=5)  # fmt: skip
     env = gym.make("Pendulum-v1")
     expected, obs = [], env.reset(seed=5)[0]
@@ -118,7 +118,7 @@ def test_evaluation_without_noise_is_the_deterministic_actor(tmp_path, monkeypat
         expected.append(total)
         obs = env.reset()[0]
     assert returns == pytest.approx(expected, rel=1e-6)
-    noisy = evaluate(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
+    noisy = evaluate_deterministic_actor(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
                      capture_video=False, exploration_noise=0.1, seed=5)  # fmt: skip
     assert noisy != returns
 
@@ -126,5 +126,5 @@ def test_evaluation_without_noise_is_the_deterministic_actor(tmp_path, monkeypat
 def test_evaluator_rejects_a_file_without_an_actor(tmp_path):
     torch.save({"agent": {}}, tmp_path / "other.cleanrl_model")
     with pytest.raises(ValueError, match="no \\(actor, critic...\\) tuple"):
-        evaluate(str(tmp_path / "other.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 1, "unused", ddpg.Actor,
+        evaluate_deterministic_actor(str(tmp_path / "other.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 1, "unused", ddpg.Actor,
                  capture_video=False)  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 
 from cleanrl import ddpg_continuous_action_jax as ddpg
 from cleanrl import td3_continuous_action_jax as td3
-from cleanrl_utils.evals.ddpg_jax_eval import evaluate
+from cleanrl_utils.evals.jax import evaluate_deterministic_actor
 from tests import helpers
 from tests.helpers import REPO, run_script, script_env
 
@@ -157,8 +157,10 @@ def test_evaluation_without_noise_is_the_deterministic_actor(module, critics, tm
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "m.cleanrl_model"
     actor, params = save_untrained(module, "Pendulum-v1", model, critics)
-    returns = evaluate(str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, device="cpu",
-                       capture_video=False, exploration_noise=0.0, seed=5)  # fmt: skip
+    returns = evaluate_deterministic_actor(
+        str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, device="cpu", capture_video=False,
+        exploration_noise=0.0, seed=5,
+    )  # fmt: skip
     env = gym.make("Pendulum-v1")
     expected, obs = [], env.reset(seed=5)[0]
     for _ in range(2):
@@ -170,7 +172,9 @@ def test_evaluation_without_noise_is_the_deterministic_actor(module, critics, tm
         expected.append(total)
         obs = env.reset()[0]
     assert returns == pytest.approx(expected, rel=1e-5)
-    noisy = evaluate(str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, capture_video=False, seed=5)
+    noisy = evaluate_deterministic_actor(
+        str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, capture_video=False, seed=5
+    )
     assert noisy != returns
 
 
@@ -179,11 +183,13 @@ def test_evaluator_rejects_other_files_and_other_envs(tmp_path):
     other = tmp_path / "other.cleanrl_model"
     other.write_bytes(flax.serialization.to_bytes({"agent": np.zeros(3)}))
     with pytest.raises(ValueError, match=r"no \[actor, critic...\] list"):
-        evaluate(str(other), ddpg.make_env, "Pendulum-v1", 1, "unused", ddpg.Actor, capture_video=False)
+        evaluate_deterministic_actor(str(other), ddpg.make_env, "Pendulum-v1", 1, "unused", ddpg.Actor, capture_video=False)
     model = tmp_path / "pendulum.cleanrl_model"
     save_untrained(ddpg, "Pendulum-v1", model, 1)  # 3 observation numbers; MountainCarContinuous has 2
     with pytest.raises(ValueError, match="does not fit this env"):
-        evaluate(str(model), ddpg.make_env, "MountainCarContinuous-v0", 1, "unused", ddpg.Actor, capture_video=False)
+        evaluate_deterministic_actor(
+            str(model), ddpg.make_env, "MountainCarContinuous-v0", 1, "unused", ddpg.Actor, capture_video=False
+        )
 
 
 @pytest.mark.parametrize("script", ["ddpg_continuous_action_jax.py", "td3_continuous_action_jax.py"])

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from cleanrl import dqn
-from cleanrl_utils.evals.dqn_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_dqn
 from tests.helpers import save_untrained_model
 
 
@@ -16,8 +16,8 @@ def untrained_dqn(tmp_path) -> str:
     )
 
 
-def evaluate_dqn(model_path: str, eval_episodes: int, epsilon: float = 0.05) -> list[float]:
-    return evaluate(
+def play(model_path: str, eval_episodes: int, epsilon: float = 0.05) -> list[float]:
+    return evaluate_dqn(
         model_path, dqn.make_env, "CartPole-v1", eval_episodes, "ev", dqn.QNetwork, epsilon=epsilon, capture_video=False
     )
 
@@ -25,10 +25,10 @@ def evaluate_dqn(model_path: str, eval_episodes: int, epsilon: float = 0.05) -> 
 def test_evaluate_is_greedy_at_epsilon_zero(untrained_dqn, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     random.seed(0)
-    greedy = [evaluate_dqn(untrained_dqn, eval_episodes=2, epsilon=0.0) for _ in range(2)]
+    greedy = [play(untrained_dqn, eval_episodes=2, epsilon=0.0) for _ in range(2)]
     assert greedy[0] == greedy[1] and len(greedy[0]) == 2
 
 
 def test_evaluate_rejects_non_positive_episode_count(untrained_dqn):
     with pytest.raises(ValueError, match="eval_episodes"):
-        evaluate_dqn(untrained_dqn, eval_episodes=0)
+        play(untrained_dqn, eval_episodes=0)

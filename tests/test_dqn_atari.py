@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import dqn_atari
-from cleanrl_utils.evals.dqn_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_dqn
 from tests.helpers import save_untrained_model
 
 
@@ -44,7 +44,7 @@ def test_evaluate_plays_whole_games(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = dqn_atari.make_env("BreakoutNoFrameskip-v4", 0, False, "unused")()
     model_path = save_untrained_model(dqn_atari.QNetwork, env, tmp_path / "dqn_atari.cleanrl_model")
-    returns = evaluate(
+    returns = evaluate_dqn(
         model_path,
         dqn_atari.make_env,
         "BreakoutNoFrameskip-v4",

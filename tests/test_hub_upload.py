@@ -1,4 +1,4 @@
-"""--upload-model and cleanrl_utils.huggingface, against a fake Hub on a local port (tests/fake_hub.py)."""
+"""--upload-model and cleanrl_utils.huggingface, against a fake Hub on a local port (tests/fixtures/fake_hub.py)."""
 
 import importlib.metadata
 import re
@@ -13,7 +13,7 @@ from huggingface_hub import HfApi, ModelCard
 
 from cleanrl_utils.huggingface import UploadError, push_to_hub
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.fake_hub import FakeHub
+from tests.fixtures.fake_hub import FakeHub
 from tests.helpers import REPO, run_script, script_env
 
 
@@ -58,7 +58,7 @@ UPLOADS = {
         "BreakoutNoFrameskip-v4",
         (
             "--teacher-model-path",
-            str(importlib.import_module("tests.atari_teacher").TEACHER_MODEL),
+            str(importlib.import_module("tests.fixtures.teachers").TEACHER_MODEL),
             "--teacher-eval-episodes",
             "1",
             "--teacher-steps",
@@ -104,7 +104,7 @@ UPLOADS = {
         "BreakoutNoFrameskip-v4",
         (
             "--teacher-model-path",
-            str(importlib.import_module("tests.atari_jax_teacher").JAX_TEACHER_MODEL),
+            str(importlib.import_module("tests.fixtures.teachers").JAX_TEACHER_MODEL),
             "--teacher-eval-episodes",
             "1",
             "--teacher-steps",

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from cleanrl import ppo
-from cleanrl_utils.evals.ppo_eval import evaluate
-from tests.envs import EPISODE_LENGTH
+from cleanrl_utils.evals.discrete import evaluate_ppo
+from tests.fixtures.envs import EPISODE_LENGTH
 from tests.helpers import run_in_process, save_untrained_model
 
 # Episodes end together in all 4 sub-envs every EPISODE_LENGTH steps.
@@ -57,8 +57,8 @@ def test_every_episode_is_logged_with_its_true_return_and_length():
 
 def test_truncation_bootstraps_and_termination_does_not(tmp_path):
     # Same rewards, same episode length; only how the episode ends differs.
-    truncated, scalars = trained_value(tmp_path / "t", "tests.envs:ConstantRewardTruncated-v0")
-    terminated, _ = trained_value(tmp_path / "d", "tests.envs:ConstantRewardTerminated-v0")
+    truncated, scalars = trained_value(tmp_path / "t", "tests.fixtures.envs:ConstantRewardTruncated-v0")
+    terminated, _ = trained_value(tmp_path / "d", "tests.fixtures.envs:ConstantRewardTerminated-v0")
     # A cut episode goes on in truth: its value heads for 1 / (1 - 0.99) = 100.
     # A terminated one is worth at most EPISODE_LENGTH.
     assert terminated < EPISODE_LENGTH + 0.5
@@ -77,7 +77,7 @@ def test_evaluate_loads_model_and_returns_episodes(tmp_path, monkeypatch, captur
     monkeypatch.chdir(tmp_path)
     envs = ppo.make_vector_env("CartPole-v1", 1, False, "unused")
     model_path = save_untrained_model(ppo.Agent, envs, tmp_path / "ppo.cleanrl_model")
-    returns = evaluate(model_path, ppo.make_env, "CartPole-v1", 3, "ev", ppo.Agent, capture_video=capture_video)
+    returns = evaluate_ppo(model_path, ppo.make_env, "CartPole-v1", 3, "ev", ppo.Agent, capture_video=capture_video)
     assert len(returns) == 3 and all(r >= 1 for r in returns)
     assert bool(list((tmp_path / "videos" / "ev").glob("*.mp4"))) == capture_video
 
@@ -87,4 +87,4 @@ def test_evaluate_rejects_wrong_model(tmp_path):
         ppo.Agent, ppo.make_vector_env("Acrobot-v1", 1, False, "unused"), tmp_path / "acrobot.cleanrl_model"
     )
     with pytest.raises(RuntimeError, match="size mismatch"):
-        evaluate(model_path, ppo.make_env, "CartPole-v1", 1, "ev", ppo.Agent, capture_video=False)
+        evaluate_ppo(model_path, ppo.make_env, "CartPole-v1", 1, "ev", ppo.Agent, capture_video=False)

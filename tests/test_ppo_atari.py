@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import ppo_atari
-from cleanrl_utils.evals.ppo_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_ppo
 from tests.helpers import save_untrained_model
 
 
@@ -60,7 +60,9 @@ def test_evaluate_plays_whole_games(tmp_path, monkeypatch):
     envs = ppo_atari.make_vector_env("BreakoutNoFrameskip-v4", 1, False, "unused")
     model_path = save_untrained_model(ppo_atari.Agent, envs, tmp_path / "ppo_atari.cleanrl_model")
     envs.close()
-    returns = evaluate(model_path, ppo_atari.make_env, "BreakoutNoFrameskip-v4", 2, "ev", ppo_atari.Agent, capture_video=True)
+    returns = evaluate_ppo(
+        model_path, ppo_atari.make_env, "BreakoutNoFrameskip-v4", 2, "ev", ppo_atari.Agent, capture_video=True
+    )
     assert len(returns) == 2 and all(r >= 0 for r in returns)
     assert list((tmp_path / "videos" / "ev").glob("*.mp4"))
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import ppo_atari_lstm
-from cleanrl_utils.evals.ppo_atari_lstm_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_ppo_lstm
 from tests.helpers import run_script, save_untrained_model
 
 
@@ -144,7 +144,7 @@ def test_evaluate_carries_the_memory_and_resets_it_after_each_lost_life(tmp_path
     model_path = save_untrained_model(ppo_atari_lstm.Agent, envs, tmp_path / "ppo_atari_lstm.cleanrl_model")
     envs.close()
     RecordingAgent.calls = []
-    returns = evaluate(
+    returns = evaluate_ppo_lstm(
         model_path, ppo_atari_lstm.make_env, "BreakoutNoFrameskip-v4", 2, "ev", RecordingAgent, capture_video=False
     )
     assert len(returns) == 2 and all(r >= 0 and math.isfinite(r) for r in returns)

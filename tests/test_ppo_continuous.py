@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils.evals.ppo_continuous_eval import evaluate, load_model
+from cleanrl_utils.evals.continuous import evaluate_ppo, load_ppo_model
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, run_script
 
@@ -34,7 +34,7 @@ def trained(request, tmp_path_factory):
 @pytest.mark.extended  # 9 s of one core: CI runs it after the quick run
 def test_saved_model_holds_the_observation_statistics(trained):
     module, model_path, _ = trained
-    saved = load_model(str(model_path))
+    saved = load_ppo_model(str(model_path))
     rms = saved["obs_rms"]
     assert rms["mean"].shape == rms["var"].shape == (3,)  # Pendulum: cos, sin, angular velocity
     assert rms["count"] > 2048  # updated on every observation of training (plus the initial epsilon)
@@ -47,9 +47,9 @@ def test_evaluation_acts_as_the_agent_with_the_saved_statistics(trained):
     """The evaluator's episodes equal a hand-written loop: raw env, training statistics, the agent's mean action."""
     module, model_path, _ = trained
     play = {"capture_video": False, "seed": 3, "deterministic": True}  # the agent's mean action, from seed 3
-    returns = evaluate(str(model_path), module.make_env, "Pendulum-v1", 2, "unused", module.Agent, **play)
+    returns = evaluate_ppo(str(model_path), module.make_env, "Pendulum-v1", 2, "unused", module.Agent, **play)
 
-    saved = load_model(str(model_path))
+    saved = load_ppo_model(str(model_path))
     mean, var = saved["obs_rms"]["mean"].numpy(), saved["obs_rms"]["var"].numpy()
     env = gym.make("Pendulum-v1")
     agent = module.Agent(gym.vector.SyncVectorEnv([module.make_env("Pendulum-v1", 0, False, "unused")]))
@@ -107,7 +107,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     evaluator does: the same raw observations give the same actions. Without the saved statistics they would not."""
     import runpy
 
-    from cleanrl_utils.evals.ppo_continuous_eval import restore_obs_rms
+    from cleanrl_utils.evals.continuous import restore_obs_rms
 
     monkeypatch.chdir(tmp_path)
     argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", *FEW_UPDATES]
@@ -125,7 +125,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
 
     module = trained["Agent"], trained["make_env"]
     Agent, make_env = module
-    saved = load_model(str(model_path))
+    saved = load_ppo_model(str(model_path))
     envs = gym.vector.SyncVectorEnv([make_env("Hopper-v4", 0, False, "unused")])
     reloaded = Agent(envs)
     reloaded.load_state_dict(saved["agent"])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils.evals.ppo_pettingzoo_eval import points_against_random
+from cleanrl_utils.evals.special import points_against_random
 from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
 
 SCRIPT = "ppo_pettingzoo_ma_atari.py"
@@ -69,7 +69,7 @@ def test_each_player_episode_is_logged_and_printed(smoke):
 
 def test_saved_model_scores_ten_games_against_a_random_player(smoke):
     from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
-    from cleanrl_utils.evals.ppo_pettingzoo_eval import make_game
+    from cleanrl_utils.evals.special import make_game
 
     model = smoke.run_dir / "ppo_pettingzoo_ma_atari.cleanrl_model"
     envs = make_game(make_vector_env, "pong_v3", 400)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cleanrl import pqn
-from cleanrl_utils.evals.pqn_eval import evaluate
+from cleanrl_utils.evals.discrete import evaluate_pqn
 from tests.helpers import save_untrained_model
 
 
@@ -58,7 +58,9 @@ def untrained_pqn(tmp_path) -> str:
 def test_evaluate_is_greedy_at_epsilon_zero(untrained_pqn, tmp_path, monkeypatch, capture_video):
     monkeypatch.chdir(tmp_path)
     runs = [
-        evaluate(untrained_pqn, pqn.make_env, "CartPole-v1", 2, "ev", pqn.QNetwork, epsilon=0.0, capture_video=capture_video)
+        evaluate_pqn(
+            untrained_pqn, pqn.make_env, "CartPole-v1", 2, "ev", pqn.QNetwork, epsilon=0.0, capture_video=capture_video
+        )
         for _ in range(2)
     ]
     assert runs[0] == runs[1] and len(runs[0]) == 2

@@ -12,8 +12,8 @@ from torch.distributions import Categorical, kl_divergence
 from cleanrl import dqn_atari
 from cleanrl import qdagger_dqn_atari_impalacnn as qdagger
 from cleanrl_utils.frame_replay import FrameReplayBuffer
-from tests.atari_teacher import TEACHER_MODEL, save_teacher
-from tests.fake_hub import FakeHub
+from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.teachers import TEACHER_MODEL, save_teacher
 from tests.helpers import run_in_process, run_script, script_env
 
 ENV_ID = "BreakoutNoFrameskip-v4"

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from cleanrl import rainbow_atari
-from cleanrl_utils.evals.c51_atari_eval import load_distributional
-from cleanrl_utils.evals.rainbow_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_distributional
+from cleanrl_utils.evals.common import load_distributional
 from tests.helpers import run_script
 from tests.test_frame_replay import FRAME, STACK, synthetic_steps
 
@@ -200,10 +200,12 @@ def test_evaluate_plays_whole_games_without_noise(tmp_path, monkeypatch):
     path = tmp_path / "rainbow_atari.cleanrl_model"
     torch.save({"model_weights": model.state_dict(), "args": support}, path)
     Model = rainbow_atari.NoisyDuelingDistributionalNetwork
-    assert not load_distributional(str(path), env, Model, "cpu", "rainbow_atari.py").training  # noisy layers: means only
+    assert not load_distributional(str(path), env, Model, "cpu").training  # noisy layers: means only
 
     def play():
-        return evaluate(str(path), rainbow_atari.make_env, BREAKOUT, 1, "ev", Model, epsilon=0.0, capture_video=False)
+        return evaluate_distributional(
+            str(path), rainbow_atari.make_env, BREAKOUT, 1, "ev", Model, epsilon=0.0, capture_video=False
+        )
 
     returns = play()
     assert len(returns) == 1 and returns[0] >= 0

@@ -15,8 +15,7 @@ import torch
 
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.atari_jax_teacher import JAX_TEACHER_MODEL
-from tests.atari_teacher import TEACHER_MODEL
+from tests.fixtures.teachers import JAX_TEACHER_MODEL, TEACHER_MODEL
 from tests.helpers import REPO, Run, killed_mid_write, run_in_process, run_script, script_env
 
 TIME_TAGS = {"charts/SPS", "episode/t_mean"}  # depend on the clock, not on the computation

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cleanrl import sac_continuous_action as sac
-from cleanrl_utils.evals.sac_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_sac
 from tests.helpers import Run, run_in_process
 
 # the runs are made in this process: an interpreter importing torch costs more than one of them
@@ -236,7 +236,7 @@ def test_saved_model_holds_actor_and_critics(trained):
 def test_evaluation_plays_the_mean_action(trained):
     """The evaluator's episodes equal a hand-written loop over the raw env with tanh(mean) scaled to [-2, 2]."""
     model_path = trained["pendulum"].run_dir / "sac_continuous_action.cleanrl_model"
-    returns = evaluate(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor, capture_video=False, seed=3)
+    returns = evaluate_sac(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor, capture_video=False, seed=3)
     envs = gym.vector.SyncVectorEnv([sac.make_env("Pendulum-v1", 0, False, "unused")])
     actor = sac.Actor(envs)
     actor.load_state_dict(torch.load(model_path, weights_only=True)["actor"])
@@ -253,6 +253,6 @@ def test_evaluation_plays_the_mean_action(trained):
         expected.append(total)
         obs = env.reset()[0]
     assert returns == pytest.approx(expected, rel=1e-5)
-    sampled = evaluate(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor,
+    sampled = evaluate_sac(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor,
                        capture_video=False, seed=3, deterministic=False)  # fmt: skip
     assert sampled != returns

@@ -9,7 +9,7 @@ import torch
 from torch.distributions import Categorical
 
 from cleanrl import sac_atari
-from cleanrl_utils.evals.sac_atari_eval import evaluate
+from cleanrl_utils.evals.atari import evaluate_sac
 from tests.helpers import run_script
 
 N_ACTIONS = 6
@@ -115,7 +115,7 @@ def test_evaluate_plays_whole_games_sampled_or_greedy(tmp_path, monkeypatch):
     torch.save({"actor": sac_atari.Actor(env).state_dict()}, tmp_path / "sac_atari.cleanrl_model")
     env.close()
     play = functools.partial(
-        evaluate, "sac_atari.cleanrl_model", sac_atari.make_env, "BreakoutNoFrameskip-v4", 1, "ev", sac_atari.Actor
+        evaluate_sac, "sac_atari.cleanrl_model", sac_atari.make_env, "BreakoutNoFrameskip-v4", 1, "ev", sac_atari.Actor
     )
     sampled = play(capture_video=False)
     assert len(sampled) == 1 and sampled[0] >= 0
@@ -126,7 +126,7 @@ def test_evaluate_plays_whole_games_sampled_or_greedy(tmp_path, monkeypatch):
 def test_evaluate_refuses_a_file_without_actor_weights(tmp_path):
     torch.save({"q_network": {}}, tmp_path / "other.cleanrl_model")
     with pytest.raises(ValueError, match="holds no actor weights"):
-        evaluate(
+        evaluate_sac(
             str(tmp_path / "other.cleanrl_model"),
             sac_atari.make_env,
             "BreakoutNoFrameskip-v4",

@@ -341,8 +341,8 @@ SCRIPTS["sac_atari.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# the teacher: an untrained dqn_atari.py model, written when tests.atari_teacher is imported
-from tests.atari_teacher import TEACHER_MODEL  # noqa: E402
+# the teacher: an untrained dqn_atari.py model, written when TEACHER_MODEL is first imported
+from tests.fixtures.teachers import TEACHER_MODEL  # noqa: E402
 
 # 25 online updates (steps 200-296, every 4th): the first at step 200, where the losses are logged; an IMPALA-CNN
 # update costs ~0.44 s on one thread, so each one left out saves that much
@@ -510,8 +510,8 @@ SCRIPTS["c51_atari_jax.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# the teacher: an untrained dqn_atari_jax.py model, written when tests.atari_jax_teacher is imported
-from tests.atari_jax_teacher import JAX_TEACHER_MODEL  # noqa: E402
+# the teacher: an untrained dqn_atari_jax.py model, written when JAX_TEACHER_MODEL is first imported
+from tests.fixtures.teachers import JAX_TEACHER_MODEL  # noqa: E402
 
 QDAGGER_JAX_RUN_ARGS = (
     "--teacher-model-path", str(JAX_TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import td3_continuous_action as td3
-from cleanrl_utils.evals.td3_eval import evaluate
+from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
 from tests import helpers
 from tests.test_ddpg import adam_steps, run_in_process
 
@@ -82,6 +82,6 @@ def test_several_envs_count_environment_steps_and_log_every_episode(tmp_path):
     td3.Actor(envs).load_state_dict(saved[0])
     td3.QNetwork(envs).load_state_dict(saved[1])
     td3.QNetwork(envs).load_state_dict(saved[2])
-    returns = evaluate(str(run.run_dir / "td3_continuous_action.cleanrl_model"), td3.make_env, "Pendulum-v1", 2,
+    returns = evaluate_deterministic_actor(str(run.run_dir / "td3_continuous_action.cleanrl_model"), td3.make_env, "Pendulum-v1", 2,
                        "unused", td3.Actor, capture_video=False)  # fmt: skip
     assert len(returns) == 2 and all(-16.3 * 200 <= r <= 0 for r in returns)

@@ -8,7 +8,7 @@ value function back, is in test_ppo.py.)
 
 import pytest
 
-from tests.envs import EPISODE_LENGTH
+from tests.fixtures.envs import EPISODE_LENGTH
 from tests.helpers import run_in_process
 
 # 1800 updates, a target refresh every 25: the cut episode's value reaches ~51, the terminated one's stays ~4-5
@@ -70,8 +70,8 @@ QUICK_CASES = {"dqn.py"}
 )
 def test_truncation_bootstraps_and_termination_does_not(script, tmp_path):
     prefix = "Continuous" if script in CONTINUOUS_Q_TAG else ""
-    truncated = final_q_value(script, f"tests.envs:{prefix}ConstantRewardTruncated-v0", tmp_path / "t")
-    terminated = final_q_value(script, f"tests.envs:{prefix}ConstantRewardTerminated-v0", tmp_path / "d")
+    truncated = final_q_value(script, f"tests.fixtures.envs:{prefix}ConstantRewardTruncated-v0", tmp_path / "t")
+    terminated = final_q_value(script, f"tests.fixtures.envs:{prefix}ConstantRewardTerminated-v0", tmp_path / "d")
     # a terminated episode is worth at most its length (5); had its end been bootstrapped, its value would climb
     # like the cut one's (~30-55 after these runs): the two bounds leave a factor of 2 on either side
     assert terminated < 2 * EPISODE_LENGTH

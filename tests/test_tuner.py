@@ -1,6 +1,6 @@
 """The Optuna tuner: scores worked out by hand, failures, pruning, resuming, and two workers sharing a PostgreSQL study.
 
-Most tests tune tests/fake_training_script.py, whose final logged returns are
+Most tests tune tests/fixtures/fake_training_script.py, whose final logged returns are
 `x * (seed + 1) + offset(env)` (offsets: EnvA 0, EnvB 10, EnvC 40), after 10 early values of 1000
 that the default window of 50 leaves out. One test tunes the real cleanrl/ppo.py.
 """
@@ -31,10 +31,10 @@ from cleanrl_utils.tuner import (
     storage_url,
     with_available_driver,
 )
+from tests.fixtures.postgres import PostgresUnavailable, running_postgres
 from tests.helpers import REPO, missing_system_package, process_is_alive, script_env, wait_for_wandb_history_keys
-from tests.postgres import PostgresUnavailable, running_postgres
 
-FAKE_SCRIPT = str(Path(__file__).parent / "fake_training_script.py")
+FAKE_SCRIPT = str(Path(__file__).parent / "fixtures" / "fake_training_script.py")
 METRIC = "charts/episodic_return"
 OFFSETS = {"EnvA-v0": 0.0, "EnvB-v0": 10.0, "EnvC-v0": 40.0}
 

@@ -14,7 +14,7 @@ import torch
 from cleanrl_utils.enjoy import Args, EnjoyError, enjoy
 from cleanrl_utils.huggingface import push_to_hub
 from cleanrl_utils.zoo import ZOO, entry
-from tests.fake_hub import FakeHub
+from tests.fixtures.fake_hub import FakeHub
 from tests.helpers import REPO, script_env
 
 SAVING_SCRIPTS = sorted(
@@ -52,7 +52,7 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         obs_rms = {"mean": torch.zeros(3, dtype=torch.float64), "var": torch.ones(3, dtype=torch.float64), "count": 1.0}
         torch.save({"agent": model_class(envs).state_dict(), "obs_rms": obs_rms}, path)
     elif exp_name == "ppo_pettingzoo_ma_atari":  # the shared Agent's state_dict, built on one game copy of Pong
-        from cleanrl_utils.evals.ppo_pettingzoo_eval import make_game
+        from cleanrl_utils.evals.special import make_game
 
         envs = make_game(make_env, "pong_v3")
         torch.save(model_class(envs).state_dict(), path)

@@ -42,8 +42,8 @@ def fail(message: str):
 if __name__ == "__main__":
     args = tyro.cli(Args)
     try:
-        from cleanrl_utils.evals.ppo_trxl_eval import load_agent, memory_policy
-        from cleanrl_utils.evals.torch_models import read_model_file
+        from cleanrl_utils.evals.common import read_model_file
+        from cleanrl_utils.evals.special import load_agent, memory_policy
     except ImportError:
         fail("enjoy.py uses cleanrl_utils: install this project first (pip install -e .)")
     if args.episodes <= 0:

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.optim as optim
 from torch.distributions import Categorical
 
-from cleanrl_utils.evals.ppo_trxl_eval import evaluate
+from cleanrl_utils.evals.special import evaluate_trxl
 from cleanrl_utils.experiment import Experiment
 
 try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
@@ -612,7 +612,7 @@ if __name__ == "__main__":
             # the weights, and what rebuilds the agent around them (enjoy.py and the evaluator read both)
             model = {"model_weights": agent.state_dict(), "args": vars(args), "max_episode_steps": max_episode_steps}
             torch.save(model, exp.model_path)
-            episodic_returns = evaluate(
+            episodic_returns = evaluate_trxl(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )
             for idx, episodic_return in enumerate(episodic_returns):  # no --upload-model here: logged by hand

@@ -1,12 +1,13 @@
-"""The episode loops, env construction and action rules of the evaluators, each written once.
+"""What every evaluator family shares, each written once: env construction, episode loops, action rules, and
+reading the model files of the PyTorch scripts.
 
-An evaluator module only says which of them its algorithm uses: how its env is made, how its model
-file is read and how its policy acts. The rest (seeding, counting returns, Atari whole games, closing
-the env) is here, so a fix to any of it reaches every algorithm.
+An evaluator only says which of these its algorithm uses: how its env is made, how its model file is read and
+how its policy acts. The rest (seeding, counting returns, Atari whole games, closing the env) is here, so a fix
+to any of it reaches every algorithm.
 """
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,7 +51,7 @@ def closed_on_error(env: gym.Env | gym.vector.VectorEnv) -> Iterator[None]:
         raise
 
 
-def _collect(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
+def collect_returns(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
     """Reset `env`, then call `step(obs) -> (obs, returns of the episodes that just ended)` until enough ended."""
     if eval_episodes <= 0:
         raise ValueError(f"eval_episodes must be positive, got {eval_episodes}")
@@ -83,7 +84,7 @@ def single_env_returns(env: gym.Env, act: Act, eval_episodes: int, seed: int = 0
         counted = not whole_games or "episode" in info
         return env.reset()[0], [float(info["episode"]["r"])] if counted else []
 
-    return _collect(env, step, eval_episodes, seed)
+    return collect_returns(env, step, eval_episodes, seed)
 
 
 def recorded_returns(infos: dict) -> list[float]:
@@ -117,7 +118,7 @@ def vector_env_returns_with_memory(
         ended = terminations | truncations
         return obs, returns(infos)
 
-    return _collect(envs, step, eval_episodes, seed)
+    return collect_returns(envs, step, eval_episodes, seed)
 
 
 def vector_env_returns(
@@ -181,3 +182,32 @@ def whole_game_returns(
     """Scores of `eval_episodes` whole Atari games, epsilon-greedy on `q_values` of a batch of one frame stack."""
     act = epsilon_greedy_fn(lambda obs: np.asarray(q_values(obs[None]))[0], env.action_space, epsilon)
     return single_env_returns(env, act, eval_episodes, seed, whole_games=True)
+
+
+# ---------------------------------------------------------------- PyTorch model files
+
+
+def read_model_file(model_path: str, device: torch.device | str = "cpu", keys: Collection[str] = (), not_it: str = "") -> Any:
+    """What `model_path` holds (tensors only: `weights_only`). With `keys`, it must be a dict of them, else ValueError
+    "`model_path` `not_it`", a line that says which file it is not."""
+    saved = torch.load(model_path, map_location=device, weights_only=True)
+    if keys and (not isinstance(saved, dict) or not set(keys) <= saved.keys()):
+        raise ValueError(f"{model_path} {not_it}")
+    return saved
+
+
+def with_weights(model: torch.nn.Module, state_dict: dict, device: torch.device | str) -> torch.nn.Module:
+    """`model` on `device` with the saved weights, in eval mode (no dropout, noisy layers at their means)."""
+    model = model.to(device)
+    model.load_state_dict(state_dict)
+    return model.eval()
+
+
+def load_distributional(
+    model_path: str, env: gym.Env, Model: type[torch.nn.Module], device: torch.device | str
+) -> torch.nn.Module:
+    """A C51-style network saved as {model_weights, args}, rebuilt on the support (n_atoms, v_min, v_max) of its args."""
+    not_it = "is not a distributional Q-network's model (expected a dict with model_weights and args)"
+    saved = read_model_file(model_path, device, {"model_weights"}, not_it)
+    support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
+    return with_weights(Model(env, **support), saved["model_weights"], device)
