@@ -19,6 +19,7 @@ from typing import Annotated
 import optuna
 import tyro
 
+from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.tuner import STORAGE_ENV, StorageError, Terminated, Tuner, storage_url
 
 PPO = Path(__file__).resolve().parent / "cleanrl" / "ppo.py"
@@ -52,7 +53,7 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def main() -> None:
-    args = tyro.cli(Args)
+    args = parse_args(Args, prog="python tuner_example.py")
     if args.num_trials < 1 or args.num_seeds < 1 or args.total_timesteps < 1:
         fail("--num-trials, --num-seeds and --total-timesteps must be positive")
     tuner = Tuner(

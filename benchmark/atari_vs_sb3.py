@@ -55,7 +55,7 @@ from benchmark.benchlib import (  # noqa: E402
     torch_threads_env,
     write_result,
 )
-from cleanrl_utils.summarize import mean_std  # noqa: E402
+from cleanrl_utils.report import mean_std  # noqa: E402
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cleanrl_utils import atomic
 from cleanrl_utils.benchmark import LocalRunner, RunSpec
-from cleanrl_utils.summarize import last_mean
+from cleanrl_utils.report import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmark.benchlib import QueuedRun, check_only, one_thread_env, positive_int, run_queue, script, summarize_run  # noqa: E402
-from cleanrl_utils.summarize import mean_std  # noqa: E402
+from cleanrl_utils.report import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
 LAST_EPISODES = 10

@@ -41,7 +41,7 @@ from benchmark.benchlib import (  # noqa: E402
     steady_rate,
     write_result,
 )
-from cleanrl_utils.summarize import best_window_mean, last_mean, mean_std  # noqa: E402
+from cleanrl_utils.report import best_window_mean, last_mean, mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
 
 

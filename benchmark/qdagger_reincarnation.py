@@ -92,7 +92,7 @@ from benchmark.benchlib import (  # noqa: E402
     script,
     summarize_run,
 )
-from cleanrl_utils.summarize import mean_std  # noqa: E402
+from cleanrl_utils.report import mean_std  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 LAST_EPISODES = 20

@@ -22,8 +22,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
-import tyro
 
+from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.huggingface import DownloadError, download, repo_name
 from cleanrl_utils.zoo import entry
 
@@ -127,8 +127,8 @@ def enjoy(args: Args) -> list[float]:
     return returns
 
 
-def main() -> None:
-    args = tyro.cli(Args)
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(Args, argv, prog="python -m cleanrl_utils.enjoy")
     try:
         enjoy(args)
     except EnjoyError as e:

@@ -36,51 +36,19 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 from typing import Any, NoReturn, TypeVar
 
 import gymnasium as gym
 
 from cleanrl_utils import checkpoint as ckpt
+from cleanrl_utils.command_line import parse_args
 
 T = TypeVar("T")
 E = TypeVar("E")
 
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
 ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control", "ALE": "atari"}
-TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes"}, {"false", "0", "no"}
 ATARI_INSTALL = 'the Atari games need ale-py: pip install -e ".[atari]"'
-
-
-def bool_words_as_flags(Args: type, argv: Sequence[str]) -> list[str]:
-    """`argv` with `--flag True`/`--flag=False` spelled as tyro's `--flag`/`--no-flag`.
-
-    The published commands write booleans as words (`--autotune False`); tyro only knows the flags.
-    """
-    booleans = {f.name.replace("_", "-") for f in fields(Args) if f.type in (bool, "bool")}
-    booleans |= {name.replace("-", "_") for name in booleans}
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        name, _, value = word[2:].partition("=")
-        if word.startswith("--") and name in booleans:
-            if not value and i + 1 < len(argv) and argv[i + 1].lower() in TRUE_WORDS | FALSE_WORDS:
-                value, i = argv[i + 1], i + 1
-            if value.lower() in FALSE_WORDS:
-                word = "--no-" + name
-            elif value.lower() in TRUE_WORDS:
-                word = "--" + name
-        out.append(word)
-        i += 1
-    return out
-
-
-def parse_args(Args: type[T], argv: Sequence[str] | None = None) -> T:
-    """The script's `Args` from the command line (tyro), booleans accepted as flags or as words."""
-    import tyro
-
-    return tyro.cli(Args, args=bool_words_as_flags(Args, sys.argv[1:] if argv is None else argv))
 
 
 def free_run_name(base: str) -> str:

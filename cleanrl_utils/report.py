@@ -1,30 +1,34 @@
 """Results tables and learning curves, in Markdown, from the TensorBoard runs of many scripts, envs and seeds.
 
-    python -m cleanrl_utils.report runs --last 100 --plot-dir plots
+    python -m cleanrl_utils.report --runs-dir runs --metric-last-n-average-window 100 --plot-dir plots
 
 finds every run under the given folders, groups the runs by env id (rows) and exp name
 (columns) and prints three tables, each cell the mean ± std across seeds: the mean of each
 run's last N values of a metric, the wall-clock runtime, and the median SPS. `--plot-dir`
 also saves the learning curves: one panel per env id, one line per exp name.
 `--split-by-dir` keeps each given folder apart as a group of its own (its folder name), the
-way W&B tags tell runs of two code versions apart.
+way W&B tags tell runs of two code versions apart. `--per-run` adds each run's own line (its
+last-N mean, its best mean over any window of steps, its final SPS), and `--curve-table-steps N`
+each run's learning curve as a table of mean values per N steps.
 """
 
-import argparse
+import itertools
 import json
 import math
 import os
 import statistics
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
+import tyro
 from matplotlib.figure import Figure
 
 from cleanrl_utils import atomic
-from cleanrl_utils.summarize import last_mean, mean_std
+from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.tensorboard_reader import Series, read_run
 
 EVENT_FILE_GLOB = "events.out.tfevents.*"
@@ -78,6 +82,56 @@ class Curve:
 
 def warn(message: str) -> None:
     print(f"report: warning: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- statistics of one series
+
+
+def last_mean(series: Series, last: int) -> float:
+    """Mean of the last `last` values (all of them when there are fewer)."""
+    if not series:
+        raise ValueError("no values were logged")
+    values = [v for _, v in series[-last:]]
+    return sum(values) / len(values)
+
+
+def best_window_mean(series: Series, window: int) -> tuple[float, int]:
+    """Highest mean over the values logged within `window` consecutive steps, and the step where it starts.
+
+    Windows start at a logged step and must fit inside the logged range, so a window near the
+    end is never judged on a handful of values. A run shorter than one window is one window.
+    """
+    if not series:
+        raise ValueError("no values were logged")
+    last_step = series[-1][0]
+    if series[0][0] + window > last_step + 1:
+        return sum(v for _, v in series) / len(series), series[0][0]
+    best, best_start, hi, total = float("-inf"), series[0][0], 0, 0.0
+    for lo, (start, _) in enumerate(series):
+        if start + window > last_step + 1:
+            break
+        while hi < len(series) and series[hi][0] < start + window:
+            total += series[hi][1]
+            hi += 1
+        mean = total / (hi - lo)
+        if mean > best:
+            best, best_start = mean, start
+        total -= series[lo][1]
+    return best, best_start
+
+
+def curve_by_steps(series: Series, bucket: int) -> dict[int, float]:
+    """Mean value per `bucket` steps, keyed by the bucket's end step (buckets with no value are left out)."""
+    sums: dict[int, list[float]] = {}
+    for step, value in series:
+        sums.setdefault((step // bucket + 1) * bucket, []).append(value)
+    return {end: sum(values) / len(values) for end, values in sorted(sums.items())}
+
+
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
+    """`mean ± std` of `values`, std being the population standard deviation (0 for a single value)."""
+    std = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.{digits}f} ± {std:.{digits}f}"
 
 
 # ---------------------------------------------------------------- finding and reading runs
@@ -317,6 +371,59 @@ def published_section(runs: list[Run], rows: list[str], columns: list[str], metr
     return "\n".join(lines)
 
 
+def seed_order(seed: str) -> tuple[int, str]:
+    return (int(seed), "") if seed.isdigit() else (sys.maxsize, seed)
+
+
+def runs_in_table_order(runs: list[Run], rows: list[str], columns: list[str]) -> list[Run]:
+    """The runs of the tables' cells, row by row, column by column, seed by seed."""
+    placed = [run for run in runs if run.env_id in rows and run.column in columns]
+    return sorted(placed, key=lambda r: (rows.index(r.env_id), columns.index(r.column), seed_order(r.seed), r.path.name))
+
+
+def per_run_section(runs: list[Run], metric: str, last: int, window: int) -> str:
+    """One line per run: how many values it logged, the mean of its last `last`, its best `window`-step mean."""
+    lines = [
+        "## Per run",
+        "",
+        f"`{metric}`: the number of values each run logged, the mean of its last {last}, and its best mean over the "
+        f"values logged within any {window} consecutive steps (with the step where that window starts); then the "
+        f"run's last `{SPS_TAG}` value.",
+        "",
+        f"| run | values | last-{last} mean | best {window}-step window mean (from step) | final SPS |",
+        "|---|---|---|---|---|",
+    ]
+    for run in runs:
+        series = run.scalars.get(metric)
+        if not series:
+            continue
+        best, start = best_window_mean(series, window)
+        sps = run.scalars.get(SPS_TAG)
+        final_sps = f"{sps[-1][1]:.0f}" if sps else "—"
+        lines.append(
+            f"| {run.path.name} | {len(series)} | {last_mean(series, last):.2f} | {best:.2f} ({start}) | {final_sps} |"
+        )
+    return "\n".join(lines)
+
+
+def curve_table_section(runs: list[Run], metric: str, bucket: int) -> str:
+    """Each run's learning curve as numbers: the mean of the values logged in each `bucket` steps, one column a run."""
+    runs = [run for run in runs if run.scalars.get(metric)]
+    curves = [curve_by_steps(run.scalars[metric], bucket) for run in runs]
+    ends = sorted(set().union(*curves))
+    lines = [
+        "## Learning curve by steps",
+        "",
+        f"`{metric}`: each run's mean of the values logged in each {bucket} steps, by the step that ends them "
+        "(— where a run logged none).",
+        "",
+        "| steps up to | " + " | ".join(run.path.name for run in runs) + " |",
+        "|---" * (len(runs) + 1) + "|",
+    ]
+    lines += [f"| {end} | " + " | ".join(f"{c[end]:.1f}" if end in c else "—" for c in curves) + " |" for end in ends]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- learning curves
 
 
@@ -429,31 +536,64 @@ def curves_section(image: Path, output: Path | None, metric: str, smooth: int, b
 # ---------------------------------------------------------------- command line
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m cleanrl_utils.report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs_dirs", nargs="+", type=Path, metavar="RUNS_DIR", help="folders searched for runs")
-    parser.add_argument("--metric", default="charts/episodic_return", help="scalar tag of the results table and curves")
-    parser.add_argument("--last", type=int, default=100, help="values of the metric averaged per run (default 100)")
-    parser.add_argument("--exp-names", nargs="+", metavar="NAME", help="only these exp names, as columns in this order")
-    parser.add_argument("--env-ids", nargs="+", metavar="ENV_ID", help="only these env ids, as rows in this order")
-    parser.add_argument("--split-by-dir", action="store_true", help="each RUNS_DIR is a group of its own: 'exp (folder)'")
-    parser.add_argument("--groups", nargs="+", metavar="FOLDER", help="with --split-by-dir: only these groups, in order")
-    parser.add_argument("--plot-dir", type=Path, help="save learning curves here (no plots without it)")
-    parser.add_argument(
-        "--format", nargs="+", choices=["png", "svg"], default=["png", "svg"], dest="formats", help="image files to save"
+@dataclass
+class Args:
+    """Results tables and learning curves, in Markdown, from the TensorBoard runs of many scripts, envs and seeds."""
+
+    runs_dir: Annotated[list[Path], tyro.conf.arg(metavar="DIR [DIR ...]")] = field(default_factory=lambda: [Path("runs")])
+    """folders searched for runs; a run's own folder counts too (folders given before any flag count as these)"""
+    metric: str = "charts/episodic_return"
+    """scalar tag of the results table, the curves and the per-run lines"""
+    metric_last_n_average_window: Annotated[int, tyro.conf.arg(aliases=("--last",))] = 100
+    """values of the metric averaged per run: its last N"""
+    exp_names: Annotated[list[str] | None, tyro.conf.arg(metavar="NAME [NAME ...]")] = None
+    """only these exp names, as columns in this order"""
+    env_ids: Annotated[list[str] | None, tyro.conf.arg(metavar="ENV_ID [ENV_ID ...]")] = None
+    """only these env ids, as rows in this order"""
+    split_by_dir: bool = False
+    """each runs folder is a group of its own: columns 'exp (folder)'"""
+    groups: Annotated[list[str] | None, tyro.conf.arg(metavar="FOLDER [FOLDER ...]")] = None
+    """with --split-by-dir: only these groups (folder names), in this order"""
+    plot_dir: Annotated[Path | None, tyro.conf.arg(metavar="DIR")] = None
+    """save the learning curves here (no plots without it)"""
+    formats: Annotated[list[Literal["png", "svg"]], tyro.conf.arg(name="format")] = field(
+        default_factory=lambda: ["png", "svg"]
     )
-    parser.add_argument("--band", choices=["std", "minmax"], default="std", help="band around the mean curve")
-    parser.add_argument("--smooth", type=int, default=5, help="rolling mean over this many values per run (1: none)")
-    parser.add_argument("--output", type=Path, help="also write the Markdown to this file")
-    parser.add_argument(
-        "--published", type=Path, help="JSON of published results {exp_name: {env_id: [mean, std]}} to compare against"
-    )
-    return parser.parse_args(argv)
+    """image files to save"""
+    band: Literal["std", "minmax"] = "std"
+    """band around the mean curve: one std across seeds, or their min to max"""
+    smooth: int = 5
+    """curves: rolling mean over this many values per run (1: none)"""
+    output: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
+    """also write the Markdown to this file"""
+    published: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
+    """JSON of published results {exp_name: {env_id: [mean, std]}} to compare against"""
+    per_run: bool = False
+    """add each run's own line: values logged, last-N mean, best window mean, final SPS"""
+    best_window_steps: int = 50000
+    """--per-run: steps in the best-window mean"""
+    curve_table_steps: int = 0
+    """add each run's learning curve as a table of mean values per this many steps (0: no table)"""
 
 
-def check_args(args: argparse.Namespace) -> None:
-    if args.last < 1 or args.smooth < 1:
-        raise ReportError("--last and --smooth must be at least 1")
+def runs_dirs_given_first(argv: Sequence[str]) -> list[str]:
+    """`argv` with folders named before any flag (the earlier spelling, `report runs --last 10`) as --runs-dir's."""
+    leading = list(itertools.takewhile(lambda word: not word.startswith("-"), argv))
+    return ["--runs-dir", *leading, *argv[len(leading) :]] if leading else list(argv)
+
+
+def parse_report_args(argv: Sequence[str] | None) -> Args:
+    argv = sys.argv[1:] if argv is None else argv
+    return parse_args(Args, runs_dirs_given_first(argv), prog="python -m cleanrl_utils.report")
+
+
+def check_args(args: Args) -> None:
+    if args.metric_last_n_average_window < 1 or args.smooth < 1:
+        raise ReportError("--metric-last-n-average-window and --smooth must be at least 1")
+    if args.best_window_steps < 1 or args.curve_table_steps < 0:
+        raise ReportError("--best-window-steps must be at least 1 and --curve-table-steps at least 0")
+    if not args.runs_dir:
+        raise ReportError("--runs-dir needs at least one folder")
     if args.groups and not args.split_by_dir:
         raise ReportError("--groups selects folders of --split-by-dir; add --split-by-dir")
 
@@ -468,19 +608,25 @@ def check_metric(runs: list[Run], metric: str) -> None:
         warn(f"{len(missing)} run(s) have no {metric!r} values and are left out of results and curves: {missing[0].path} …")
 
 
-def build_report(args: argparse.Namespace) -> str:
+def build_report(args: Args) -> str:
     check_args(args)
-    groups = group_labels(args.runs_dirs, args.split_by_dir)
-    runs = select_runs(collect_runs(args.runs_dirs, args.split_by_dir), args.exp_names, args.env_ids, args.groups)
+    last = args.metric_last_n_average_window
+    groups = group_labels(args.runs_dir, args.split_by_dir)
+    runs = select_runs(collect_runs(args.runs_dir, args.split_by_dir), args.exp_names, args.env_ids, args.groups)
     if not runs:
         raise ReportError("no runs match the given --exp-names / --env-ids / --groups")
     check_metric(runs, args.metric)
     rows = ordered((r.env_id for r in runs), args.env_ids)
     columns = table_columns(runs, args.exp_names, ordered(groups, args.groups) if args.groups else groups)
-    markdown = report_tables(runs, rows, columns, args.metric, args.last)
+    markdown = report_tables(runs, rows, columns, args.metric, last)
     if args.published:
         published = load_published(args.published)
-        markdown += "\n\n" + published_section(runs, rows, columns, args.metric, args.last, published)
+        markdown += "\n\n" + published_section(runs, rows, columns, args.metric, last, published)
+    if args.per_run:
+        in_order = runs_in_table_order(runs, rows, columns)
+        markdown += "\n\n" + per_run_section(in_order, args.metric, last, args.best_window_steps)
+    if args.curve_table_steps:
+        markdown += "\n\n" + curve_table_section(runs_in_table_order(runs, rows, columns), args.metric, args.curve_table_steps)
     if args.plot_dir:
         figure = plot_learning_curves(runs, args.metric, rows, columns, args.smooth, args.band)
         paths = save_figure(figure, args.plot_dir / FIGURE_NAME, args.formats)
@@ -488,8 +634,8 @@ def build_report(args: argparse.Namespace) -> str:
     return markdown
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_report_args(argv)
     try:
         markdown = build_report(args)
         if args.output:  # replaced whole: a report stopped mid-write leaves the previous one

@@ -33,6 +33,8 @@ from urllib.parse import urlparse
 
 import tyro
 
+from cleanrl_utils.command_line import parse_args
+
 MASK = "***"
 DEFAULT_WANDB_HOST = "api.wandb.ai"
 # botocore's "standard" retry mode retries throttling and transient server errors.
@@ -407,7 +409,7 @@ def run(args: Args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Args, args=argv)
+    args = parse_args(Args, argv, prog="python -m cleanrl_utils.submit_exp")
     try:
         run(args)
     except BadInput as error:

@@ -599,6 +599,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] in (["--help"], ["-h"]):  # what the module is, as every tool's --help says
+        print(__doc__)
+        sys.exit(0)
     sys.exit(
         "tuner: error: cleanrl_utils.tuner is a library with nothing to run on its own; tune with a script that"
         " builds a Tuner, e.g. python tuner_example.py (docs/advanced/hyperparameter-tuning.md)"

@@ -36,15 +36,25 @@ def test_speed_vs_sb3_prints_both_rates_and_the_ratio(tmp_path):
             assert abs(float(row[5]) - ours / theirs) < 0.01
 
 
-@pytest.mark.extended  # 14 s of one core: CI runs it after the quick run
-def test_learning_benchmark_script_runs_each_seed_and_summarises(tmp_path):
-    env = script_env(SEEDS="1 2", TOTAL_TIMESTEPS="1024", PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
-    proc = subprocess.run(
-        ["bash", str(REPO / "benchmark" / "ppo.sh")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
+@pytest.mark.extended  # 20 s of one core: CI runs it after the quick run
+def test_classic_control_script_runs_one_algorithm_through_the_runner_and_reports_each_run(tmp_path):
+    # what benchmark/ppo.sh did: one algorithm on one env, each seed, then each run's own line and curve table
+    env = script_env(
+        ALGOS="ppo", ENV_IDS="CartPole-v1", NUM_SEEDS="2", WORKERS="2", EXTRA="--total-timesteps 1024",
+        CURVE_TABLE_STEPS="512", PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+    )  # fmt: skip
+    command = ["bash", str(REPO / "benchmark" / "classic_control.sh"), str(tmp_path / "out")]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(re.findall(r"^\| CartPole-v1__ppo__[12]__\d+ \|", proc.stdout, re.M)) == 2
-    assert "**2 runs**" in proc.stdout
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert report.strip() in proc.stdout  # printed and written
+    assert re.search(r"^\| CartPole-v1 \| [\d.]+ ± [\d.]+ \|$", report.split("## Results", 1)[1], re.M)
+    per_run = report.split("## Per run", 1)[1].split("\n## ", 1)[0]
+    assert (
+        len(re.findall(r"^\| CartPole-v1__ppo__[12]__\d+ \| \d+ \| [\d.]+ \| [\d.]+ \(\d+\) \| \d+ \|$", per_run, re.M)) == 2
+    )
+    curve = report.split("## Learning curve by steps", 1)[1]
+    assert re.search(r"^\| 512 \| [\d.]+ \| [\d.]+ \|$", curve, re.M) and (tmp_path / "out" / "plots").is_dir()
 
 
 def write_result(path, returns, sps=100.0):

@@ -1,8 +1,14 @@
-"""The documentation builds, and every algorithm file is documented and listed."""
+"""The documentation builds, every algorithm file is documented and listed, and every tool command it shows runs."""
 
+import contextlib
+import importlib.util
+import io
 import os
+import re
+import runpy
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -107,3 +113,60 @@ def test_no_page_says_a_script_needs_nothing_outside_its_file():
     claims = re.compile(r"nothing (it needs |is hidden)|nothing else is needed|no shared helpers?|needs nothing outside")
     pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
     assert not [str(p.relative_to(REPO)) for p in pages if claims.search(p.read_text())]
+
+
+DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+# `python benchmark/x.py` and `python -m cleanrl_utils.x` as the pages write them (with `bash` for the shell recipes)
+TOOL_COMMAND = re.compile(
+    r"\bpython3? (?:-m (cleanrl_utils(?:\.\w+)*)|(benchmark/[\w./-]+\.py))|\bbash (benchmark/[\w./-]+\.sh)"
+)
+
+
+def documented_tools() -> dict[str, list[str]]:
+    """Each tool a page runs (`-m module` or a file path), with the pages that run it."""
+    tools: dict[str, list[str]] = {}
+    for page in DOC_PAGES:
+        for module, script, shell in TOOL_COMMAND.findall(page.read_text()):
+            tool = f"-m {module}" if module else script or shell
+            tools.setdefault(tool, []).append(page.relative_to(REPO).as_posix())
+    return tools
+
+
+def help_in_process(tool: str) -> tuple[int, str]:
+    """`python <tool> --help` run in this process (the worker has imported what the tools import): exit code, output."""
+    out, saved_argv = io.StringIO(), sys.argv
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # runpy: a module already imported is run again
+            if tool.startswith("-m "):
+                sys.argv = [tool[3:], "--help"]
+                runpy.run_module(tool[3:], run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = [str(REPO / tool), "--help"]
+                runpy.run_path(str(REPO / tool), run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        sys.argv = saved_argv
+    return code, out.getvalue()
+
+
+def test_the_pages_run_tools_at_all():
+    tools = documented_tools()
+    assert "-m cleanrl_utils.report" in tools and "-m cleanrl_utils.benchmark" in tools
+    assert any(tool.startswith("benchmark/") and tool.endswith(".py") for tool in tools)
+
+
+@pytest.mark.parametrize("tool", sorted(documented_tools()))
+def test_every_documented_tool_command_exists_and_answers_help(tool):
+    pages = ", ".join(sorted(set(documented_tools()[tool])))
+    if tool.startswith("-m "):
+        assert importlib.util.find_spec(tool[3:]) is not None, f"{pages}: no module {tool[3:]}"
+    else:
+        assert (REPO / tool).is_file(), f"{pages}: no file {tool}"
+    if tool.endswith(".sh"):  # a shell recipe: its knobs are in its opening comment, not behind --help
+        return
+    code, out = help_in_process(tool)
+    assert code == 0, f"{pages}: python {tool} --help exited with {code}:\n{out[-2000:]}"
+    assert "usage" in out.lower() or "Usage" in out or len(out.splitlines()) > 3, out[-500:]

@@ -9,7 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cleanrl_utils.experiment import Experiment, bool_words_as_flags, parse_args
+from cleanrl_utils.command_line import bool_words_as_flags, parse_args
+from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 
 

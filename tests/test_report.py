@@ -11,7 +11,10 @@ import pytest
 from torch.utils.tensorboard import SummaryWriter
 
 from cleanrl_utils.report import (
+    best_window_mean,
     collect_runs,
+    curve_by_steps,
+    last_mean,
     main,
     parse_hyperparameters,
     parse_run_name,
@@ -251,7 +254,8 @@ def test_format_chooses_the_files(runs_dir, tmp_path, capsys):
         (["{runs}", "--metric", "charts/nope"], "no run has 'charts/nope' values"),
         (["{runs}", "--exp-names", "sac"], "no runs match"),
         (["{runs}", "--groups", "runs"], "add --split-by-dir"),
-        (["{runs}", "--last", "0"], "--last and --smooth must be at least 1"),
+        (["{runs}", "--last", "0"], "--metric-last-n-average-window and --smooth must be at least 1"),
+        (["--runs-dir", "{runs}", "--best-window-steps", "0"], "--best-window-steps must be at least 1"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(runs_dir, tmp_path, capsys, argv, message):
@@ -293,3 +297,65 @@ def test_malformed_published_file_is_one_error_line(runs_dir, tmp_path, capsys):
     published.write_text('{"ppo": [1, 2]}')
     code, _, err = report(capsys, runs_dir, "--published", published)
     assert code == 2 and err.startswith("report: error: ") and "expected {exp_name" in err
+
+
+def test_last_mean_uses_the_last_n_or_all():
+    series = [(i, float(i)) for i in range(10)]
+    assert last_mean(series, 3) == 8.0
+    assert last_mean(series, 100) == 4.5
+    with pytest.raises(ValueError):
+        last_mean([], 3)
+
+
+def test_best_window_mean_finds_the_best_stretch():
+    # Returns climb to 500 between steps 300 and 390, then fall again.
+    series = [(0, 10.0), (100, 20.0), (300, 500.0), (350, 500.0), (390, 500.0), (450, 100.0), (600, 50.0)]
+    assert best_window_mean(series, 100) == (500.0, 300)
+    # A window of 200 steps starting at 300 also holds the 100 at step 450.
+    assert best_window_mean(series, 200) == ((500.0 * 3 + 100.0) / 4, 300)
+    assert best_window_mean(series, 10_000) == (sum(v for _, v in series) / len(series), 0)
+
+
+def test_curve_by_steps_averages_per_bucket_and_skips_empty_ones():
+    series = [(10, 1.0), (90, 3.0), (150, 10.0), (450, 7.0)]
+    assert curve_by_steps(series, 100) == {100: 2.0, 200: 10.0, 500: 7.0}
+
+
+def test_per_run_lines_follow_the_table_order(runs_dir, capsys):
+    # the per-run mode of the report (what `cleanrl_utils.summarize` printed): every run's own numbers
+    code, out, _ = report(capsys, "--runs-dir", runs_dir, "--env-ids", "CartPole-v1", "--exp-names", "ppo", "dqn")
+    assert code == 0 and "## Per run" not in out
+    _, out, _ = report(capsys, "--runs-dir", runs_dir, "--env-ids", "CartPole-v1", "--exp-names", "ppo", "dqn",
+                       "--per-run", "True", "--best-window-steps", "500", "--last", "100")  # fmt: skip
+    lines = [line for line in out.split("## Per run", 1)[1].splitlines() if line.startswith("| CartPole-v1__")]
+    # ppo first (the column order asked for), seeds in order; 150 values each, the last 100 all `final`; the best
+    # 500-step window holds 50 values, the first of them at step 1000 + seed; SPS logged last: 200 x seed
+    finals = {("ppo", seed): BASE["CartPole-v1", "ppo"] + SPREAD["ppo"] * (seed - 2) for seed in SEEDS}
+    finals |= {("dqn", seed): BASE["CartPole-v1", "dqn"] + SPREAD["dqn"] * (seed - 2) for seed in SEEDS}
+    expected = [
+        f"| CartPole-v1__{exp}__{seed}__{int(T0)} | 150 | {finals[exp, seed]:.2f} | {finals[exp, seed]:.2f} "
+        f"({(EPISODES - LAST) * 10 + seed}) | {200 * seed} |"
+        for exp in ("ppo", "dqn")
+        for seed in SEEDS
+    ]
+    assert lines == expected
+
+
+def test_curve_table_has_a_column_per_run(tmp_path, capsys):
+    for seed, returns in ((1, [(50, 1.0), (150, 3.0)]), (2, [(60, 5.0)])):
+        with SummaryWriter(tmp_path / "runs" / f"CartPole-v1__dqn__{seed}__1") as writer:
+            for step, value in returns:
+                writer.add_scalar("charts/episodic_return", value, step)
+    code, out, _ = report(capsys, "--runs-dir", tmp_path / "runs", "--curve-table-steps", "100")
+    assert code == 0
+    table = out.split("## Learning curve by steps", 1)[1]
+    assert "| steps up to | CartPole-v1__dqn__1__1 | CartPole-v1__dqn__2__1 |" in table
+    assert "| 100 | 1.0 | 5.0 |" in table and "| 200 | 3.0 | — |" in table
+
+
+def test_runs_dir_defaults_to_runs_and_folders_before_the_flags_are_runs_dirs(runs_dir, capsys, monkeypatch):
+    monkeypatch.chdir(runs_dir.parent)  # holds runs/
+    default = report(capsys, "--env-ids", "CartPole-v1")
+    assert default[0] == 0
+    assert report(capsys, "runs", "--env-ids", "CartPole-v1") == default
+    assert report(capsys, "--runs-dir", "runs", "--env-ids", "CartPole-v1") == default

@@ -14,6 +14,7 @@ import tyro
 from cleanrl_utils.benchmark.common import BadInput, RunSpec
 from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
 from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
+from cleanrl_utils.command_line import parse_args
 
 
 @dataclass
@@ -123,7 +124,7 @@ def build_runs(base_argv: list[str], env_ids: list[str], run_seeds: list[int]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Args, args=argv, prog="python -m cleanrl_utils.benchmark")
+    args = parse_args(Args, argv, prog="python -m cleanrl_utils.benchmark")
     try:
         base_argv = validate(args)
         if args.slurm_template_path is not None:

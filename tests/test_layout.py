@@ -1,0 +1,90 @@
+"""The layout the contribution page draws: imports go one way, from the tools through the run-time modules to
+nothing, and only the zoo's registry reaches the algorithm files."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+UTILS = REPO / "cleanrl_utils"
+# What an algorithm file may import from cleanrl_utils while it trains (docs/community/contribution.md).
+RUNTIME = {
+    "experiment",
+    "command_line",
+    "checkpoint",
+    "atomic",
+    "frame_replay",
+    "huggingface",
+    "procgen_runtime",
+    "visited_places",
+    "evals",
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, at its top or inside a function: `a.b` for `import a.b` and `from a.b import c`."""
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.add(node.module)
+            modules |= {f"{node.module}.{alias.name}" for alias in node.names}  # `from cleanrl_utils import atomic`
+    return modules
+
+
+def utils_modules(path: Path) -> set[str]:
+    """The cleanrl_utils modules `path` imports, by their first name below the package (`evals` for its modules)."""
+    return {m.split(".")[1] for m in imported_modules(path) if m.startswith("cleanrl_utils.") and m.count(".") >= 1}
+
+
+def runtime_files() -> list[Path]:
+    files = [UTILS / f"{name}.py" for name in sorted(RUNTIME - {"evals"})]
+    return files + sorted((UTILS / "evals").glob("*.py"))
+
+
+def test_the_runtime_list_names_existing_modules():
+    missing = [name for name in RUNTIME if not (UTILS / f"{name}.py").is_file() and not (UTILS / name).is_dir()]
+    assert not missing, f"the run-time list names modules that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "cleanrl").rglob("*.py")), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_an_algorithm_file_imports_only_the_runtime_modules(path):
+    tools = utils_modules(path) - RUNTIME
+    assert not tools, f"{path.relative_to(REPO)} imports offline tools {sorted(tools)}: only {sorted(RUNTIME)} at run time"
+
+
+@pytest.mark.parametrize("path", runtime_files(), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_a_runtime_module_imports_no_tool_and_no_algorithm_file(path):
+    modules = imported_modules(path)
+    assert not {m for m in modules if m == "cleanrl" or m.startswith("cleanrl.")}, f"{path.name} imports an algorithm file"
+    tools = utils_modules(path) - RUNTIME
+    assert not tools, f"{path.relative_to(REPO)} imports offline tools {sorted(tools)}"
+
+
+def test_no_cleanrl_utils_module_imports_an_algorithm_file():
+    """The zoo's registry loads them by name (importlib), lazily: no import statement names one."""
+    importers = [
+        path.relative_to(REPO).as_posix()
+        for path in sorted(UTILS.rglob("*.py"))
+        if any(m == "cleanrl" or m.startswith("cleanrl.") for m in imported_modules(path))
+    ]
+    assert importers == [], importers
+
+
+def test_every_test_file_is_in_the_contribution_pages_table():
+    page = (REPO / "docs" / "community" / "contribution.md").read_text()
+    table = page.split("### Where a thing's tests are", 1)[1].split("\n### ", 1)[0]
+    missing = [p.name for p in sorted((REPO / "tests").glob("test_*.py")) if f"`{p.name}`" not in table]
+    assert not missing, f"docs/community/contribution.md's test table lacks {missing}"
+    listed = set(re.findall(r"`(test_\w+\.py)`", table))
+    gone = sorted(name for name in listed if not (REPO / "tests" / name).is_file())
+    assert not gone, f"the test table lists files that do not exist: {gone}"
+
+
+def test_fixture_modules_live_in_tests_fixtures():
+    """tests/ holds test files and the shared conftest/helpers; what tests import or run lives in tests/fixtures/."""
+    others = [p.name for p in (REPO / "tests").glob("*.py") if not p.name.startswith("test_")]
+    assert sorted(others) == ["__init__.py", "conftest.py", "helpers.py"], others
