@@ -2,7 +2,6 @@
 nothing, and only the zoo's registry reaches the algorithm files."""
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -79,9 +78,6 @@ def test_every_test_file_is_in_the_contribution_pages_table():
     table = page.split("### Where a thing's tests are", 1)[1].split("\n### ", 1)[0]
     missing = [p.name for p in sorted((REPO / "tests").glob("test_*.py")) if f"`{p.name}`" not in table]
     assert not missing, f"docs/community/contribution.md's test table lacks {missing}"
-    listed = set(re.findall(r"`(test_\w+\.py)`", table))
-    gone = sorted(name for name in listed if not (REPO / "tests" / name).is_file())
-    assert not gone, f"the test table lists files that do not exist: {gone}"
 
 
 def test_fixture_modules_live_in_tests_fixtures():
