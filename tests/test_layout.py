@@ -4,8 +4,6 @@ nothing, and only the zoo's registry reaches the algorithm files."""
 import ast
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 UTILS = REPO / "cleanrl_utils"
 # What an algorithm file may import from cleanrl_utils while it trains (docs/community/contribution.md).
@@ -49,18 +47,25 @@ def test_the_runtime_list_names_existing_modules():
     assert not missing, f"the run-time list names modules that do not exist: {missing}"
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "cleanrl").rglob("*.py")), ids=lambda p: p.relative_to(REPO).as_posix())
-def test_an_algorithm_file_imports_only_the_runtime_modules(path):
-    tools = utils_modules(path) - RUNTIME
-    assert not tools, f"{path.relative_to(REPO)} imports offline tools {sorted(tools)}: only {sorted(RUNTIME)} at run time"
+def test_algorithm_files_import_only_the_runtime_modules():
+    offenders = {
+        path.relative_to(REPO).as_posix(): sorted(utils_modules(path) - RUNTIME)
+        for path in sorted((REPO / "cleanrl").rglob("*.py"))
+        if utils_modules(path) - RUNTIME
+    }
+    assert not offenders, f"algorithm files import offline tools (only {sorted(RUNTIME)} at run time): {offenders}"
 
 
-@pytest.mark.parametrize("path", runtime_files(), ids=lambda p: p.relative_to(REPO).as_posix())
-def test_a_runtime_module_imports_no_tool_and_no_algorithm_file(path):
-    modules = imported_modules(path)
-    assert not {m for m in modules if m == "cleanrl" or m.startswith("cleanrl.")}, f"{path.name} imports an algorithm file"
-    tools = utils_modules(path) - RUNTIME
-    assert not tools, f"{path.relative_to(REPO)} imports offline tools {sorted(tools)}"
+def test_runtime_modules_import_no_tool_and_no_algorithm_file():
+    offenders = {}
+    for path in runtime_files():
+        modules = imported_modules(path)
+        wrong = sorted(utils_modules(path) - RUNTIME) + sorted(
+            m for m in modules if m == "cleanrl" or m.startswith("cleanrl.")
+        )
+        if wrong:
+            offenders[path.relative_to(REPO).as_posix()] = wrong
+    assert not offenders, f"run-time modules import offline tools or algorithm files: {offenders}"
 
 
 def test_no_cleanrl_utils_module_imports_an_algorithm_file():
