@@ -19,6 +19,6 @@ for variant in bootstrap no_bootstrap; do
         --command "python $script --no-cuda --exp-name pqn ${EXTRA:-}" \
         --num-seeds "${NUM_SEEDS:-10}" --workers "${WORKERS:-2}" --log-dir logs) || status=1
 done
-python -m cleanrl_utils.report "$out/bootstrap" "$out/no_bootstrap" --split-by-dir \
+python -m cleanrl_utils.report --runs-dir "$out/bootstrap" "$out/no_bootstrap" --split-by-dir \
     --plot-dir "$out/plots" --output "$out/report.md"
 exit $status
