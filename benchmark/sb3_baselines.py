@@ -3,6 +3,8 @@
     python benchmark/sb3_baselines.py ppo --total-timesteps 500000 [--threads 1]
     python benchmark/sb3_baselines.py sac --env-id Hopper-v4 --total-timesteps 100000 --json out.json
     python benchmark/sb3_baselines.py ppo_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 300000
+    python benchmark/sb3_baselines.py dqn_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 20000 \
+        --learning-starts 1000 --buffer-size 20000
 
 prints `SPS: <steps per second of model.learn>` and, with `--json`, writes the SPS and every
 finished training episode's return. Differences SB3 does not let us remove: its DQN uses the
@@ -133,6 +135,35 @@ def ppo_atari_model(env_id: str, seed: int) -> PPO:
     )
 
 
+def dqn_atari_model(env_id: str, seed: int, learning_starts: int, buffer_size: int) -> DQN:
+    """dqn_atari.py's defaults: Nature CNN on 4 stacked 84x84 gray frames, lr 1e-4, batch 32, a gradient step every
+    4th step, target copied every 1000, epsilon from 1 to 0.01 over the first 10% of the budget, the same Atari
+    wrappers as ppo_atari_model's."""
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    return DQN(
+        "CnnPolicy",
+        VecFrameStack(make_atari_env(env_id, n_envs=1, seed=seed), n_stack=4),
+        learning_rate=1e-4,
+        buffer_size=buffer_size,
+        learning_starts=learning_starts,
+        batch_size=32,
+        tau=1.0,
+        gamma=0.99,
+        train_freq=4,
+        gradient_steps=1,
+        target_update_interval=1000,
+        exploration_fraction=0.1,
+        exploration_initial_eps=1.0,
+        exploration_final_eps=0.01,
+        max_grad_norm=1e10,
+        seed=seed,
+        device="cpu",
+    )
+
+
 def off_policy_kwargs(env_id: str, seed: int, learning_starts: int) -> dict:
     """What SB3's SAC/TD3/DDPG share with ours: buffer 1e6, batch 256, tau 0.005, gamma 0.99, 256-256 MLPs."""
     return dict(
@@ -190,7 +221,10 @@ class EpisodeReturns(BaseCallback):
         return True
 
 
-def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None) -> BaseAlgorithm:
+def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
+    if algo == "dqn_atari":
+        starts = learning_starts if learning_starts is not None else 80000
+        return dqn_atari_model(env_id, seed, starts, buffer_size or 1_000_000)
     if algo in ("ppo", "dqn"):
         return ppo_model(env_id, seed) if algo == "ppo" else dqn_model(env_id, seed)
     if algo == "ppo_continuous":
@@ -203,17 +237,18 @@ def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "ppo_atari", "sac", "td3", "ddpg"])
+    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "ppo_atari", "dqn_atari", "sac", "td3", "ddpg"])
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--total-timesteps", type=int, default=500000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave torch's default)")
-    parser.add_argument("--learning-starts", type=int, default=None, help="SAC/TD3/DDPG: random steps first (ours' default)")
+    parser.add_argument("--learning-starts", type=int, default=None, help="off-policy: steps before learning (ours' default)")
+    parser.add_argument("--buffer-size", type=int, default=None, help="dqn_atari: replay capacity (ours' default)")
     parser.add_argument("--json", default=None, help="write {sps, episodic_returns, ...} to this file")
     args = parser.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    model = make_model(args.algo, args.env_id, args.seed, args.learning_starts)
+    model = make_model(args.algo, args.env_id, args.seed, args.learning_starts, args.buffer_size)
     # a logger that writes nothing, as SB3's default does at verbose=0, without the empty /tmp/SB3-<date> folder it makes
     model.set_logger(Logger(folder=None, output_formats=[]))
     episodes = EpisodeReturns()

@@ -1,0 +1,276 @@
+"""Steps per second of the flagship torch scripts against Stable-Baselines3 and against an earlier commit of themselves.
+
+    git worktree add /tmp/base 3a3bf51
+    python benchmark/speed.py --base /tmp/base --rounds 3 [--only ppo dqn ...] [--out benchmark/results/speed]
+
+Each case is one of our scripts with a short fixed budget, run three ways, one process at a time: our
+file as it is in this tree ("ours"), the same file in the `--base` tree, a git worktree of the
+commit to compare with ("base", with that tree's `cleanrl_utils`), and SB3 configured like it
+(`benchmark/sb3_baselines.py`). The three runs of a case follow each other, and the order of the
+sides turns every round, so a machine whose load or speed drifts meets every side alike. Every
+process gets the same environment: what the shell sets (`OMP_NUM_THREADS`...) applies to all three.
+
+Per run it records the SPS (ours and base: the last `charts/SPS` the script logged, steps over the
+training loop's time; SB3: steps over the time of `learn()`), the whole process's wall and CPU
+seconds, and the 1-minute load average before it started. The report gives, per case, the median
+SPS of each side and the median over rounds of the paired ratios ours/base and ours/SB3 (a ratio
+of two runs made minutes apart), then checks the issue's bars. A run that fails stops the benchmark
+with its output's tail; what was measured so far is written after every run (`<out>.json`, raw),
+and `--resume` measures only what is missing from it. `<out>.md` is the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.benchlib import check_only, positive_int  # noqa: E402
+from cleanrl_utils import atomic  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+
+SIDES = ("ours", "base", "sb3")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    script: str  # our file in cleanrl/
+    env_id: str
+    steps: int
+    args: tuple[str, ...] = ()  # besides the env, seed and budget; given to ours and base
+    sb3_algo: str = ""  # the model of benchmark/sb3_baselines.py
+    sb3_args: tuple[str, ...] = ()
+    base_bar: float | None = None  # ours/base must reach this (the issue's bars)
+    sb3_bar: float | None = None
+
+
+OFF_POLICY = ("--learning-starts", "1000")
+ATARI_DQN = ("--learning-starts", "1000", "--buffer-size", "20000")
+# Cheapest first. Budgets keep a round near 20 minutes on an idle 2-core machine; the off-policy cases
+# learn from step 1000 on, so most of their steps are learning steps.
+CASES = (
+    Case("ppo", "ppo", "CartPole-v1", 100_000, sb3_algo="ppo"),
+    Case("dqn", "dqn", "CartPole-v1", 100_000, sb3_algo="dqn", base_bar=1.3),
+    Case(
+        "ppo_continuous_action",
+        "ppo_continuous_action",
+        "Hopper-v4",
+        16_384,
+        sb3_algo="ppo_continuous",
+        base_bar=1.15,
+        sb3_bar=1.3,
+    ),
+    Case("ddpg", "ddpg_continuous_action", "Hopper-v4", 6_000, OFF_POLICY, "ddpg", OFF_POLICY, 1.15, 1.3),
+    Case("td3", "td3_continuous_action", "Hopper-v4", 6_000, OFF_POLICY, "td3", OFF_POLICY, 1.15, 1.3),
+    Case("sac", "sac_continuous_action", "Hopper-v4", 6_000, OFF_POLICY, "sac", OFF_POLICY, 1.15, 1.3),
+    Case("dqn_atari", "dqn_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN, "dqn_atari", ATARI_DQN),
+    Case("ppo_atari", "ppo_atari", "BreakoutNoFrameskip-v4", 20_480, sb3_algo="ppo_atari", base_bar=1.25),
+)
+
+
+class RunFailed(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Trees:
+    ours: Path
+    base: Path
+    scale: float = 1.0  # of every case's budget
+
+
+def command(case: Case, side: str, trees: Trees, out_json: Path) -> tuple[list[str], dict[str, str]]:
+    """The argv of one side's run of a case, and its environment."""
+    steps = max(1, round(case.steps * trees.scale))
+    budget = ["--env-id", case.env_id, "--seed", "1", "--total-timesteps", str(steps)]
+    if side == "sb3":
+        argv = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), case.sb3_algo, *budget, *case.sb3_args]
+        return [*argv, "--json", str(out_json)], os.environ | {"PYTHONPATH": str(REPO)}
+    tree = trees.ours if side == "ours" else trees.base
+    return [sys.executable, str(tree / "cleanrl" / f"{case.script}.py"), *budget, *case.args], os.environ | {
+        "PYTHONPATH": str(tree)
+    }
+
+
+def measure(case: Case, side: str, trees: Trees) -> dict:
+    """Run one side of a case in a fresh folder: its SPS, wall and CPU seconds, and the load before it."""
+    with tempfile.TemporaryDirectory(prefix="speed-") as tmp:
+        argv, env = command(case, side, trees, Path(tmp) / "sb3.json")
+        load = os.getloadavg()[0]
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+            raise RunFailed(f"{shlex.join(argv)} exited with code {proc.returncode}:\n{tail}")
+        if side == "sb3":
+            sps = json.loads((Path(tmp) / "sb3.json").read_text())["sps"]
+        else:
+            logged = [v for d in (Path(tmp) / "runs").iterdir() for _, v in read_scalars(d).get("charts/SPS", [])]
+            if not logged:
+                raise RunFailed(f"{shlex.join(argv)} logged no charts/SPS")
+            sps = logged[-1]
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    return {"sps": float(sps), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": round(load, 2)}
+
+
+def git(tree: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
+def describe_tree(tree: Path) -> str:
+    """The tree's commit, with `-dirty` when its tracked algorithm or utility files have uncommitted edits."""
+    dirty = git(tree, "status", "--porcelain", "--untracked-files=no", "--", "cleanrl", "cleanrl_utils")
+    return git(tree, "rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
+
+
+def machine() -> dict:
+    import torch
+
+    return {
+        "cpus": len(os.sched_getaffinity(0)),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads_default": torch.get_num_threads(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def paired_ratios(runs: list[dict], case: str, other: str) -> list[float]:
+    """ours/other SPS, one per round in which both ran."""
+    by_round: dict[int, dict[str, float]] = {}
+    for run in runs:
+        if run["case"] == case:
+            by_round.setdefault(run["round"], {})[run["side"]] = run["sps"]
+    return [sides["ours"] / sides[other] for sides in by_round.values() if "ours" in sides and other in sides]
+
+
+def cell(values: list[float], digits: int = 0) -> str:
+    if not values:
+        return "–"
+    each = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"{statistics.median(values):.{digits}f} ({each})"
+
+
+def bar_verdict(ratios: list[float], bar: float | None) -> str:
+    if bar is None or not ratios:
+        return ""
+    return f" {'≥' if statistics.median(ratios) >= bar else '<'} {bar:g}: {'met' if statistics.median(ratios) >= bar else 'MISSED'}"
+
+
+def report(record: dict) -> str:
+    """The Markdown table of a record."""
+    runs = record["runs"]
+    lines = [
+        "# Speed of the flagship torch scripts: ours, an earlier commit (base) and Stable-Baselines3",
+        "",
+        f"`{record['command']}`",
+        "",
+        f"ours: `{record['ours_commit']}`, base: `{record['base_commit']}`; {record['rounds']} rounds, the sides' order turning each round;",
+        f"machine: {record['machine']['cpus']} CPUs ({record['machine']['processor']}), Python {record['machine']['python']}, "
+        f"torch {record['machine']['torch']} ({record['machine']['torch_threads_default']} threads by default), "
+        f"OMP_NUM_THREADS={record['machine']['OMP_NUM_THREADS'] or 'unset'}.",
+        "Load: the 1-minute load average when each run started (an idle machine reads near 0).",
+        "",
+        "| case | env, steps | ours SPS, median (each round) | base SPS | SB3 SPS | ours/base, median of rounds | ours/SB3 | CPU-s ours/base | load (min–max) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in CASES:
+        mine = [run for run in runs if run["case"] == case.name]
+        if not mine:
+            continue
+        sps = {side: [run["sps"] for run in mine if run["side"] == side] for side in SIDES}
+        cpu = {side: [run["cpu_s"] for run in mine if run["side"] == side] for side in SIDES}
+        to_base, to_sb3 = paired_ratios(runs, case.name, "base"), paired_ratios(runs, case.name, "sb3")
+        cpu_ratio = (
+            f"{statistics.median(cpu['base']) / statistics.median(cpu['ours']):.2f}x less"
+            if cpu["ours"] and cpu["base"]
+            else "–"
+        )
+        loads = [run["load"] for run in mine]
+        lines.append(
+            f"| {case.name} | {case.env_id}, {max(1, round(case.steps * record['scale']))} | {cell(sps['ours'])} | {cell(sps['base'])} | {cell(sps['sb3'])} "
+            f"| {cell(to_base, 2)}{bar_verdict(to_base, case.base_bar)} | {cell(to_sb3, 2)}{bar_verdict(to_sb3, case.sb3_bar)} "
+            f"| {cpu_ratio} | {min(loads):.1f}–{max(loads):.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", type=Path, required=True, help="a git worktree of the commit to compare with")
+    parser.add_argument("--ours", type=Path, default=REPO, help="the tree whose files are ours (default: this one)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every budget by this (a quick look: 0.1)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="alternating rounds; medians are reported")
+    parser.add_argument("--only", nargs="+", metavar="CASE", help="these cases (default: all)")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which sides to run")
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "benchmark" / "results" / "speed", help="writes OUT.json and OUT.md"
+    )
+    parser.add_argument("--resume", action="store_true", help="keep OUT.json's runs and measure only the missing ones")
+    args = parser.parse_args(argv)
+    check_only(parser, args.only, (case.name for case in CASES))
+    if "ours" not in args.sides:
+        parser.error("--sides must include ours: every ratio is ours against another side")
+    for flag, tree in (("--ours", args.ours), ("--base", args.base)):
+        if not (tree / "cleanrl").is_dir():
+            parser.error(f"{flag} {tree}: not a checkout of this project (no cleanrl/ folder in it)")
+    if args.scale <= 0:
+        parser.error(f"--scale must be positive, got {args.scale:g}")
+    trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale)
+    cases = [case for case in CASES if not args.only or case.name in args.only]
+    out_json, out_md = args.out.with_suffix(".json"), args.out.with_suffix(".md")
+    record = {
+        "command": "python benchmark/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "ours_commit": describe_tree(args.ours),
+        "base_commit": describe_tree(args.base),
+        "rounds": args.rounds,
+        "scale": args.scale,
+        "machine": machine(),
+        "runs": [],
+    }
+    if args.resume and out_json.exists():
+        record["runs"] = json.loads(out_json.read_text())["runs"]
+    done = {(run["round"], run["case"], run["side"]) for run in record["runs"]}
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    for round_index in range(1, args.rounds + 1):
+        turn = (round_index - 1) % len(args.sides)
+        order = args.sides[turn:] + args.sides[:turn]
+        for case in cases:
+            for side in order:
+                if (round_index, case.name, side) in done or (side == "sb3" and not case.sb3_algo):
+                    continue
+                try:
+                    result = measure(case, side, trees)
+                except RunFailed as error:
+                    print(f"speed: error: {error}", file=sys.stderr)
+                    return 1
+                record["runs"].append({"round": round_index, "case": case.name, "side": side, **result})
+                print(f"round {round_index} {case.name} {side}: {result}", flush=True)
+                atomic.write_text(out_json, json.dumps(record, indent=1))
+    table = report(record)
+    atomic.write_text(out_md, table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

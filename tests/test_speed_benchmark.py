@@ -1,0 +1,116 @@
+"""benchmark/speed.py: ours, an earlier commit and SB3, alternating, with medians of paired ratios and the bars."""
+
+import json
+import sys
+
+import pytest
+
+from benchmark import speed
+from tests.helpers import REPO
+
+
+def fake_runs(sps: dict[str, list[float]], case: str) -> list[dict]:
+    """Runs of one case: `sps[side][round - 1]` for each side."""
+    return [
+        {"round": r + 1, "case": case, "side": side, "sps": value, "wall_s": 10.0, "cpu_s": cpu, "load": 0.5 + r}
+        for side, values in sps.items()
+        for r, value in enumerate(values)
+        for cpu in [20.0 if side == "base" else 10.0]
+    ]
+
+
+def record(runs: list[dict]) -> dict:
+    machine = {"cpus": 2, "processor": "x86_64", "python": "3.11", "torch": "2.13", "torch_threads_default": 2}
+    return {"command": "python benchmark/speed.py", "ours_commit": "abc", "base_commit": "def", "rounds": 3,
+            "scale": 1.0, "machine": machine | {"OMP_NUM_THREADS": None}, "runs": runs}  # fmt: skip
+
+
+def row(table: str, case: str) -> str:
+    return next(line for line in table.splitlines() if line.startswith(f"| {case} |"))
+
+
+def test_ratios_are_medians_of_each_rounds_pair_and_the_bars_are_applied():
+    # dqn: ours/base per round 1.5, 1.2, 1.4 -> median 1.4 >= 1.3 (the medians of the SPS would give 1.4 too,
+    # but a round where one side ran slow counts once); SB3 ratio 2.0 each round, no SB3 bar for dqn
+    dqn = fake_runs({"ours": [150, 120, 140], "base": [100, 100, 100], "sb3": [75, 60, 70]}, "dqn")
+    # sac: 1.1 over base (bar 1.15 missed), 1.5 over SB3 (bar 1.3 met); its SB3 side ran in two rounds only
+    sac = fake_runs({"ours": [110, 110, 110], "base": [100, 100, 100], "sb3": [70, 80]}, "sac")
+    table = speed.report(record(dqn + sac))
+    assert "| dqn | CartPole-v1, 100000 | 140 (150, 120, 140) | 100 (100, 100, 100) | 70 (75, 60, 70) |" in row(table, "dqn")
+    assert "| 1.40 (1.50, 1.20, 1.40) ≥ 1.3: met | 2.00 (2.00, 2.00, 2.00) | 2.00x less | 0.5–2.5 |" in row(table, "dqn")
+    assert "| 1.10 (1.10, 1.10, 1.10) < 1.15: MISSED | 1.47 (1.57, 1.38) ≥ 1.3: met |" in row(table, "sac")
+    assert "| ppo |" not in table, "a case that did not run has no row"
+
+
+def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tmp_path, monkeypatch):
+    calls = []
+
+    def measure(case, side, trees):
+        calls.append((case.name, side))
+        return {"sps": 100.0, "wall_s": 1.0, "cpu_s": 1.0, "load": 0.0}
+
+    monkeypatch.setattr(speed, "measure", measure)
+    out = tmp_path / "speed"
+    argv = ["--base", str(REPO), "--only", "ppo", "dqn", "--rounds", "2", "--out", str(out)]
+    assert speed.main(argv) == 0
+    assert calls == [("ppo", "ours"), ("ppo", "base"), ("ppo", "sb3"), ("dqn", "ours"), ("dqn", "base"), ("dqn", "sb3"),
+                     ("ppo", "base"), ("ppo", "sb3"), ("ppo", "ours"), ("dqn", "base"), ("dqn", "sb3"), ("dqn", "ours")]  # fmt: skip
+    saved = json.loads(out.with_suffix(".json").read_text())
+    assert len(saved["runs"]) == 12 and saved["command"].startswith("python benchmark/speed.py --base")
+    assert "| ppo | CartPole-v1, 100000 | 100 (100, 100) |" in out.with_suffix(".md").read_text()
+
+    saved["runs"] = [run for run in saved["runs"] if not (run["round"] == 2 and run["case"] == "dqn")]  # a stopped run
+    out.with_suffix(".json").write_text(json.dumps(saved))
+    calls.clear()
+    assert speed.main([*argv, "--rounds", "3", "--resume"]) == 0
+    assert calls == [("dqn", "base"), ("dqn", "sb3"), ("dqn", "ours")] + [
+        (case, side) for case in ("ppo", "dqn") for side in ("sb3", "ours", "base")
+    ]
+    assert len(json.loads(out.with_suffix(".json").read_text())["runs"]) == 18
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--base", "/nonexistent"], "--base /nonexistent: not a checkout of this project (no cleanrl/ folder in it)"),
+        (["--base", str(REPO), "--only", "ppo_atary"], "--only ppo_atary: not a name this benchmark knows; one of: "),
+        (["--base", str(REPO), "--scale", "0"], "--scale must be positive, got 0"),
+        (["--base", str(REPO), "--rounds", "0"], "argument --rounds: must be at least 1, got 0"),
+        (
+            ["--base", str(REPO), "--sides", "base", "sb3"],
+            "--sides must include ours: every ratio is ours against another side",
+        ),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(argv, error, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["speed.py"])
+    with pytest.raises(SystemExit) as stopped:
+        speed.main([*argv, "--out", str(tmp_path / "speed")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"speed.py: error: {error}")
+    assert not any(tmp_path.iterdir()), "nothing ran"
+
+
+@pytest.mark.extended  # three short runs (ours, base, SB3): about a minute of one core
+def test_a_short_round_measures_every_side_from_its_own_tree(tmp_path):
+    out = tmp_path / "speed"
+    argv = ["--base", str(REPO), "--only", "ppo", "--scale", "0.02", "--rounds", "1", "--out", str(out)]
+    assert speed.main(argv) == 0
+    runs = json.loads(out.with_suffix(".json").read_text())["runs"]
+    assert sorted(run["side"] for run in runs) == ["base", "ours", "sb3"]
+    assert all(run["sps"] > 0 and run["cpu_s"] > 0 and run["wall_s"] > 0 for run in runs)
+    assert "| ppo | CartPole-v1, 2000 |" in out.with_suffix(".md").read_text()
+
+
+def test_each_side_runs_its_own_trees_file_with_that_trees_utilities(tmp_path):
+    trees = speed.Trees(ours=tmp_path / "ours", base=tmp_path / "base")
+    (case,) = [case for case in speed.CASES if case.name == "sac"]
+    argv, env = speed.command(case, "base", trees, tmp_path / "sb3.json")
+    assert argv[1] == str(tmp_path / "base" / "cleanrl" / "sac_continuous_action.py") and env["PYTHONPATH"] == str(trees.base)
+    assert argv[2:] == ["--env-id", "Hopper-v4", "--seed", "1", "--total-timesteps", "6000", "--learning-starts", "1000"]
+    argv, env = speed.command(case, "sb3", trees, tmp_path / "sb3.json")
+    assert argv[1:3] == [str(REPO / "benchmark" / "sb3_baselines.py"), "sac"] and argv[-2:] == [
+        "--json",
+        str(tmp_path / "sb3.json"),
+    ]
+    assert "--learning-starts" in argv and env["PYTHONPATH"] == str(REPO)
