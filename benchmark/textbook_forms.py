@@ -3,7 +3,7 @@
     python benchmark/textbook_forms.py list                 # the cases, and whether their text is still in the files
     python benchmark/textbook_forms.py run --rounds 3       # one process at a time, file and textbook form alternating
     python benchmark/textbook_forms.py report               # the table (keep the trick only at >= 1.10x)
-    python benchmark/textbook_forms.py learn --seeds 3      # both forms learn alike? (cleanrl_utils.rlops per file)
+    python benchmark/textbook_forms.py learn --seeds 6      # both forms learn alike? (cleanrl_utils.rlops per file)
 
 Our rule (docs/community/script-contract.md): where a file writes something in a faster form than the
 one readers know from the paper or from PyTorch's distributions (Gumbel-max sampling instead of
@@ -211,8 +211,11 @@ def learning_runs(case: Case, out: Path, seed: int, args: tuple[str, ...], env_i
 
 
 def learn(out: Path, seeds: int, only: list[str] | None, checks: dict[str, tuple[str, tuple[str, ...]]]) -> int:
-    """Each form of each checked file, `seeds` seeds, tagged by form; then rlops compares textbook with trick per file."""
-    code = 0
+    """Each form of each checked file, `seeds` seeds, tagged by form; then rlops compares textbook with trick per file.
+
+    The exit code is rlops's worst over the files: bad input, then a regression, then an inconclusive comparison.
+    """
+    code, verdicts = 0, []
     for case in CASES:
         if case.script not in checks or (only and case.script.removesuffix(".py") not in only):
             continue
@@ -227,8 +230,9 @@ def learn(out: Path, seeds: int, only: list[str] | None, checks: dict[str, tuple
         argv = ["--runs-dir", str(case_out), "--exp-name", Path(case.script).stem, "--tags", *FORMS, "--baseline", "trick"]
         argv += ["--env-ids", env_id, "--output-filename", str(case_out / "compare"), "--fail-on-regression"]
         print(f"{case.script}: python -m cleanrl_utils.rlops {' '.join(argv)}", flush=True)
-        code = rlops.main(argv)
-    return code
+        verdicts.append(rlops.main(argv))
+    worst = (rlops.EXIT_BAD_INPUT, rlops.EXIT_REGRESSION, rlops.EXIT_INCONCLUSIVE)
+    return next((c for c in worst if c in verdicts), 0)
 
 
 def result_path(out: Path, case: Case, form: str, round_: int) -> Path:
@@ -287,7 +291,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "textbook_forms")
     parser.add_argument("--only", nargs="+", help="run/learn: only these files (without .py)")
-    parser.add_argument("--seeds", type=positive_int, default=3, help="learn: seeds per form")
+    # one env per file: rlops needs 6 seeds a side before a comparison can be decided
+    parser.add_argument("--seeds", type=positive_int, default=6, help="learn: seeds per form")
     args = parser.parse_args()
     if args.command == "run":
         check_only(parser, args.only, [case.script.removesuffix(".py") for case in CASES])

@@ -7,7 +7,7 @@ import py_compile
 import pytest
 
 from benchmark import textbook_forms as bench
-from cleanrl_utils import report
+from cleanrl_utils import report, rlops
 
 
 def test_every_case_finds_one_form_in_its_file_and_writes_the_other(tmp_path):
@@ -57,7 +57,8 @@ def test_report_keeps_a_trick_only_at_ten_percent(tmp_path):
 @pytest.mark.extended  # 15 s of one core: CI runs it after the quick run
 def test_learn_runs_both_forms_tagged_and_compares_them_with_rlops(tmp_path):
     checks = {"ppo_continuous_action.py": ("Pendulum-v1", ("--total-timesteps", "512", "--num-steps", "256"))}
-    assert bench.learn(tmp_path, 1, None, checks) == 0
+    # one seed a side cannot decide anything: the gate says so instead of passing
+    assert bench.learn(tmp_path, 1, None, checks) == rlops.EXIT_INCONCLUSIVE
     (case,) = [c for c in bench.CASES if c.script == "ppo_continuous_action.py"]
     out = tmp_path / case.name
     assert sorted(p.name for p in out.glob("*.json")) == ["textbook__1.json", "trick__1.json"]
@@ -71,5 +72,5 @@ def test_learn_runs_both_forms_tagged_and_compares_them_with_rlops(tmp_path):
     assert "textbook" in compare and "trick" in compare
     # run again: every run is done, only the comparison is made again
     before = {p: p.stat().st_mtime_ns for p in out.glob("*.json")}
-    assert bench.learn(tmp_path, 1, None, checks) == 0
+    assert bench.learn(tmp_path, 1, None, checks) == rlops.EXIT_INCONCLUSIVE
     assert {p: p.stat().st_mtime_ns for p in out.glob("*.json")} == before
