@@ -166,8 +166,8 @@ if __name__ == "__main__":
 
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(1)
+    if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)  # the network is too small for threads to pay off
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
