@@ -91,10 +91,10 @@ def make_env(env_id, idx, capture_video, run_name):
         # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, obs_type="grayscale", **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id, disable_env_checker=True, **skip)
+            env = gym.make(env_id, disable_env_checker=True, obs_type="grayscale", **skip)
         # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -103,8 +103,7 @@ def make_env(env_id, idx, capture_video, run_name):
         if "FIRE" in env.unwrapped.get_action_meanings():
             env = FireResetEnv(env)
         env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))
-        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))  # of the emulator's gray frames (the luma of its colours)
         env = gym.wrappers.FrameStackObservation(env, 4)
         return env
 
@@ -154,9 +153,9 @@ if __name__ == "__main__":
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 
-    q_network = QNetwork(env).to(device)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
-    target_network = QNetwork(env).to(device)
+    q_network = QNetwork(env).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
+    target_network = QNetwork(env).to(device, memory_format=torch.channels_last)
     target_network.load_state_dict(q_network.state_dict())
 
     # each frame is stored once; a transition's stacks are rebuilt when sampled

@@ -113,10 +113,10 @@ def make_env(env_id, idx, capture_video, run_name):
         # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, obs_type="grayscale", **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id, disable_env_checker=True, **skip)
+            env = gym.make(env_id, disable_env_checker=True, obs_type="grayscale", **skip)
         # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -125,8 +125,7 @@ def make_env(env_id, idx, capture_video, run_name):
         if "FIRE" in env.unwrapped.get_action_meanings():
             env = FireResetEnv(env)
         env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))
-        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))  # of the emulator's gray frames (the luma of its colours)
         env = gym.wrappers.FrameStackObservation(env, 4)
         return env
 
@@ -272,7 +271,7 @@ def load_teacher(source, exp_name, env, device):
         weights = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # not a file torch saved: unpickling, zip or EOF errors, which have no common base
         raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari.py ({type(e).__name__})") from None
-    teacher = TeacherModel(env).to(device)
+    teacher = TeacherModel(env).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions
     try:
         teacher.load_state_dict(weights)
     except (RuntimeError, TypeError, AttributeError) as e:
@@ -309,9 +308,9 @@ if __name__ == "__main__":
         exp.fail(str(e))
     writer = exp.start_logging()
 
-    q_network = QNetwork(env).to(device)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
-    target_network = QNetwork(env).to(device)
+    q_network = QNetwork(env).to(device, memory_format=torch.channels_last)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
+    target_network = QNetwork(env).to(device, memory_format=torch.channels_last)
     target_network.load_state_dict(q_network.state_dict())
 
     # two frame memories: the student's and the teacher's

@@ -86,10 +86,10 @@ def make_env(env_id, idx, capture_video, run_name):
         # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, obs_type="grayscale", **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id, disable_env_checker=True, **skip)
+            env = gym.make(env_id, disable_env_checker=True, obs_type="grayscale", **skip)
         # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -98,8 +98,7 @@ def make_env(env_id, idx, capture_video, run_name):
         if "FIRE" in env.unwrapped.get_action_meanings():
             env = FireResetEnv(env)
         env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))
-        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))  # of the emulator's gray frames (the luma of its colours)
         env = gym.wrappers.FrameStackObservation(env, 4)
         return env
 
@@ -186,24 +185,24 @@ if __name__ == "__main__":
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 
-    actor = Actor(env).to(device)
-    qf1 = SoftQNetwork(env).to(device)
-    qf2 = SoftQNetwork(env).to(device)
-    qf1_target = SoftQNetwork(env).to(device)
-    qf2_target = SoftQNetwork(env).to(device)
+    actor = Actor(env).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions
+    qf1 = SoftQNetwork(env).to(device, memory_format=torch.channels_last)
+    qf2 = SoftQNetwork(env).to(device, memory_format=torch.channels_last)
+    qf1_target = SoftQNetwork(env).to(device, memory_format=torch.channels_last)
+    qf2_target = SoftQNetwork(env).to(device, memory_format=torch.channels_last)
     qf1_target.load_state_dict(qf1.state_dict())
     qf2_target.load_state_dict(qf2.state_dict())
     q_params = list(qf1.parameters()) + list(qf2.parameters())
     target_params = list(qf1_target.parameters()) + list(qf2_target.parameters())
     # Adam with eps 1e-4 for the critics, the actor and the temperature, the published setting
-    q_optimizer = optim.Adam(q_params, lr=args.q_lr, eps=1e-4)
-    actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, eps=1e-4)
+    q_optimizer = optim.Adam(q_params, lr=args.q_lr, eps=1e-4, fused=True)
+    actor_optimizer = optim.Adam(actor.parameters(), lr=args.policy_lr, eps=1e-4, fused=True)
 
     # Automatic entropy tuning: the target is a share of the largest entropy, that of the uniform policy
     if args.autotune:
         target_entropy = args.target_entropy_scale * np.log(env.action_space.n)
         log_alpha = torch.zeros(1, requires_grad=True, device=device)
-        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, eps=1e-4)
+        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr, eps=1e-4, fused=True)
         alpha = log_alpha.detach().exp()[0]  # starts at 1
     else:
         alpha = torch.tensor(args.alpha, device=device)  # a tensor, like the tuned one
