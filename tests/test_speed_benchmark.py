@@ -1,6 +1,7 @@
 """benchmark/speed.py: ours, an earlier commit and SB3, alternating, with medians of paired ratios and the bars."""
 
 import json
+import re
 import sys
 
 import pytest
@@ -114,3 +115,28 @@ def test_each_side_runs_its_own_trees_file_with_that_trees_utilities(tmp_path):
         str(tmp_path / "sb3.json"),
     ]
     assert "--learning-starts" in argv and env["PYTHONPATH"] == str(REPO)
+
+
+def test_profile_splits_the_training_loop_into_parts(tmp_path, monkeypatch, capsys):
+    from benchmark import speed_profile
+
+    monkeypatch.chdir(tmp_path)
+    argv = [str(REPO / "cleanrl" / "ppo.py"), "--total-timesteps", "1024", "--top", "3"]
+    assert speed_profile.main(argv) == 0
+    out = capsys.readouterr().out
+    parts = dict(re.findall(r"^\| ([^|]+) \| [\d.]+ \| (\d+)% \|$", out, re.M))
+    assert {"env", "network (forward, backward)", "optimizer", "the script's loop"} <= set(parts)
+    assert parts.pop("all of the training loop") == "100" and 95 <= sum(map(int, parts.values())) <= 105  # rounding
+    assert "The 3 functions with the most own time" in out
+    assert (tmp_path / "runs").is_dir(), "the script ran for real, in the current folder"
+
+
+def test_profile_of_a_script_that_never_trains_is_one_line(tmp_path, capsys):
+    from benchmark import speed_profile
+
+    script = tmp_path / "no_loop.py"
+    script.write_text("print('set up, no training')\n")
+    with pytest.raises(SystemExit) as stopped:
+        speed_profile.main([str(script)])
+    assert stopped.value.code == 2
+    assert "never entered its training loop" in capsys.readouterr().err.splitlines()[-1]
