@@ -7,7 +7,8 @@ Runs the script in this process under cProfile, switched on when its training st
 and off when it ends, so imports and set-up are left out. Each function's own time goes to a part
 by the file it is defined in (Gymnasium, ALE, MuJoCo and SB3's Atari wrappers: env; torch.nn and
 autograd: network; torch.optim: optimizer; ...); a built-in (a torch kernel, a NumPy call) goes to
-the parts of the functions that called it, in proportion. The table gives each part's seconds and
+the parts of the functions that called it, in proportion, and so does a function of a library of no
+part (NumPy, torch's core: a NumPy call made by a Gymnasium wrapper is the env's time). The table gives each part's seconds and
 share; `--top N` adds the N functions with the most own time. cProfile adds a cost to every Python
 call, so the Python-heavy parts (env wrappers, the loop) read larger than they run; the parts'
 order is what the table is for. It uses the threads the script would (`OMP_NUM_THREADS`...).
@@ -26,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-OTHER = "other Python (torch internals, NumPy...)"
+OTHER = "other (calls in a cycle)"
 LOOP = "the script's loop"
 # (part, fragments of a file path that mark it); the first match wins
 PARTS = (
@@ -42,11 +43,9 @@ PARTS = (
 
 
 def part_of(filename: str) -> str | None:
-    """The part a function belongs to by its file; None for a built-in (no file)."""
-    if filename == "~" or filename.startswith("<"):
-        return None
+    """The part a function belongs to by its file; None for a built-in or a file of no part (NumPy, torch's core)."""
     path = filename.replace("\\", "/")
-    return next((part for part, marks in PARTS if any(mark in path for mark in marks)), OTHER)
+    return next((part for part, marks in PARTS if any(mark in path for mark in marks)), None)
 
 
 def split_by_part(stats: pstats.Stats) -> dict[str, float]:
@@ -68,7 +67,7 @@ def split_by_part(stats: pstats.Stats) -> dict[str, float]:
         out: dict[str, float] = defaultdict(float)
         for caller, entry in callers.items():
             weight = entry[2] / total if total else 1.0 / len(callers)
-            for p, share in (shares(caller, seen | {func}) if caller not in seen else {OTHER: 1.0}).items():
+            for p, share in (shares(caller, seen | {func}) if caller not in seen else {OTHER: 1.0}).items():  # a cycle
                 out[p] += weight * share
         memo[func] = dict(out)
         return memo[func]
