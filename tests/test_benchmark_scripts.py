@@ -13,29 +13,6 @@ import pytest
 from tests.helpers import REPO, script_env
 
 
-@pytest.mark.extended  # 41 s of one core: CI runs it after the quick run
-def test_speed_vs_sb3_prints_both_rates_and_the_ratio(tmp_path):
-    # few steps per run: ppo.py logs its SPS after each 512-step update, dqn.py only once it learns, after its 10000
-    # learning-starts steps. Two rounds of ppo (the median of two), one of dqn (its row is built the same way)
-    for algo, steps, rounds in (("ppo", 1024, 2), ("dqn", 10240, 1)):
-        command = [sys.executable, str(REPO / "benchmark" / "speed_vs_sb3.py"), "--algos", algo]
-        command += ["--total-timesteps", str(steps), "--rounds", str(rounds)]
-        proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        cell = r"(\d+) \(([\d, ]+)\)"  # median (each round)
-        rows = re.findall(
-            rf"^\| (ppo|dqn) \({steps} steps, SB3 default threads\) \| {cell} \| {cell} \| ([\d.]+)x \|$", proc.stdout, re.M
-        )
-        assert [row[0] for row in rows] == [algo]
-        for row in rows:
-            ours, theirs = int(row[1]), int(row[3])
-            ours_rounds, theirs_rounds = ([int(v) for v in cell.split(", ")] for cell in (row[2], row[4]))
-            assert len(ours_rounds) == len(theirs_rounds) == rounds and min(ours_rounds + theirs_rounds) > 0
-            # the median of the rounds (of two: their mean)
-            assert abs(ours - sum(ours_rounds) / rounds) <= 1 and abs(theirs - sum(theirs_rounds) / rounds) <= 1
-            assert abs(float(row[5]) - ours / theirs) < 0.01
-
-
 @pytest.mark.extended  # 20 s of one core: CI runs it after the quick run
 def test_classic_control_script_runs_one_algorithm_through_the_runner_and_reports_each_run(tmp_path):
     # what benchmark/ppo.sh did: one algorithm on one env, each seed, then each run's own line and curve table
