@@ -154,13 +154,15 @@ def machine() -> dict:
     }
 
 
-def paired_ratios(runs: list[dict], case: str, other: str) -> list[float]:
-    """ours/other SPS, one per round in which both ran."""
+def paired_ratios(runs: list[dict], case: str, other: str, key: str = "sps") -> list[float]:
+    """ours/other of `key` (SPS), or other/ours for `cpu_s` (how many times less CPU ours took): one per round
+    in which both ran."""
     by_round: dict[int, dict[str, float]] = {}
     for run in runs:
         if run["case"] == case:
-            by_round.setdefault(run["round"], {})[run["side"]] = run["sps"]
-    return [sides["ours"] / sides[other] for sides in by_round.values() if "ours" in sides and other in sides]
+            by_round.setdefault(run["round"], {})[run["side"]] = run[key]
+    pairs = [(sides["ours"], sides[other]) for sides in by_round.values() if "ours" in sides and other in sides]
+    return [theirs / ours if key == "cpu_s" else ours / theirs for ours, theirs in pairs]
 
 
 def cell(values: list[float], digits: int = 0) -> str:
@@ -188,28 +190,26 @@ def report(record: dict) -> str:
         f"machine: {record['machine']['cpus']} CPUs ({record['machine']['processor']}), Python {record['machine']['python']}, "
         f"torch {record['machine']['torch']} ({record['machine']['torch_threads_default']} threads by default), "
         f"OMP_NUM_THREADS={record['machine']['OMP_NUM_THREADS'] or 'unset'}.",
-        "Load: the 1-minute load average when each run started (an idle machine reads near 0).",
+        "Load: the 1-minute load average when each run started (an idle machine reads near 0). CPU: the whole",
+        "process's CPU seconds, other ÷ ours (a run on one thread does the same work whatever the load; with",
+        "more threads, spinning threads add to it).",
         "",
-        "| case | env, steps | ours SPS, median (each round) | base SPS | SB3 SPS | ours/base, median of rounds | ours/SB3 | CPU-s ours/base | load (min–max) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | env, steps | ours SPS, median (each round) | base SPS | SB3 SPS | ours/base, median of rounds "
+        "| ours/SB3 | CPU base÷ours | CPU SB3÷ours | load (min–max) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case in CASES:
         mine = [run for run in runs if run["case"] == case.name]
         if not mine:
             continue
         sps = {side: [run["sps"] for run in mine if run["side"] == side] for side in SIDES}
-        cpu = {side: [run["cpu_s"] for run in mine if run["side"] == side] for side in SIDES}
         to_base, to_sb3 = paired_ratios(runs, case.name, "base"), paired_ratios(runs, case.name, "sb3")
-        cpu_ratio = (
-            f"{statistics.median(cpu['base']) / statistics.median(cpu['ours']):.2f}x less"
-            if cpu["ours"] and cpu["base"]
-            else "–"
-        )
+        cpu_base, cpu_sb3 = (paired_ratios(runs, case.name, other, "cpu_s") for other in ("base", "sb3"))
         loads = [run["load"] for run in mine]
         lines.append(
             f"| {case.name} | {case.env_id}, {max(1, round(case.steps * record['scale']))} | {cell(sps['ours'])} | {cell(sps['base'])} | {cell(sps['sb3'])} "
             f"| {cell(to_base, 2)}{bar_verdict(to_base, case.base_bar)} | {cell(to_sb3, 2)}{bar_verdict(to_sb3, case.sb3_bar)} "
-            f"| {cpu_ratio} | {min(loads):.1f}–{max(loads):.1f} |"
+            f"| {cell(cpu_base, 2)} | {cell(cpu_sb3, 2)} | {min(loads):.1f}–{max(loads):.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -226,7 +226,15 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=REPO / "benchmark" / "results" / "speed", help="writes OUT.json and OUT.md"
     )
     parser.add_argument("--resume", action="store_true", help="keep OUT.json's runs and measure only the missing ones")
+    parser.add_argument("--report", action="store_true", help="only write OUT.md again from OUT.json, running nothing")
     args = parser.parse_args(argv)
+    out_json, out_md = args.out.with_suffix(".json"), args.out.with_suffix(".md")
+    if args.report:
+        if not out_json.is_file():
+            parser.error(f"--report: no {out_json} to report")
+        atomic.write_text(out_md, table := report(json.loads(out_json.read_text())))
+        print(table)
+        return 0
     check_only(parser, args.only, (case.name for case in CASES))
     if "ours" not in args.sides:
         parser.error("--sides must include ours: every ratio is ours against another side")
@@ -237,7 +245,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--scale must be positive, got {args.scale:g}")
     trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale)
     cases = [case for case in CASES if not args.only or case.name in args.only]
-    out_json, out_md = args.out.with_suffix(".json"), args.out.with_suffix(".md")
     record = {
         "command": "python benchmark/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "ours_commit": describe_tree(args.ours),

@@ -38,7 +38,9 @@ def test_ratios_are_medians_of_each_rounds_pair_and_the_bars_are_applied():
     sac = fake_runs({"ours": [110, 110, 110], "base": [100, 100, 100], "sb3": [70, 80]}, "sac")
     table = speed.report(record(dqn + sac))
     assert "| dqn | CartPole-v1, 100000 | 140 (150, 120, 140) | 100 (100, 100, 100) | 70 (75, 60, 70) |" in row(table, "dqn")
-    assert "| 1.40 (1.50, 1.20, 1.40) ≥ 1.3: met | 2.00 (2.00, 2.00, 2.00) | 2.00x less | 0.5–2.5 |" in row(table, "dqn")
+    # CPU seconds: base took 20 against ours' 10 in each round, SB3 10
+    cpu = "| 2.00 (2.00, 2.00, 2.00) | 1.00 (1.00, 1.00, 1.00) | 0.5–2.5 |"
+    assert "| 1.40 (1.50, 1.20, 1.40) ≥ 1.3: met | 2.00 (2.00, 2.00, 2.00) " + cpu in row(table, "dqn")
     assert "| 1.10 (1.10, 1.10, 1.10) < 1.15: MISSED | 1.47 (1.57, 1.38) ≥ 1.3: met |" in row(table, "sac")
     assert "| ppo |" not in table, "a case that did not run has no row"
 
@@ -68,6 +70,11 @@ def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tm
         (case, side) for case in ("ppo", "dqn") for side in ("sb3", "ours", "base")
     ]
     assert len(json.loads(out.with_suffix(".json").read_text())["runs"]) == 18
+
+    out.with_suffix(".md").unlink()
+    calls.clear()
+    assert speed.main([*argv, "--report"]) == 0 and not calls, "--report runs nothing"
+    assert "| dqn | CartPole-v1, 100000 | 100 (100, 100, 100) |" in out.with_suffix(".md").read_text()
 
 
 @pytest.mark.parametrize(
