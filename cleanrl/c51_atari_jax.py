@@ -83,10 +83,10 @@ def make_env(env_id, idx, capture_video, run_name):
         # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, obs_type="grayscale", **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id, disable_env_checker=True, **skip)
+            env = gym.make(env_id, disable_env_checker=True, obs_type="grayscale", **skip)
         # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -95,8 +95,7 @@ def make_env(env_id, idx, capture_video, run_name):
         if "FIRE" in env.unwrapped.get_action_meanings():
             env = FireResetEnv(env)
         env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))
-        env = gym.wrappers.GrayscaleObservation(env)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))  # of the emulator's gray frames (the luma of its colours)
         env = gym.wrappers.FrameStackObservation(env, 4)
         return env
 

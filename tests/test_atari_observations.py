@@ -1,5 +1,6 @@
-"""The Atari torch files see the frames the original CleanRL saw: the emulator's gray frames (the luma of its palette,
-which is OpenCV's RGB-to-gray) resized to 84x84, where the original resized the RGB frame and then turned it gray."""
+"""The Atari files on Gymnasium (PyTorch and the JAX twins) see the frames the original CleanRL saw: the emulator's
+gray frames (the luma of its palette, which is OpenCV's RGB-to-gray) resized to 84x84, where the original resized
+the RGB frame and then turned it gray."""
 
 import importlib
 
@@ -20,6 +21,9 @@ SCRIPTS = [
     "rainbow_atari",
     "sac_atari",
     "qdagger_dqn_atari_impalacnn",
+    "dqn_atari_jax",
+    "c51_atari_jax",
+    "qdagger_dqn_atari_jax_impalacnn",
 ]
 
 
