@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import check_only, positive_int  # noqa: E402
+from benchmark.harness import check_only, positive_int  # noqa: E402
 from cleanrl_utils import atomic  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 

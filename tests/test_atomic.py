@@ -2,7 +2,7 @@
 
 import json
 
-from benchmark.benchlib import is_done
+from benchmark.harness import is_done
 from cleanrl_utils import atomic
 from tests.helpers import killed_mid_write
 
@@ -20,7 +20,7 @@ def test_a_write_killed_halfway_leaves_the_previous_file(tmp_path):
 
 def test_a_benchmark_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp_path):
     result = tmp_path / "out" / "ours__ppo__CartPole-v1__1.json"
-    code = f"from benchmark.benchlib import write_result; write_result(__import__('pathlib').Path({str(result)!r}), "
+    code = f"from benchmark.harness import write_result; write_result(__import__('pathlib').Path({str(result)!r}), "
     killed_mid_write(code + "{'sps': 1.0, 'episodic_returns': [1.0] * 500})", tmp_path)
     assert not result.exists() and not is_done(result)
     assert [p.name for p in result.parent.iterdir() if not p.name.startswith(".")] == []

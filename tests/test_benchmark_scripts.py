@@ -20,7 +20,7 @@ def test_classic_control_script_runs_one_algorithm_through_the_runner_and_report
         ALGOS="ppo", ENV_IDS="CartPole-v1", NUM_SEEDS="2", WORKERS="2", EXTRA="--total-timesteps 1024",
         CURVE_TABLE_STEPS="512", PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
     )  # fmt: skip
-    command = ["bash", str(REPO / "benchmark" / "classic_control.sh"), str(tmp_path / "out")]
+    command = ["bash", str(REPO / "benchmark" / "checks" / "classic_control.sh"), str(tmp_path / "out")]
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (tmp_path / "out" / "report.md").read_text()
@@ -41,7 +41,7 @@ def write_result(path, returns, sps=100.0):
 
 
 def test_atari_report_applies_the_bars_of_each_check(tmp_path):
-    from benchmark import atari_vs_sb3 as bench
+    from benchmark.compare import atari_vs_sb3 as bench
 
     write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0, 2.0])  # mean 1.5
     # PPO: ours 10 and 8 (mean 9) against SB3's 10 and 12 (mean 11): 9 >= 0.8 x 11 and 9 >= 3 x 1.5
@@ -63,7 +63,7 @@ def test_atari_report_applies_the_bars_of_each_check(tmp_path):
 
 
 def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
-    from benchmark import atari_vs_sb3 as bench
+    from benchmark.compare import atari_vs_sb3 as bench
 
     write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0])
     write_result(tmp_path / "ours__ppo_atari__BreakoutNoFrameskip-v4__300000__1.json", [7.0] * 20)
@@ -72,7 +72,7 @@ def test_atari_report_fails_ppo_that_trails_sb3(tmp_path):
 
 
 def test_atari_report_holds_multigpu_to_ppo_atari_within_noise(tmp_path):
-    from benchmark import atari_vs_sb3 as bench
+    from benchmark.compare import atari_vs_sb3 as bench
 
     write_result(tmp_path / "random__BreakoutNoFrameskip-v4.json", [1.0])
     for seed, score in ((1, 10.0), (2, 14.0)):  # ppo_atari: 12 ± 2
@@ -90,7 +90,7 @@ def test_atari_report_holds_multigpu_to_ppo_atari_within_noise(tmp_path):
 
 
 def test_atari_learning_runs_pair_ours_with_sb3_and_checkpoint_the_long_one(tmp_path):
-    from benchmark import atari_vs_sb3 as bench
+    from benchmark.compare import atari_vs_sb3 as bench
 
     runs = {run.result.name: run for run in bench.learning_runs(tmp_path, ["ppo_atari", "sac_atari"])}
     ours = runs["ours__ppo_atari__BreakoutNoFrameskip-v4__300000__2.json"]
@@ -115,7 +115,7 @@ print("trained")
 
 
 def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed_runs(tmp_path):
-    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue
+    from benchmark.harness import QueuedRun, one_thread_env, run_queue
 
     program = tmp_path / "train.py"
     program.write_text(FAKE_TRAINING)
@@ -155,7 +155,7 @@ def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed
 
 def test_a_truncated_summary_is_not_done_and_its_run_runs_again(tmp_path, capsys):
     """A summary cut short (a writer killed mid-write) must not count as a finished run."""
-    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue
+    from benchmark.harness import QueuedRun, one_thread_env, run_queue
 
     program = tmp_path / "train.py"
     program.write_text(FAKE_TRAINING)
@@ -173,7 +173,7 @@ def test_a_truncated_summary_is_not_done_and_its_run_runs_again(tmp_path, capsys
 def test_summarizing_a_run_that_logged_no_episodes_is_a_clear_error(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 
-    from benchmark.benchlib import summarize_run
+    from benchmark.harness import summarize_run
 
     run_dir = tmp_path / "runs" / "Env-v0__x__1__1"
     with SummaryWriter(run_dir) as writer:
@@ -185,7 +185,7 @@ def test_summarizing_a_run_that_logged_no_episodes_is_a_clear_error(tmp_path):
 
 @pytest.mark.extended  # 5 s of one core: CI runs it after the quick run
 def test_benchmark_runs_go_through_the_runner(tmp_path):
-    from benchmark.benchlib import QueuedRun, one_thread_env, run_queue, script, summarize_run
+    from benchmark.harness import QueuedRun, one_thread_env, run_queue, script, summarize_run
 
     result = tmp_path / "ppo.json"
     run = QueuedRun(result, script("ppo"), ("--total-timesteps", "256", "--num-steps", "64"), "CartPole-v1", 3)
@@ -197,7 +197,7 @@ def test_benchmark_runs_go_through_the_runner(tmp_path):
 
 
 def test_random_policy_scores_whole_games_not_lives():
-    from benchmark import atari_vs_sb3 as bench
+    from benchmark.compare import atari_vs_sb3 as bench
 
     # Breakout has 5 lives; the training wrappers end an episode at each, but a random game's score is the
     # whole game's: every game recorded spans all 5 lives, and its score is a sum of whole points
@@ -207,7 +207,7 @@ def test_random_policy_scores_whole_games_not_lives():
 
 
 def test_continuous_report_compares_with_sb3_and_uses_the_quiet_speeds(tmp_path):
-    from benchmark import continuous_vs_sb3 as bench
+    from benchmark.compare import continuous_vs_sb3 as bench
 
     for seed, ours, sb3 in ((1, -150.0, -170.0), (2, -170.0, -190.0), (3, -160.0, -180.0)):
         write_result(tmp_path / f"ours__sac_continuous_action__Pendulum-v1__20000__{seed}.json", [-1000.0] + [ours] * 10, 50)
@@ -232,7 +232,7 @@ def write_episode_lengths(run_dir, lengths_by_player):
 
 
 def test_selfplay_report_bins_both_players_episodes_by_step(tmp_path):
-    from benchmark import pettingzoo_pong_selfplay as bench
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
 
     # player 0 and 1 end games at the same steps; lengths grow from 200 to 800 over a 1000-step run
     points = [(100, 200), (400, 300), (600, 500), (1000, 800)]
@@ -244,7 +244,7 @@ def test_selfplay_report_bins_both_players_episodes_by_step(tmp_path):
 
 
 def test_selfplay_report_leaves_out_ranges_without_games(tmp_path):
-    from benchmark import pettingzoo_pong_selfplay as bench
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
 
     curve = bench.length_curve([(900, 50.0), (950, 70.0)], total_steps=1000, bins=4)
     assert curve == [(750, 1000, 2, 60.0)]
@@ -252,8 +252,8 @@ def test_selfplay_report_leaves_out_ranges_without_games(tmp_path):
 
 @pytest.mark.extended  # 17 s of one core: CI runs it after the quick run
 def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path, monkeypatch):
-    from benchmark import trxl_memory as bench
-    from benchmark.benchlib import one_thread_env, run_queue
+    from benchmark.checks import trxl_memory as bench
+    from benchmark.harness import one_thread_env, run_queue
 
     proof = dataclasses.replace(bench.CHECKS[0], total_timesteps=2048, seeds=(1,))
     monkeypatch.setattr(bench, "CHECKS", [proof, *bench.CHECKS[1:]])
@@ -272,8 +272,8 @@ def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path
 
 
 def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on(tmp_path):
-    from benchmark import trxl_memory as bench
-    from benchmark.benchlib import resumable_args
+    from benchmark.checks import trxl_memory as bench
+    from benchmark.harness import resumable_args
 
     runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
     assert [run.checkpoint_every for run in runs] == [4, 4] * 2  # 500k steps, then the published 2M
@@ -296,7 +296,7 @@ def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on
 
 
 def test_trxl_variant_is_queued_only_by_its_own_name_with_its_own_files(tmp_path):
-    from benchmark import trxl_memory as bench
+    from benchmark.checks import trxl_memory as bench
 
     published = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
     assert all("--init-ent-coef" not in run.args for run in published)  # the published runs keep their default
@@ -311,7 +311,7 @@ def test_trxl_variant_is_queued_only_by_its_own_name_with_its_own_files(tmp_path
 
 
 def test_trxl_cue_episodes_split_by_whether_the_agent_saw_the_cue():
-    from benchmark import trxl_memory as bench
+    from benchmark.checks import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import make_env
 
     env = make_env("MiniGrid-MemoryS7-v0", 0, False, "")()
@@ -328,7 +328,7 @@ def test_trxl_cue_episodes_split_by_whether_the_agent_saw_the_cue():
 
 
 def test_trxl_cue_report_rates_per_group():
-    from benchmark.trxl_memory import CueEpisode, cue_report
+    from benchmark.checks.trxl_memory import CueEpisode, cue_report
 
     played = [CueEpisode(True, True, True)] * 3 + [CueEpisode(True, True, False)] + [CueEpisode(False, False, True)] * 2
     table = cue_report(played + [CueEpisode(False, False, False)] * 2)
@@ -341,7 +341,7 @@ def test_trxl_cue_report_rates_per_group():
 def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatch, capsys):
     import torch
 
-    from benchmark import trxl_memory as bench
+    from benchmark.checks import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
 
     def saved(env_id: str, weights_key: str = "agent") -> Path:
@@ -378,7 +378,7 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
 
 
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
-    from benchmark import trxl_memory as bench
+    from benchmark.checks import trxl_memory as bench
 
     (check,) = [check for check in bench.CHECKS if check.name == "MiniGrid-MemoryS9-v0" and check.total_timesteps == 500_000]
     for memory_length, returns in ((check.memory_length, [0.0] * 5 + [0.8] * 95), (1, [0.0] * 40 + [0.8] * 60)):
@@ -396,7 +396,7 @@ def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
 
 
 def test_jax_speed_leaves_the_compiling_interval_out():
-    from benchmark import benchlib as bench
+    from benchmark import harness as bench
 
     # logs every 100 steps at 0.1 s each (1000 steps/s), but the interval holding the first update
     # (step 1000, logged at step 1100) took 3.1 s: 3 s of compilation
@@ -411,7 +411,7 @@ def test_jax_speed_leaves_the_compiling_interval_out():
 def test_jax_report_checks_every_seed_window(tmp_path):
     import json
 
-    from benchmark import jax_vs_torch as bench
+    from benchmark.compare import jax_vs_torch as bench
 
     good = [[step, 500.0] for step in range(1000, 500_001, 1000)]
     for seed in (1, 2):
@@ -429,7 +429,7 @@ def test_jax_report_checks_every_seed_window(tmp_path):
 def test_same_scalars_tells_identical_runs_from_different_ones(tmp_path, capsys):
     from torch.utils.tensorboard import SummaryWriter
 
-    from benchmark.same_scalars import main
+    from benchmark.guards.same_scalars import main
 
     for name, loss in (("a", 0.5), ("b", 0.5), ("c", 0.25)):
         with SummaryWriter(tmp_path / name) as writer:
@@ -444,7 +444,7 @@ def test_same_scalars_tells_identical_runs_from_different_ones(tmp_path, capsys)
 
 def test_algorithm_files_keep_the_length_rule():
     """The contract's length rule: median ratio to the original file at most 1.00, none above 1.25, no packing."""
-    from benchmark.script_lengths import problems, ratios
+    from benchmark.guards.script_lengths import problems, ratios
 
     found = ratios()
     assert len(found) == 35  # every original variant has its file here
@@ -470,7 +470,7 @@ if ("--save-model" in args or "--resume" in args) and not name.startswith("qdagg
 
 def fake_qdagger_benchmark(tmp_path, monkeypatch):
     """The benchmark module with the stand-in program for every script, and summaries holding only the run's identity."""
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
 
     program = tmp_path / "fake.py"
     program.write_text(FAKE_QDAGGER_RUN)
@@ -480,7 +480,7 @@ def fake_qdagger_benchmark(tmp_path, monkeypatch):
 
 
 def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, monkeypatch):
-    from benchmark.benchlib import one_thread_env
+    from benchmark.harness import one_thread_env
 
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
     out = tmp_path / "out"
@@ -539,7 +539,7 @@ def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, mo
 
 
 def test_qdagger_benchmark_offline_steps_picks_the_long_budget_of_one_pair(tmp_path, monkeypatch):
-    from benchmark.benchlib import one_thread_env
+    from benchmark.harness import one_thread_env
 
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
     out = tmp_path / "out"
@@ -569,7 +569,7 @@ def test_qdagger_benchmark_offline_steps_picks_the_long_budget_of_one_pair(tmp_p
 )
 def test_qdagger_benchmark_rejects_offline_steps_no_selected_budget_has(tmp_path, argv, error):
     done = subprocess.run(
-        [sys.executable, "benchmark/qdagger_reincarnation.py", "run", "--out", str(tmp_path), *argv],
+        [sys.executable, "benchmark/checks/qdagger_reincarnation.py", "run", "--out", str(tmp_path), *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -626,7 +626,7 @@ def write_qdagger_result(path, returns, eval_returns=(), offline_returns=()):
 
 
 def test_qdagger_report_applies_both_bars(tmp_path):
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
 
     game = "BreakoutNoFrameskip-v4"
     write_qdagger_result(tmp_path / f"teacher__dqn_atari__{game}__200000__1.json", [0.0] * 50 + [12.0] * 20, [20.0] * 10)
@@ -643,7 +643,7 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     row = (
         "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 3k + 20k | 1, 2 | 20.0 (12.0) "
         "| 5.0 ± 0.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
-        "| `python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --offline-steps 3000` |"
+        "| `python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --offline-steps 3000` |"
     )
     assert row in table.splitlines()
     assert "jax" not in table  # not run: no row rather than a made-up one
@@ -661,7 +661,7 @@ def test_qdagger_report_applies_both_bars(tmp_path):
 
 
 def test_qdagger_report_shows_a_long_offline_phase_on_the_way(tmp_path):
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
 
     game = "BreakoutNoFrameskip-v4"
     write_qdagger_result(tmp_path / f"teacher__dqn_atari_jax__{game}__200000__1.json", [18.0] * 20, [22.0] * 10)
@@ -678,7 +678,7 @@ def test_qdagger_report_shows_a_long_offline_phase_on_the_way(tmp_path):
 def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
 
     with SummaryWriter(tmp_path / "run") as writer:
         writer.add_scalar("charts/offline/avg_episodic_return", 7.5, 40000)
@@ -694,7 +694,7 @@ def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
 
 
 def test_qdagger_students_explore_over_half_the_scratch_runs_schedule():
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
     from cleanrl.qdagger_dqn_atari_impalacnn import linear_schedule
 
     def schedule(args, total):
@@ -718,7 +718,7 @@ def test_qdagger_students_explore_over_half_the_scratch_runs_schedule():
 
 
 def test_qdagger_runs_shared_by_two_budgets_run_once(tmp_path):
-    from benchmark import qdagger_reincarnation as bench
+    from benchmark.checks import qdagger_reincarnation as bench
 
     short, long = (pair for pair in bench.PAIRS if pair.teacher == "dqn_atari_jax")
     runs = bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, long, 1)])
@@ -732,7 +732,13 @@ def test_qdagger_runs_shared_by_two_budgets_run_once(tmp_path):
 @pytest.mark.extended  # 32 s of one core: CI runs it after the quick run
 def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
     """`run` trains through the runner with --save-model; `report` sets the policy's points beside random's."""
-    command = [sys.executable, str(REPO / "benchmark" / "pettingzoo_pong_selfplay.py"), "run", "--total-timesteps", "128"]
+    command = [
+        sys.executable,
+        str(REPO / "benchmark" / "checks" / "pettingzoo_pong_selfplay.py"),
+        "run",
+        "--total-timesteps",
+        "128",
+    ]
     command += ["--max-cycles", "160", "--out", str(tmp_path), "--", "--num-envs", "2", "--num-steps", "64"]
     proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -750,7 +756,7 @@ def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
     assert (row[7] == "yes") == (mean > sum(random) / 10)
 
     # more games for the saved policy and a random player in its seat, from another seed
-    command = [sys.executable, str(REPO / "benchmark" / "pettingzoo_pong_selfplay.py"), "evaluate", "--games", "3"]
+    command = [sys.executable, str(REPO / "benchmark" / "checks" / "pettingzoo_pong_selfplay.py"), "evaluate", "--games", "3"]
     proc = subprocess.run(
         [*command, "--seed", "7", "--out", str(tmp_path)], cwd=tmp_path, env=script_env(), capture_output=True, text=True
     )
@@ -763,7 +769,7 @@ def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
 
 
 def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
-    from benchmark import pettingzoo_pong_selfplay as bench
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
 
     result = {"env_id": "pong_v3", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
     (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps(result))
@@ -779,7 +785,7 @@ def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
 
 
 def test_selfplay_other_games_are_named_after_their_game_and_have_no_games_won_count(tmp_path):
-    from benchmark import pettingzoo_pong_selfplay as bench
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
 
     result = {"env_id": "boxing_v2", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
     bench.result_path(tmp_path, "boxing_v2", 1000, 1).write_text(json.dumps(result))
@@ -801,7 +807,7 @@ def test_selfplay_other_games_are_named_after_their_game_and_have_no_games_won_c
 
 
 def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_path):
-    from benchmark import rnd_exploration as bench
+    from benchmark.checks import rnd_exploration as bench
 
     runs = bench.learning_runs(tmp_path, [1, 2])
     # both arms of a seed before the next seed, the same flags but the intrinsic coefficient
@@ -822,14 +828,14 @@ def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_
 
 # A typo in --only used to select nothing, run nothing and exit 0; each script's names, per command
 UNKNOWN_ONLY = [
-    ("atari_vs_sb3", ["run", "--only", "ppo_atar"], "ppo_atari BreakoutNoFrameskip-v4"),
-    ("atari_vs_sb3", ["speed", "--only", "ppo_atari_3_threads"], "ppo_atari ppo_atari_2_threads"),
-    ("continuous_vs_sb3", ["run", "--only", "Hopper-v4", "sac_continous_action"], "Hopper-v4 InvertedPendulum-v4"),
-    ("envpool_procgen", ["run", "--only", "starpilot", "ppo_procgn"], "ppo_procgen"),
-    ("jax_vs_torch", ["learn", "--only", "dqn"], "c51_jax dqn_jax"),
-    ("textbook_forms", ["learn", "--only", "ppo_atari.py"], "ppo_atari ppo_continuous_action"),
-    ("trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS7-v0 MiniGrid-MemoryS9-v0"),
-    ("qdagger_reincarnation", ["run", "--only", "qdagger"], "BreakoutNoFrameskip-v4 dqn_atari dqn_atari_jax"),
+    ("compare.atari_vs_sb3", ["run", "--only", "ppo_atar"], "ppo_atari BreakoutNoFrameskip-v4"),
+    ("compare.atari_vs_sb3", ["speed", "--only", "ppo_atari_3_threads"], "ppo_atari ppo_atari_2_threads"),
+    ("compare.continuous_vs_sb3", ["run", "--only", "Hopper-v4", "sac_continous_action"], "Hopper-v4 InvertedPendulum-v4"),
+    ("checks.envpool_procgen", ["run", "--only", "starpilot", "ppo_procgn"], "ppo_procgen"),
+    ("compare.jax_vs_torch", ["learn", "--only", "dqn"], "c51_jax dqn_jax"),
+    ("guards.textbook_forms", ["learn", "--only", "ppo_atari.py"], "ppo_atari ppo_continuous_action"),
+    ("checks.trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS7-v0 MiniGrid-MemoryS9-v0"),
+    ("checks.qdagger_reincarnation", ["run", "--only", "qdagger"], "BreakoutNoFrameskip-v4 dqn_atari dqn_atari_jax"),
 ]
 
 
@@ -838,13 +844,14 @@ def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path,
     import importlib
 
     bench = importlib.import_module(f"benchmark.{module}")
-    monkeypatch.setattr(sys, "argv", [f"{module}.py", *argv, "--out", str(tmp_path)])
+    program = module.rsplit(".", 1)[-1]
+    monkeypatch.setattr(sys, "argv", [f"{program}.py", *argv, "--out", str(tmp_path)])
     with pytest.raises(SystemExit) as stopped:
         bench.main()
     assert stopped.value.code == 2
     error = capsys.readouterr().err.splitlines()[-1]
     unknown = argv[-1]
-    assert error.startswith(f"{module}.py: error: --only {unknown}: not a name this benchmark knows; one of: ")
+    assert error.startswith(f"{program}.py: error: --only {unknown}: not a name this benchmark knows; one of: ")
     assert set(known.split()) <= set(error.split("one of: ")[1].split())  # the names it knows, to pick from
     assert not any(tmp_path.iterdir()), "nothing ran"
 
@@ -852,11 +859,11 @@ def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path,
 @pytest.mark.parametrize(
     ("module", "argv", "error"),
     [
-        ("trxl_memory", ["run", "--workers", "0"], "argument --workers: must be at least 1, got 0"),
-        ("qdagger_reincarnation", ["run", "--workers", "two"], "argument --workers: invalid positive_int value: 'two'"),
-        ("envpool_procgen", ["run", "--threads", "0"], "argument --threads: must be at least 1, got 0"),
-        ("atari_vs_sb3", ["speed", "--rounds", "-1"], "argument --rounds: must be at least 1, got -1"),
-        ("textbook_forms", ["learn", "--seeds", "0"], "argument --seeds: must be at least 1, got 0"),
+        ("checks.trxl_memory", ["run", "--workers", "0"], "argument --workers: must be at least 1, got 0"),
+        ("checks.qdagger_reincarnation", ["run", "--workers", "two"], "argument --workers: invalid positive_int value: 'two'"),
+        ("checks.envpool_procgen", ["run", "--threads", "0"], "argument --threads: must be at least 1, got 0"),
+        ("compare.atari_vs_sb3", ["speed", "--rounds", "-1"], "argument --rounds: must be at least 1, got -1"),
+        ("guards.textbook_forms", ["learn", "--seeds", "0"], "argument --seeds: must be at least 1, got 0"),
     ],
 )
 def test_counts_below_one_are_one_line_and_exit_2(module, argv, error, tmp_path, monkeypatch, capsys):
@@ -864,8 +871,9 @@ def test_counts_below_one_are_one_line_and_exit_2(module, argv, error, tmp_path,
     import importlib
 
     bench = importlib.import_module(f"benchmark.{module}")
-    monkeypatch.setattr(sys, "argv", [f"{module}.py", *argv, "--out", str(tmp_path)])
+    program = module.rsplit(".", 1)[-1]
+    monkeypatch.setattr(sys, "argv", [f"{program}.py", *argv, "--out", str(tmp_path)])
     with pytest.raises(SystemExit) as stopped:
         bench.main()
-    assert stopped.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == f"{module}.py: error: {error}"
+    assert stopped.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == f"{program}.py: error: {error}"
     assert not any(tmp_path.iterdir())

@@ -30,8 +30,8 @@ from cleanrl_utils.benchmark import SlurmArray, add_exports, build_runs, cpus_pe
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, missing_system_package, script_env
 
-GPU_TEMPLATE = REPO / "benchmark" / "cleanrl_1gpu.slurm_template"
-CPU_TEMPLATE = REPO / "benchmark" / "cleanrl_cpu.slurm_template"
+GPU_TEMPLATE = REPO / "benchmark" / "slurm" / "cleanrl_1gpu.slurm_template"
+CPU_TEMPLATE = REPO / "benchmark" / "slurm" / "cleanrl_cpu.slurm_template"
 GPU_FLAGS = {"--slurm-gpus-per-task": 1, "--slurm-total-cpus": 10, "--slurm-ntasks": 1, "--slurm-nodes": None}
 NO_FLAGS = dict.fromkeys(GPU_FLAGS)
 # Env ids a shell would split, expand or execute if they were pasted in unquoted.

@@ -1,4 +1,4 @@
-"""benchmark/envpool_procgen.py: its report applies the bars to hand-made results (no benchmark is run here)."""
+"""benchmark/checks/envpool_procgen.py: its report applies the bars to hand-made results (no benchmark is run here)."""
 
 import json
 import subprocess
@@ -12,7 +12,7 @@ def write_result(path, returns, sps=100.0):
 
 
 def test_report_applies_three_times_random_to_the_last_20_games(tmp_path):
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     write_result(tmp_path / "random__Breakout-v5.json", [1.0, 2.0])  # mean 1.5
     write_result(tmp_path / "random__starpilot.json", [2.0, 2.0])
@@ -34,7 +34,7 @@ def test_report_applies_three_times_random_to_the_last_20_games(tmp_path):
 
 
 def test_report_fails_a_speedup_below_the_bar_and_needs_both_sides(tmp_path):
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=290.0)
     assert "ppo_atari_envpool / ppo_atari" not in bench.report(tmp_path)  # one side only: no ratio
@@ -43,7 +43,7 @@ def test_report_fails_a_speedup_below_the_bar_and_needs_both_sides(tmp_path):
 
 
 def test_report_times_the_xla_files_beside_ppo_atari_envpool(tmp_path):
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     write_result(tmp_path / "random__Breakout-v5.json", [1.0, 2.0])  # mean 1.5
     write_result(tmp_path / "ours__ppo_atari_envpool_xla_jax__Breakout-v5__500000__1.json", [5.0] * 20)
@@ -56,7 +56,7 @@ def test_report_times_the_xla_files_beside_ppo_atari_envpool(tmp_path):
 
 
 def test_report_compares_procgen_with_its_own_random_policy(tmp_path):
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     write_result(tmp_path / "random__Breakout-v5.json", [1.0])
     write_result(tmp_path / "random__starpilot.json", [2.5, 3.5])  # mean 3.0
@@ -66,7 +66,7 @@ def test_report_compares_procgen_with_its_own_random_policy(tmp_path):
 
 def test_random_policy_scores_whole_games_not_lives():
     pytest.importorskip("envpool")
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     # each of Breakout's 5 lives lasts at least ~24 agent steps under random play: a whole game is
     # over 100 steps long, a single life is not; scores are sums of whole points
@@ -76,7 +76,7 @@ def test_random_policy_scores_whole_games_not_lives():
 
 
 def test_report_bounds_the_speedup_by_the_share_of_time_in_the_games(tmp_path):
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=240.0)
     write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
@@ -96,14 +96,14 @@ def test_report_bounds_the_speedup_by_the_share_of_time_in_the_games(tmp_path):
 @pytest.mark.parametrize("script", [pytest.param("ppo_atari", marks=pytest.mark.extended), "ppo_atari_envpool"])
 def test_env_only_rate_steps_each_files_own_pipeline(script):
     pytest.importorskip("envpool")
-    from benchmark import envpool_procgen as bench
+    from benchmark.checks import envpool_procgen as bench
 
     assert bench.env_only_rate(script, steps=8) > 0
 
 
 def test_procgen_run_writes_checkpoints_and_the_runs_keep_large_allocations(tmp_path):
-    """ppo_procgen's 1M steps outlast a working session: its run writes checkpoints (benchlib's queue resumes it)."""
-    from benchmark import envpool_procgen as bench
+    """ppo_procgen's 1M steps outlast a working session: its run writes checkpoints (harness's queue resumes it)."""
+    from benchmark.checks import envpool_procgen as bench
 
     (procgen,) = bench.learning_runs(tmp_path, ["ppo_procgen"])
     assert (procgen.env_id, procgen.seed, procgen.checkpoint_every) == ("starpilot", 1, 2)
@@ -128,7 +128,7 @@ print((before - rss()) / 2**20)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
 def test_keep_large_allocations_keeps_freed_blocks_in_the_heap():
-    from benchmark.benchlib import keep_large_allocations
+    from benchmark.harness import keep_large_allocations
 
     def returned_mb(env):
         return float(

@@ -174,10 +174,10 @@ def test_resumed_run_logs_what_the_run_logged(tmp_path):
 
 
 def test_benchmark_summary_and_report_apply_the_bar(tmp_path):
-    """benchmark/playground_cartpole.py: each seed's last wave of episodes against 80% of CartpoleBalance's 1000."""
+    """benchmark/checks/playground_cartpole.py: each seed's last wave of episodes against 80% of CartpoleBalance's 1000."""
     from torch.utils.tensorboard import SummaryWriter
 
-    from benchmark import playground_cartpole as bench
+    from benchmark.checks import playground_cartpole as bench
 
     for seed, waves in ((1, [300.0, 850.0, 990.0]), (2, [300.0, 820.0, 790.0])):
         writer = SummaryWriter(tmp_path / f"run{seed}")

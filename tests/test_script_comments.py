@@ -1,8 +1,8 @@
-"""Algorithm files' comments are about the algorithm: the comment-line rule and the lab-note check of benchmark/script_lengths.py."""
+"""Algorithm files' comments are about the algorithm: the comment-line rule and the lab-note check of benchmark/guards/script_lengths.py."""
 
 from pathlib import Path
 
-from benchmark.script_lengths import comment_lines, comment_problems, comment_ratios, lab_notes
+from benchmark.guards.script_lengths import comment_lines, comment_problems, comment_ratios, lab_notes
 
 
 def test_comment_lines_counts_comments_alone_or_after_code_not_docstrings_or_strings():
@@ -39,7 +39,7 @@ def test_algorithm_files_comment_about_the_algorithm_only():
 
 
 def test_the_originals_comment_counts_cover_the_same_files_as_their_lengths():
-    from benchmark.script_lengths import ORIGINAL_COMMENTS, ORIGINAL_LENGTHS, original_lengths
+    from benchmark.guards.script_lengths import ORIGINAL_COMMENTS, ORIGINAL_LENGTHS, original_lengths
 
     assert set(original_lengths(ORIGINAL_COMMENTS)) == set(original_lengths(ORIGINAL_LENGTHS))
     assert all(Path(name).suffix == ".py" for name in original_lengths(ORIGINAL_COMMENTS))

@@ -1,4 +1,4 @@
-"""benchmark/textbook_forms.py: the textbook copies it runs, and the 1.10x bar of its report."""
+"""benchmark/guards/textbook_forms.py: the textbook copies it runs, and the 1.10x bar of its report."""
 
 import dataclasses
 import json
@@ -6,7 +6,7 @@ import py_compile
 
 import pytest
 
-from benchmark import textbook_forms as bench
+from benchmark.guards import textbook_forms as bench
 from cleanrl_utils import report, rlops
 
 

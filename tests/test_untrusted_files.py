@@ -123,7 +123,7 @@ def test_trxl_enjoy_says_in_one_line_what_a_file_is_not(tmp_path, case):
 
 
 def test_trxl_cue_refuses_a_checkpoint_that_runs_code(tmp_path, monkeypatch, capsys):
-    from benchmark import trxl_memory as bench
+    from benchmark.checks import trxl_memory as bench
 
     wrap = lambda payload: {"args": {"env_id": "MiniGrid-MemoryS7-v0"}, "agent": payload}  # noqa: E731
     path = malicious(tmp_path / "checkpoint_100.pt", tmp_path / "marker", wrap)

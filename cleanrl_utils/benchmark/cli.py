@@ -38,7 +38,7 @@ class Args:
     ] = None
     """folder for the runs' log files"""
     slurm_template_path: Annotated[str | None, tyro.conf.arg(metavar="PATH")] = None
-    """Slurm job-array template (e.g. benchmark/cleanrl_cpu.slurm_template); submits the runs to Slurm instead of running them here"""
+    """Slurm job-array template (e.g. benchmark/slurm/cleanrl_cpu.slurm_template); submits the runs to Slurm instead of running them here"""
     slurm_gpus_per_task: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
     """GPUs per Slurm task (fills the template's gpus_per_task)"""
     slurm_total_cpus: Annotated[int | None, tyro.conf.arg(metavar="N")] = None

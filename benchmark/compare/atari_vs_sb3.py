@@ -1,9 +1,9 @@
 """The Atari files on this machine: learning on small budgets beside SB3 and a random policy, and speed.
 
-    python benchmark/atari_vs_sb3.py random                # the random policy's whole-game score in each game
-    python benchmark/atari_vs_sb3.py run --workers 2       # the learning runs not done yet, 2 at a time
-    python benchmark/atari_vs_sb3.py speed --rounds 2      # steps per second, one process at a time
-    python benchmark/atari_vs_sb3.py report                # the Markdown tables for the docs
+    python benchmark/compare/atari_vs_sb3.py random                # the random policy's whole-game score in each game
+    python benchmark/compare/atari_vs_sb3.py run --workers 2       # the learning runs not done yet, 2 at a time
+    python benchmark/compare/atari_vs_sb3.py speed --rounds 2      # steps per second, one process at a time
+    python benchmark/compare/atari_vs_sb3.py report                # the Markdown tables for the docs
 
 These CPUs do a few hundred Atari steps per second, so the budgets are far below the published
 10M-step runs: the point is to catch an implementation that does not learn, not to reproduce the
@@ -27,7 +27,7 @@ published scores. The checks:
 steps; `run` started again after a stop goes on from its newest checkpoint (`--resume`).
 
 Returns are whole games' scores (all lives), on both sides. The runs go through the project's runner
-(benchmark/benchlib.py's queue), each with one torch/XLA thread, so two at a time share a 2-core machine;
+(benchmark/harness.py's queue), each with one torch/XLA thread, so two at a time share a 2-core machine;
 their logged speeds are not used (the runs share the CPUs).
 """
 
@@ -40,10 +40,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import (  # noqa: E402
+from benchmark.harness import (  # noqa: E402
+    SB3_BASELINES,
     QueuedRun,
     check_only,
     one_thread_env,
@@ -171,7 +172,7 @@ def ours(name: str, args: tuple[str, ...], result: Path, env_id: str = BREAKOUT,
 def sb3(algo: str, env_id: str, total_timesteps: int, seed: int, result: Path) -> QueuedRun:
     """A run of benchmark/sb3_baselines.py, which writes its summary itself."""
     args = ("--total-timesteps", str(total_timesteps), "--threads", "1", "--json", str(result))
-    return QueuedRun(result, (str(REPO / "benchmark" / "sb3_baselines.py"), algo), args, env_id, seed)
+    return QueuedRun(result, (str(SB3_BASELINES), algo), args, env_id, seed)
 
 
 def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:

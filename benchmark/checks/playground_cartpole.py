@@ -1,13 +1,13 @@
 """MuJoCo Playground's CartpoleBalance on the CPU: the learning check of ppo_continuous_action_playground.py, and its speed.
 
-    python benchmark/playground_cartpole.py learn --workers 1 # 2 seeds, one after the other, through the runner
-    python benchmark/playground_cartpole.py speed --rounds 2  # steady SPS beside ppo_continuous_action.py
-    python benchmark/playground_cartpole.py report            # the tables, also into benchmark/results/playground_cartpole.md
+    python benchmark/checks/playground_cartpole.py learn --workers 1 # 2 seeds, one after the other, through the runner
+    python benchmark/checks/playground_cartpole.py speed --rounds 2  # steady SPS beside ppo_continuous_action.py
+    python benchmark/checks/playground_cartpole.py report            # the tables, also into benchmark/results/playground_cartpole.md
 
 The learning check (issue 24): CartpoleBalance pays at most 1 per step for 1000 steps, so its maximum
 return is 1000; a seed passes when the mean return of its last wave of episodes (one per env: the time
 limit ends them all together) is at least 800. Each seed's run goes through the project's runner
-(benchmark/benchlib.py's queue) in a folder of its own under --out; it writes a checkpoint every
+(benchmark/harness.py's queue) in a folder of its own under --out; it writes a checkpoint every
 CHECKPOINT_EVERY iterations, and `learn` started again resumes a stopped run from its newest checkpoint
 and skips seeds already summarised. Summaries: one JSON per seed under --out,
 and the report in benchmark/results/playground_cartpole.md.
@@ -27,12 +27,22 @@ import sys
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, steady_rate, write_result  # noqa: E402
+from benchmark.harness import (  # noqa: E402
+    QueuedRun,
+    Scalars,
+    one_thread_env,
+    positive_int,
+    run_queue,
+    script,
+    steady_rate,
+    summarize_run,
+    write_result,
+)
 from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
 SCRIPT = "ppo_continuous_action_playground"
 ENV_ID = "CartpoleBalance"
@@ -50,27 +60,25 @@ def result_path(out: Path, seed: int, total: int) -> Path:
     return out / f"learn__{SCRIPT}__{ENV_ID}__{total}__{seed}.json"
 
 
-def summarize(run_dir: Path, result: Path, seed: int, total: int) -> dict:
-    """The seed's episodes, its last wave's mean return, when the waves first reached the bar, and its time."""
-    returns = read_scalars(run_dir).get("charts/episodic_return", [])
+def learning(run_dir: Path, scalars: Scalars) -> dict:
+    """The last wave's mean return, when the waves first reached the bar, and the run's time."""
     waves: dict[int, list[float]] = {}
-    for step, value in returns:
+    for step, value in scalars.get("charts/episodic_return", []):
         waves.setdefault(step, []).append(value)
     wave_means = [(step, statistics.fmean(values)) for step, values in sorted(waves.items())]
     times = read_wall_times(run_dir, "charts/SPS")
-    summary = {
-        "script": SCRIPT,
-        "env_id": ENV_ID,
-        "seed": seed,
-        "args": [*LEARN_ARGS, "--total-timesteps", str(total)],
+    return {
         "last_wave_mean": wave_means[-1][1] if wave_means else None,  # None: no episode ended
         "first_step_at_bar": next((step for step, mean in wave_means if mean >= BAR * MAX_RETURN), None),
         "minutes": (times[-1][1] - times[0][1]) / 60,  # from the first iteration's log to the last (resumes included)
-        "sps": read_scalars(run_dir)["charts/SPS"][-1][1],
         "wave_means": wave_means,
     }
-    write_result(result, summary)
-    return summary
+
+
+def summarize(run_dir: Path, result: Path, seed: int, total: int) -> dict:
+    """A seed's summary: its identity, speed and learning (its waves' means; a run that ended no episode too)."""
+    args = [*LEARN_ARGS, "--total-timesteps", str(total)]
+    return summarize_run(run_dir, result, None, learning, script=SCRIPT, env_id=ENV_ID, seed=seed, args=args)
 
 
 def learning_runs(out: Path, total: int) -> list[QueuedRun]:

@@ -1,6 +1,6 @@
 """How long is each algorithm file, and how many comment lines has it, against the original CleanRL file?
 
-    python benchmark/script_lengths.py [--check]
+    python benchmark/guards/script_lengths.py [--check]
 
 Prints a Markdown table (lines, original's lines, ratio; comment lines, original's, ratio) sorted by
 length ratio, and the medians. The contract's rules (docs/community/script-contract.md): median
@@ -18,7 +18,7 @@ import sys
 import tokenize
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ORIGINAL_LENGTHS = REPO / "benchmark" / "published" / "reference_script_lengths.tsv"
 ORIGINAL_COMMENTS = REPO / "benchmark" / "published" / "reference_comment_lines.tsv"
 MEDIAN_LIMIT, FILE_LIMIT = 1.00, 1.25

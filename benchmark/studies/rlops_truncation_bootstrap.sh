@@ -5,12 +5,12 @@
 #   - copies of ppo.py / ppo_continuous_action.py in which no time-out counts as cut, so every truncation
 #     ends the value target like a termination (as the reference scripts do), tagged no-bootstrap.
 # Every run lands in one runs folder; cleanrl_utils.rlops then tells the arms apart by their tags.
-#   benchmark/rlops_truncation_bootstrap.sh [OUT_DIR]   (default benchmark_runs/rlops_truncation_bootstrap)
+#   benchmark/studies/rlops_truncation_bootstrap.sh [OUT_DIR]   (default benchmark_runs/rlops_truncation_bootstrap)
 # Environment: NUM_SEEDS, WORKERS (default 2), CLASSIC_STEPS (default 500000), MUJOCO_ENVS (default
 # "Hopper-v4 HalfCheetah-v4"; HalfCheetah never terminates, so every episode ends in a time-out), MUJOCO_STEPS (default 200000), ARMS (default "base no_bootstrap"),
 # BASE_TAG (default: the git tag of HEAD, as the runner's --auto-tag gives it, `-dirty` for uncommitted edits).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mkdir -p "${1:-benchmark_runs/rlops_truncation_bootstrap}" && cd "${1:-benchmark_runs/rlops_truncation_bootstrap}" && pwd)
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 base_tag=${BASE_TAG:-$(cd "$repo" && python -c "from cleanrl_utils.benchmark.common import git_tag; print(git_tag())")}

@@ -1,10 +1,10 @@
 """Does self-play learn? ppo_pettingzoo_ma_atari.py on PettingZoo's Pong, against a random player and by its games' lengths.
 
-    python benchmark/pettingzoo_pong_selfplay.py run [--total-timesteps 500000] [--seeds 1] [-- SCRIPT FLAGS]
-    python benchmark/pettingzoo_pong_selfplay.py report [--out DIR]       # the finished runs, against random
-    python benchmark/pettingzoo_pong_selfplay.py evaluate --games 50      # more games for the saved policies
-    python benchmark/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
-    python benchmark/pettingzoo_pong_selfplay.py run --env-id boxing_v2 --out benchmark_runs/pettingzoo_boxing_selfplay
+    python benchmark/checks/pettingzoo_pong_selfplay.py run [--total-timesteps 500000] [--seeds 1] [-- SCRIPT FLAGS]
+    python benchmark/checks/pettingzoo_pong_selfplay.py report [--out DIR]       # the finished runs, against random
+    python benchmark/checks/pettingzoo_pong_selfplay.py evaluate --games 50      # more games for the saved policies
+    python benchmark/checks/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
+    python benchmark/checks/pettingzoo_pong_selfplay.py run --env-id boxing_v2 --out benchmark_runs/pettingzoo_boxing_selfplay
 
 `--env-id` picks another two-player game of pettingzoo.atari for `run`, `report` and `evaluate` (Pong by
 default); a summary and the random players' games are named after their game.
@@ -24,7 +24,7 @@ readings of what self-play learned:
   return the ball make rallies, and games grow longer. `lengths` splits a run's finished games (both
   players' episodes, by the step they ended at) into equal step ranges and prints the mean length in each.
 
-Runs go through the project's runner (benchmark/benchlib.py: one torch thread, logs under
+Runs go through the project's runner (benchmark/harness.py: one torch thread, logs under
 `--out`/logs); a run is done once its summary JSON exists, and `run` started again runs what is not
 done. The file writes no checkpoints: a stopped run starts over, so size `--total-timesteps` to
 finish in one sitting (500k agent steps: about 75 minutes alone on one core of the project's CPU).
@@ -40,10 +40,10 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, one_thread_env, positive_int, run_queue, script, write_result  # noqa: E402
+from benchmark.harness import QueuedRun, Scalars, one_thread_env, positive_int, run_queue, script, summarize_run, write_result  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "pong_v3"  # the default game
@@ -83,20 +83,17 @@ def lengths_report(run_dir: Path, bins: int) -> str:
     return "\n".join(lines)
 
 
-def summarize(run_dir: Path, result: Path, env_id: str, seed: int, total_timesteps: int, max_cycles: int) -> None:
-    """The summary of a finished run: its evaluation points, every episode length, its speed."""
-    scalars = read_scalars(run_dir)
-    summary = {
-        "env_id": env_id,
-        "seed": seed,
-        "total_timesteps": total_timesteps,
-        "max_cycles": max_cycles,
+def selfplay_measures(run_dir: Path, scalars: Scalars) -> dict:
+    """A finished run's own measures: its evaluation points and every episode length."""
+    return {
         "run": run_dir.name,
-        "sps": scalars["charts/SPS"][-1][1],
         "eval_points": [value for _, value in scalars[EVAL_TAG]],
         "episode_lengths": episode_lengths(run_dir),
     }
-    write_result(result, summary)
+
+
+# the summary of a finished run: its identity, its speed and the measures above (no returns: both players score)
+summarize = partial(summarize_run, tag=None, extra=selfplay_measures)
 
 
 def result_path(out: Path, env_id: str, total_timesteps: int, seed: int) -> Path:

@@ -1,9 +1,9 @@
 """Does ppo_trxl.py's Transformer-XL memory matter? Each memory task, with the memory and without it.
 
-    python benchmark/trxl_memory.py run --only ProofofMemory-v0     # the runs not done yet, one at a time
-    python benchmark/trxl_memory.py run --workers 2 --threads 1     # two at a time, one torch thread each
-    python benchmark/trxl_memory.py report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
-    python benchmark/trxl_memory.py cue CHECKPOINT --episodes 500    # a MiniGrid agent's success, split by the cue seen
+    python benchmark/checks/trxl_memory.py run --only ProofofMemory-v0     # the runs not done yet, one at a time
+    python benchmark/checks/trxl_memory.py run --workers 2 --threads 1     # two at a time, one torch thread each
+    python benchmark/checks/trxl_memory.py report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
+    python benchmark/checks/trxl_memory.py cue CHECKPOINT --episodes 500    # a MiniGrid agent's success, split by the cue seen
 
 Each check trains ppo_trxl.py on a task that cannot be solved without remembering an early cue, with
 the memory of its published settings and with a memory of length 1 (each step attends only to itself:
@@ -29,7 +29,7 @@ run's checkpoint (actions sampled, as in training) and splits the success rate b
 was in the agent's view at its first step, later in the episode, or never. An agent that remembers what
 it saw succeeds almost always once it has seen the cue; one that does not, half the time either way.
 
-The runs go through the project's runner (benchlib's queue, logs under `--out`/logs). A MiniGrid run
+The runs go through the project's runner (harness's queue, logs under `--out`/logs). A MiniGrid run
 (~1.5 h alone on 2 cores) writes a checkpoint every 4 iterations (16,384 steps, ~3 min) and `run`
 started again goes on from the newest one; a ProofofMemory run (~2 min) starts over. The summaries (`*.json` under `--out`) are
 committed under benchmark/results/trxl_memory/.
@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, positive_int, run_queue, summarize_run, torch_threads_env  # noqa: E402
+from benchmark.harness import QueuedRun, check_only, positive_int, run_queue, summarize_run, torch_threads_env  # noqa: E402
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9

@@ -1,10 +1,10 @@
 """QDagger's reincarnation on this machine: a student taught by a local DQN teacher against DQN from scratch.
 
-    python benchmark/qdagger_reincarnation.py run --workers 2    # the stages not done yet, in order
-    python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one pair, one seed
-    python benchmark/qdagger_reincarnation.py run --only qdagger_dqn_atari_jax_impalacnn --offline-steps 10000 --seeds 2
+    python benchmark/checks/qdagger_reincarnation.py run --workers 2    # the stages not done yet, in order
+    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one pair, one seed
+    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_jax_impalacnn --offline-steps 10000 --seeds 2
                                                                  # its long budget only (seed 2)
-    python benchmark/qdagger_reincarnation.py report             # the Markdown rows for docs/rl-algorithms/qdagger.md
+    python benchmark/checks/qdagger_reincarnation.py report             # the Markdown rows for docs/rl-algorithms/qdagger.md
 
 The claim checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget
 of its own, at least half the teacher's score, and more than `dqn_atari.py` trained from scratch for
@@ -62,7 +62,7 @@ and scratch runs (one teacher, seed 1): on 2 cores the whole benchmark takes ~4 
 four students ~2.5 h, scratch runs ~15 min), ~1.3 h less with `--seeds 1`. A row's means are over the
 seeds whose student and scratch summaries both exist.
 
-The runs go through the project's runner (benchmark/benchlib.py's queue, logs under `--out`/logs),
+The runs go through the project's runner (benchmark/harness.py's queue, logs under `--out`/logs),
 each with one torch/XLA thread. The summaries (`*.json` under `--out`) are committed under
 benchmark/results/qdagger_reincarnation/ (`report --out` that folder); the teachers' model files stay
 in their run folders under `--out`, where the students read them.
@@ -77,12 +77,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
-from benchmark.benchlib import (  # noqa: E402
+from benchmark.compare.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
+from benchmark.harness import (  # noqa: E402
     QueuedRun,
+    Scalars,
     check_only,
     newest_run_dir,
     one_thread_env,
@@ -93,7 +94,6 @@ from benchmark.benchlib import (  # noqa: E402
     summarize_run,
 )
 from cleanrl_utils.report import mean_std  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 LAST_EPISODES = 20
 OF_TEACHER = 0.5  # the student must reach this share of the teacher's score
@@ -185,11 +185,13 @@ def result_path(out: Path, role: str, name: str, env_id: str, steps: int, seed: 
     return out / f"{role}__{name}__{env_id}__{steps}__{seed}.json"
 
 
-def summarize(run_dir: Path, result: Path, **identity: object) -> None:
-    """`summarize_run`'s summary of the training games, with the evaluation and offline scores when logged."""
-    scalars = read_scalars(run_dir)
-    extra = {key: [value for _, value in scalars.get(tag, [])] for key, tag in EXTRA_TAGS.items()}
-    summarize_run(run_dir, result, **identity, **extra)
+def logged_scores(run_dir: Path, scalars: Scalars) -> dict:
+    """The evaluation and offline scores, [] for those the run did not log."""
+    return {key: [value for _, value in scalars.get(tag, [])] for key, tag in EXTRA_TAGS.items()}
+
+
+# a run's summary: its training games (summarize_run), with the scores above
+summarize = partial(summarize_run, extra=logged_scores)
 
 
 def queued(role: str, name: str, args: tuple[str, ...], pair: Pair, result: Path, seed: int, **kwargs) -> QueuedRun:
@@ -355,7 +357,7 @@ def report_row(pair: Pair, result: Outcome) -> str:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
     # the row's own budget: the student's file runs with more than one
-    command = f"`python benchmark/qdagger_reincarnation.py run --only {pair.student} --offline-steps {budget.offline}`"
+    command = f"`python benchmark/checks/qdagger_reincarnation.py run --only {pair.student} --offline-steps {budget.offline}`"
     return (
         f"| {pair.student} ← {pair.teacher} | {pair.env_id} | {TEACHER_STEPS // 1000}k "
         f"| {steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)} "

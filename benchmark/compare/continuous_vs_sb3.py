@@ -1,12 +1,12 @@
 """Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
 same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 3 seeds each.
 
-    python benchmark/continuous_vs_sb3.py run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
-    python benchmark/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
-    python benchmark/continuous_vs_sb3.py report             # the Markdown table for the docs
+    python benchmark/compare/continuous_vs_sb3.py run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
+    python benchmark/compare/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
+    python benchmark/compare/continuous_vs_sb3.py report             # the Markdown table for the docs
 
 Every run uses one torch thread (`OMP_NUM_THREADS=1`): on a 2-core machine, two at a time. The runs
-go through the project's runner (benchmark/benchlib.py's queue, logs under `--out`/logs). A run's
+go through the project's runner (benchmark/harness.py's queue, logs under `--out`/logs). A run's
 result is a JSON file in `--out` (returns of every finished training episode, steps per second);
 `run` skips the runs whose result exists, so a stopped benchmark continues where it stopped. Our
 runs also keep their TensorBoard folders there.
@@ -28,10 +28,19 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import QueuedRun, check_only, one_thread_env, positive_int, run_queue, script, summarize_run  # noqa: E402
+from benchmark.harness import (  # noqa: E402
+    SB3_BASELINES,
+    QueuedRun,
+    check_only,
+    one_thread_env,
+    positive_int,
+    run_queue,
+    script,
+    summarize_run,
+)
 from cleanrl_utils.report import mean_std  # noqa: E402
 
 SEEDS = (1, 2, 3)
@@ -84,7 +93,7 @@ def queued(comparison: Comparison, impl: str, seed: int, result: Path) -> Queued
         return QueuedRun(
             result, script(comparison.script), comparison.budget_args, comparison.env_id, seed, summarize=summarize
         )
-    program = (str(REPO / "benchmark" / "sb3_baselines.py"), comparison.sb3_algo)
+    program = (str(SB3_BASELINES), comparison.sb3_algo)
     args = (*comparison.budget_args, "--threads", "1", "--json", str(result))
     return QueuedRun(result, program, args, comparison.env_id, seed)
 

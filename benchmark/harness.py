@@ -25,6 +25,8 @@ from cleanrl_utils.report import last_mean
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 REPO = Path(__file__).resolve().parents[1]
+# Stable-Baselines3 configured like our scripts: the other side of the head-to-head comparisons
+SB3_BASELINES = REPO / "benchmark" / "sb3_baselines.py"
 
 
 ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -144,19 +146,35 @@ def is_done(result: Path) -> bool:
     return True
 
 
-def summarize_run(run_dir: Path, result: Path, tag: str = "charts/episodic_return", **identity: object) -> None:
-    """Write `result`: `identity`, the last logged SPS and every value of `tag`, from a run's events.
+Scalars = dict[str, list[tuple[int, float]]]  # a run's logged values by tag, as read_scalars returns them
+
+
+def summarize_run(
+    run_dir: Path,
+    result: Path,
+    tag: str | None = "charts/episodic_return",
+    extra: Callable[[Path, Scalars], dict] | None = None,
+    **identity: object,
+) -> dict:
+    """Write `result` and return it: `identity`, the last logged SPS, every value of `tag` (as
+    `episodic_returns`; None: no such list), then what `extra` reads from the run's folder and scalars (a
+    check's own measures: evaluation scores, places visited, episode lengths).
 
     `tag` is each finished episode's return, or for the XLA files (`charts/avg_episodic_return`) the mean
-    of every env's last finished game, logged once per iteration. A run that logged none of them has
-    nothing to compare: a ValueError, which the runner reports as that run's failure.
+    of every env's last finished game, logged once per iteration. A run that logged none of them (or no
+    SPS) has nothing to compare: a ValueError, which the runner reports as that run's failure.
     """
     scalars = read_scalars(run_dir)
     for needed in (tag, "charts/SPS"):
-        if not scalars.get(needed):
+        if needed is not None and not scalars.get(needed):
             raise ValueError(f"{run_dir} logged no {needed} (logged: {', '.join(sorted(scalars)) or 'nothing'})")
-    episodes = [value for _, value in scalars[tag]]
-    write_result(result, identity | {"sps": scalars["charts/SPS"][-1][1], "episodic_returns": episodes})
+    summary = identity | {"sps": scalars["charts/SPS"][-1][1]}
+    if tag is not None:
+        summary["episodic_returns"] = [value for _, value in scalars[tag]]
+    if extra is not None:
+        summary |= extra(run_dir, scalars)
+    write_result(result, summary)
+    return summary
 
 
 def newest_run_dir(workdir: Path) -> Path:

@@ -2,9 +2,9 @@
 # Does bootstrapping on truncation change how pqn.py learns CartPole-v1? Runs pqn.py as it is and a
 # copy with the truncation bootstrap removed (every time-out then ends the target, as in the reference),
 # NUM_SEEDS seeds each (default 10), and tables the two side by side with cleanrl_utils.report.
-#   benchmark/pqn_truncation_ablation.sh [OUT_DIR]      (default benchmark_runs/pqn_truncation_ablation)
+#   benchmark/studies/pqn_truncation_ablation.sh [OUT_DIR]      (default benchmark_runs/pqn_truncation_ablation)
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mkdir -p "${1:-benchmark_runs/pqn_truncation_ablation}" && cd "${1:-benchmark_runs/pqn_truncation_ablation}" && pwd)
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$out/bootstrap" "$out/no_bootstrap"

@@ -1,10 +1,10 @@
 """The envpool and Procgen files on this machine: learning on 1M steps against a random policy, and speed.
 
-    python benchmark/envpool_procgen.py random                 # the random policy's whole-game score in each game
-    python benchmark/envpool_procgen.py run --workers 2        # the learning runs not done yet, 2 at a time
-    python benchmark/envpool_procgen.py run --workers 1 --threads 2   # one run alone on the machine: 2 torch threads
-    python benchmark/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
-    python benchmark/envpool_procgen.py report                 # the Markdown tables for the docs
+    python benchmark/checks/envpool_procgen.py random                 # the random policy's whole-game score in each game
+    python benchmark/checks/envpool_procgen.py run --workers 2        # the learning runs not done yet, 2 at a time
+    python benchmark/checks/envpool_procgen.py run --workers 1 --threads 2   # one run alone on the machine: 2 torch threads
+    python benchmark/checks/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
+    python benchmark/checks/envpool_procgen.py report                 # the Markdown tables for the docs
 
 The checks (1 seed each, 1M steps, far below the published 10M/25M: the point is to catch a file
 that does not learn, not to reproduce the published scores): `ppo_atari_envpool.py` and
@@ -17,7 +17,7 @@ random policy's (for the XLA files, which log the mean of every env's last game 
 the mean of the last 20 of those).
 ppo_procgen's 1M steps take ~65 min alone on 2 cores (`--threads 2`): its run writes a checkpoint
 every 2 iterations, and `run` started again resumes it. envpool cannot save its games, so the
-resumed run plays new ones. The runs go through the project's runner (benchlib's queue, logs under
+resumed run plays new ones. The runs go through the project's runner (harness's queue, logs under
 `--out`/logs). Every run gets
 glibc's large-block setting (`keep_large_allocations`): it halves the Procgen CNN's update time.
 
@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark import benchlib  # noqa: E402
-from benchmark.benchlib import (  # noqa: E402
+from benchmark import harness  # noqa: E402
+from benchmark.harness import (  # noqa: E402
     QueuedRun,
     check_only,
     keep_large_allocations,
@@ -155,7 +155,7 @@ def queued(name: str, args: tuple[str, ...], env_id: str, seed: int, result: Pat
     """A run of cleanrl/<name>.py, summarised from its events (`tag`: the return it logs)."""
     tag = kwargs.pop("tag", "charts/episodic_return")
     summarize = partial(summarize_run, result=result, tag=tag, impl="ours", algo=name, env_id=env_id)
-    return QueuedRun(result, benchlib.script(name), args, env_id, seed, summarize=summarize, **kwargs)
+    return QueuedRun(result, harness.script(name), args, env_id, seed, summarize=summarize, **kwargs)
 
 
 def run_env(threads: int) -> dict[str, str]:
@@ -214,7 +214,7 @@ def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
             print(f"speed: {name} round {round_}", flush=True)
             summarize = partial(write_steady_rate, result=result, name=name)
             if run_queue(
-                [QueuedRun(result, benchlib.script(name), SPEED_ARGS, env_id, 1, summarize=summarize)],
+                [QueuedRun(result, harness.script(name), SPEED_ARGS, env_id, 1, summarize=summarize)],
                 1,
                 run_env(1),
                 out / "logs",

@@ -1,8 +1,8 @@
 """The JAX files beside their PyTorch twins: speed on the same runs, and the JAX DQN/C51 learning checks.
 
-    python benchmark/jax_vs_torch.py speed --rounds 2     # one run at a time, JAX and PyTorch alternating
-    python benchmark/jax_vs_torch.py learn --workers 2    # the learning runs not done yet, 2 at a time
-    python benchmark/jax_vs_torch.py report               # the Markdown tables for the docs
+    python benchmark/compare/jax_vs_torch.py speed --rounds 2     # one run at a time, JAX and PyTorch alternating
+    python benchmark/compare/jax_vs_torch.py learn --workers 2    # the learning runs not done yet, 2 at a time
+    python benchmark/compare/jax_vs_torch.py report               # the Markdown tables for the docs
 
 Speed compares the learning phase only. Both sides log `charts/SPS` every 100 steps; the TensorBoard
 events carry the wall-clock time of each, so the steady rate is the steps over the seconds between the
@@ -14,7 +14,7 @@ table gives the first update's warm-up: the extra time of that interval over a s
 Learning: dqn_jax.py and c51_jax.py on CartPole-v1, 500k steps, seeds 1-3: each seed needs a 50k-step
 window whose mean return is at least 475; the mean of the last 100 episodes is reported beside the
 published results. Every run uses one CPU thread (torch and XLA), so two at a time share a 2-core
-machine; the runs go through the project's runner (benchmark/benchlib.py's queue).
+machine; the runs go through the project's runner (benchmark/harness.py's queue).
 """
 
 import argparse
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.benchlib import (  # noqa: E402
+from benchmark.harness import (  # noqa: E402
     QueuedRun,
     check_only,
     one_thread_env,

@@ -15,7 +15,7 @@ Scenarios, each at 5, 10 and 20 seeds per tag on 1, 3 and 5 envs:
   count unchanged), so the average probability of improvement is 0.5: no difference across envs;
 - three tags: three tags that equal the baseline, compared at once (Holm): a false alarm is any of them flagged.
 
-    python benchmark/rlops_calibration.py --output benchmark/results/rlops_calibration.md
+    python benchmark/studies/rlops_calibration.py --output benchmark/results/rlops_calibration.md
 """
 
 import os
@@ -164,7 +164,7 @@ def table(rows: list[tuple[Scenario, int, int, Cell]], args: argparse.Namespace,
     lines = [
         "# RLops calibration",
         "",
-        f"`python benchmark/rlops_calibration.py --null-trials {args.null_trials} --power-trials {args.power_trials} "
+        f"`python benchmark/studies/rlops_calibration.py --null-trials {args.null_trials} --power-trials {args.power_trials} "
         f"--reps {args.reps} --seed {args.seed}` ({'finished' if done else 'partial'}: {len(rows)} rows, "
         f"{seconds / 60:.0f} min on one core). Scenarios as the script's docstring describes them; α = {ALPHA}.",
         "",

@@ -1,8 +1,8 @@
 """Does RND's curiosity make ppo_rnd_envpool.py explore? Montezuma's Revenge, with and without it.
 
-    python benchmark/rnd_exploration.py run --workers 1 --threads 2    # the runs not done yet, one at a time
-    python benchmark/rnd_exploration.py run --seeds 1                  # only seed 1 of each arm
-    python benchmark/rnd_exploration.py report                         # the Markdown table for docs/rl-algorithms/ppo-rnd.md
+    python benchmark/checks/rnd_exploration.py run --workers 1 --threads 2    # the runs not done yet, one at a time
+    python benchmark/checks/rnd_exploration.py run --seeds 1                  # only seed 1 of each arm
+    python benchmark/checks/rnd_exploration.py report                         # the Markdown table for docs/rl-algorithms/ppo-rnd.md
 
 The published run (2 billion steps on 128 envs) is far out of reach of a 2-core CPU, and at a small
 budget neither arm scores points in Montezuma's Revenge. What RND changes first is where the agent
@@ -19,7 +19,7 @@ the run with it 189 by 53k and none after.
 
 Settings: the published hyperparameters except 32 envs (published 128) so that a short run still
 makes dozens of updates (a batch of 4,096 steps), and `STEPS` steps per run. The runs go through the
-project's runner (benchlib's queue, logs under `--out`/logs); envpool's games cannot be saved, so the
+project's runner (harness's queue, logs under `--out`/logs); envpool's games cannot be saved, so the
 file has no checkpoints and a stopped run starts over. The summaries (`*.json` under `--out`) are
 committed under benchmark/results/rnd_exploration/.
 """
@@ -29,14 +29,13 @@ import json
 import os
 import statistics
 import sys
+from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark import benchlib  # noqa: E402
-from benchmark.benchlib import QueuedRun, positive_int, run_queue, torch_threads_env, write_result  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+from benchmark.harness import QueuedRun, Scalars, positive_int, run_queue, script, summarize_run, torch_threads_env  # noqa: E402
 
 ENV_ID = "MontezumaRevenge-v5"
 STEPS = 200_000
@@ -45,22 +44,16 @@ SHARED_ARGS = ("--num-envs", "32", "--total-timesteps", str(STEPS))
 ARMS = {"rnd": ("--int-coef", "1.0"), "no_intrinsic": ("--int-coef", "0.0")}
 
 
-def summarize(run_dir: Path, result: Path, arm: str, seed: int) -> None:
-    """The run's final counts of places and rooms, its game scores and its speed."""
-    scalars = read_scalars(run_dir)
-    summary = {
-        "arm": arm,
-        "seed": seed,
-        "env_id": ENV_ID,
+def exploration(run_dir: Path, scalars: Scalars) -> dict:
+    """The run's final counts of places and rooms, its curve of places and its game scores."""
+    return {
         "steps": scalars["charts/visited_places"][-1][0],
         "visited_places": scalars["charts/visited_places"][-1][1],
         "visited_rooms": scalars["charts/visited_rooms"][-1][1],
         "places_curve": scalars["charts/visited_places"],
         "episodic_returns": [value for _, value in scalars.get("charts/episodic_return", [])],
         "game_places": [value for _, value in scalars.get("charts/episode_visited_places", [])],
-        "sps": scalars["charts/SPS"][-1][1],
     }
-    write_result(result, summary)
 
 
 def result_path(out: Path, arm: str, seed: int) -> Path:
@@ -72,8 +65,9 @@ def learning_runs(out: Path, seeds: list[int]) -> list[QueuedRun]:
     for seed in seeds:  # seed by seed, so that a stopped benchmark has compared pairs
         for arm, arm_args in ARMS.items():
             result = result_path(out, arm, seed)
-            program = benchlib.script("ppo_rnd_envpool")
-            write = lambda run_dir, result=result, arm=arm, seed=seed: summarize(run_dir, result, arm, seed)  # noqa: E731
+            program = script("ppo_rnd_envpool")
+            # episodic_returns as exploration() reads them: a run that finished no game is still summarised
+            write = partial(summarize_run, result=result, tag=None, extra=exploration, arm=arm, seed=seed, env_id=ENV_ID)
             runs.append(QueuedRun(result, program, (*SHARED_ARGS, *arm_args), ENV_ID, seed, summarize=write))
     return runs
 
