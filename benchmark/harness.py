@@ -177,6 +177,50 @@ def summarize_run(
     return summary
 
 
+SpeedRun = Callable[[Path], tuple[QueuedRun, dict[str, str]]]  # result file -> (the run, its environment)
+
+
+def speed_rounds(out: Path, rounds: int, runs: dict[str, SpeedRun], only: list[str] | None, program: str) -> None:
+    """Each speed run `rounds` times, one at a time, interleaved so that a drift of the machine's speed hits all
+    alike; a round with its `speed__<name>__<round>.json` is done. A failed run stops `program` with one line."""
+    out.mkdir(parents=True, exist_ok=True)
+    for round_ in range(1, rounds + 1):
+        for name, make_run in runs.items():
+            result = out / f"speed__{name}__{round_}.json"
+            if (only and name not in only) or result.exists():
+                continue
+            print(f"speed: {name} round {round_}", flush=True)
+            run, env = make_run(result)
+            if run_queue([run], 1, env, out / "logs"):
+                raise SystemExit(f"{program}: error: the speed run {name} failed (log under {out / 'logs'})")
+            print(f"speed: {name} round {round_}: {json.loads(result.read_text())['sps']:.0f} steps/s", flush=True)
+
+
+def record_random_policy(out: Path, env_ids: Iterable[str], games: int, play: Callable[[str, int], list]) -> None:
+    """Each env's random-policy scores, played once (`play(env_id, games)` gives (score, ...) per game) and kept
+    in `out/random__<env id>.json`: the floor a learning check is measured against."""
+    out.mkdir(parents=True, exist_ok=True)
+    for env_id in env_ids:
+        result = out / f"random__{env_id}.json"
+        if not result.exists():
+            scores = [game[0] for game in play(env_id, games)]
+            write_result(result, {"env_id": env_id, "episodic_returns": scores})
+            print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
+
+
+def random_policy_means(out: Path) -> dict[str, float]:
+    """The mean random-policy score of each env `record_random_policy` played into `out`."""
+    return {
+        p.name.removeprefix("random__").removesuffix(".json"): statistics.fmean(json.loads(p.read_text())["episodic_returns"])
+        for p in out.glob("random__*.json")
+    }
+
+
+def recorded_speeds(out: Path, name: str, kind: str = "speed") -> list[float]:
+    """The steps per second of every round of the speed run `name`, as `<kind>__<name>__<round>.json` holds them."""
+    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{name}__*.json"))]
+
+
 def newest_run_dir(workdir: Path) -> Path:
     """The run folder a script wrote last under `workdir/runs` (env ids with a namespace nest one level deeper)."""
     candidates = [p for p in (workdir / "runs").rglob("*") if p.is_dir() and any(p.glob("events.out.tfevents.*"))]

@@ -35,7 +35,6 @@ how much of ppo_atari.py's time its games take bounds what any faster env can ga
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import sys
@@ -50,11 +49,16 @@ sys.path.insert(0, str(REPO))
 from benchmark import harness  # noqa: E402
 from benchmark.harness import (  # noqa: E402
     QueuedRun,
+    SpeedRun,
     check_only,
     keep_large_allocations,
     positive_int,
+    random_policy_means,
+    record_random_policy,
+    recorded_speeds,
     result_last_mean,
     run_queue,
+    speed_rounds,
     steady_rate,
     summarize_run,
     torch_threads_env,
@@ -141,16 +145,6 @@ def random_policy_games(env_id: str, games: int, seed: int = 0) -> list[tuple[fl
     return played[:games]
 
 
-def measure_random(out: Path, games: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for env_id in RANDOM:
-        result = out / f"random__{env_id}.json"
-        if not result.exists():
-            scores = [score for score, _ in random_policy_games(env_id, games)]
-            write_result(result, {"env_id": env_id, "episodic_returns": scores})
-            print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
-
-
 def queued(name: str, args: tuple[str, ...], env_id: str, seed: int, result: Path, **kwargs) -> QueuedRun:
     """A run of cleanrl/<name>.py, summarised from its events (`tag`: the return it logs)."""
     tag = kwargs.pop("tag", "charts/episodic_return")
@@ -203,24 +197,14 @@ def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
     write_result(result, {"script": name, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s})
 
 
-def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
-    """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits both alike."""
-    out.mkdir(parents=True, exist_ok=True)
-    for round_ in range(1, rounds + 1):
-        for name, env_id in SPEED_RUNS.items():
-            result = out / f"speed__{name}__{round_}.json"
-            if (only and name not in only) or result.exists():
-                continue
-            print(f"speed: {name} round {round_}", flush=True)
-            summarize = partial(write_steady_rate, result=result, name=name)
-            if run_queue(
-                [QueuedRun(result, harness.script(name), SPEED_ARGS, env_id, 1, summarize=summarize)],
-                1,
-                run_env(1),
-                out / "logs",
-            ):
-                raise SystemExit(f"envpool_procgen.py: error: the speed run {name} failed (log under {out / 'logs'})")
-            print(f"speed: {name} round {round_}: {json.loads(result.read_text())['sps']:.0f} steps/s", flush=True)
+def speed_run(name: str) -> SpeedRun:
+    """A speed run of cleanrl/<name>.py (SPEED_ARGS, one thread), its steady rate written when it ends."""
+
+    def make(result: Path) -> tuple[QueuedRun, dict[str, str]]:
+        summarize = partial(write_steady_rate, result=result, name=name)
+        return QueuedRun(result, harness.script(name), SPEED_ARGS, SPEED_RUNS[name], 1, summarize=summarize), run_env(1)
+
+    return make
 
 
 ENV_ONLY_STEPS = 256  # per env: 2048 agent steps, random actions
@@ -259,15 +243,8 @@ def run_env_only(out: Path, rounds: int) -> None:
                 print(f"env only: {script} round {round_}: {rate:.0f} steps/s", flush=True)
 
 
-def speeds(out: Path, script: str, kind: str = "speed") -> list[float]:
-    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{script}__*.json"))]
-
-
 def report(out: Path) -> str:
-    random_means = {
-        p.name.removeprefix("random__").removesuffix(".json"): statistics.fmean(json.loads(p.read_text())["episodic_returns"])
-        for p in out.glob("random__*.json")
-    }
+    random_means = random_policy_means(out)
     lines = [
         f"| algorithm | env | steps | seed | last-{LAST_EPISODES} return | random policy | ours / random | passes (≥ {TIMES_RANDOM:g}×) |",
         "|---|---|---|---|---|---|---|---|",
@@ -295,7 +272,7 @@ def report(out: Path) -> str:
     ]
     medians = {}
     for script, env_id in SPEED_RUNS.items():
-        if rates := speeds(out, script):
+        if rates := recorded_speeds(out, script):
             medians[script] = statistics.median(rates)
             lines.append(f"| {script} | {env_id} | {medians[script]:.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
     if "ppo_atari_envpool" in medians and "ppo_atari" in medians:
@@ -310,7 +287,7 @@ def report(out: Path) -> str:
             for script in XLA_SCRIPTS
             if script in medians
         ]
-    env_rates = {script: rates for script in ENV_ONLY_SCRIPTS if (rates := speeds(out, script, "envonly"))}
+    env_rates = {script: rates for script in ENV_ONLY_SCRIPTS if (rates := recorded_speeds(out, script, "envonly"))}
     env_medians = {script: statistics.median(rates) for script, rates in env_rates.items()}
     if len(env_medians) == 2:
         lines += ["", "| env pipeline alone (8 envs, random actions) | steps/s, median | rounds |", "|---|---|---|"]
@@ -351,11 +328,11 @@ def main() -> None:
     elif args.command == "speed":
         check_only(parser, args.only, SPEED_RUNS)
     if args.command == "random":
-        measure_random(args.out, args.games)
+        record_random_policy(args.out, RANDOM, args.games, random_policy_games)
     elif args.command == "run":
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, run_env(args.threads), args.out / "logs"))
     elif args.command == "speed":
-        run_speed(args.out, args.rounds, args.only)
+        speed_rounds(args.out, args.rounds, {name: speed_run(name) for name in SPEED_RUNS}, args.only, "envpool_procgen.py")
         run_env_only(args.out, args.rounds)
     else:
         print(report(args.out))

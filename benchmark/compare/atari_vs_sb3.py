@@ -32,7 +32,6 @@ their logged speeds are not used (the runs share the CPUs).
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -46,15 +45,19 @@ sys.path.insert(0, str(REPO))
 from benchmark.harness import (  # noqa: E402
     SB3_BASELINES,
     QueuedRun,
+    SpeedRun,
     check_only,
     one_thread_env,
     positive_int,
+    random_policy_means,
+    record_random_policy,
+    recorded_speeds,
     result_last_mean,
     run_queue,
     script,
+    speed_rounds,
     summarize_run,
     torch_threads_env,
-    write_result,
 )
 from cleanrl_utils.report import mean_std  # noqa: E402
 
@@ -152,16 +155,6 @@ def random_policy_games(env_id: str, games: int) -> list[tuple[float, int]]:
     return played
 
 
-def measure_random(out: Path, games: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for env_id in sorted({check.env_id for check in CHECKS}):
-        result = out / f"random__{env_id}.json"
-        if not result.exists():
-            scores = [score for score, _ in random_policy_games(env_id, games)]
-            write_result(result, {"env_id": env_id, "episodic_returns": scores})
-            print(f"random {env_id}: {statistics.fmean(scores):.2f} over {games} games")
-
-
 def ours(name: str, args: tuple[str, ...], result: Path, env_id: str = BREAKOUT, seed: int = 1, **kwargs) -> QueuedRun:
     """A run of cleanrl/<name>.py (or of `program`, e.g. under torchrun), summarised from its events."""
     program = kwargs.pop("program", script(name))
@@ -220,30 +213,18 @@ SPEED_RUNS = {
 }
 
 
-def run_speed(out: Path, rounds: int, only: list[str] | None) -> None:
-    """Each speed run `rounds` times, interleaved so that a drift of the machine's speed hits all alike."""
-    out.mkdir(parents=True, exist_ok=True)
-    for round_ in range(1, rounds + 1):
-        for name, make_run in SPEED_RUNS.items():
-            result = out / f"speed__{name}__{round_}.json"
-            if (only and name not in only) or result.exists():
-                continue
-            print(f"speed: {name} round {round_}", flush=True)
-            run, threads = make_run(result)
-            env = torch_threads_env(threads)
-            if run_queue([run], 1, env, out / "logs"):
-                raise SystemExit(f"atari_vs_sb3.py: error: the speed run {name} failed (log under {out / 'logs'})")
+def speed_run(name: str) -> SpeedRun:
+    """SPEED_RUNS[name] with its torch threads as an environment."""
 
+    def make(result: Path) -> tuple[QueuedRun, dict[str, str]]:
+        run, threads = SPEED_RUNS[name](result)
+        return run, torch_threads_env(threads)
 
-def speeds(out: Path, name: str) -> list[float]:
-    return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"speed__{name}__*.json"))]
+    return make
 
 
 def report(out: Path) -> str:
-    random_means = {
-        p.name.removeprefix("random__").removesuffix(".json"): statistics.fmean(json.loads(p.read_text())["episodic_returns"])
-        for p in out.glob("random__*.json")
-    }
+    random_means = random_policy_means(out)
     lines = [
         f"| algorithm | game | steps | seeds | ours: last-{LAST_EPISODES} return | SB3 | random policy | ours / random | passes |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -280,7 +261,7 @@ def report(out: Path) -> str:
         )
     lines += ["", "| speed run (Breakout, 8 iterations of 8 × 128 steps) | SPS, median | rounds |", "|---|---|---|"]
     for name in SPEED_RUNS:
-        if rates := speeds(out, name):
+        if rates := recorded_speeds(out, name):
             lines.append(f"| {name} | {statistics.median(rates):.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
     return "\n".join(lines)
 
@@ -299,11 +280,12 @@ def main() -> None:
     elif args.command == "speed":
         check_only(parser, args.only, SPEED_RUNS)
     if args.command == "random":
-        measure_random(args.out, args.games)
+        record_random_policy(args.out, sorted({check.env_id for check in CHECKS}), args.games, random_policy_games)
     elif args.command == "run":
         sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, one_thread_env(), args.out / "logs"))
     elif args.command == "speed":
-        run_speed(args.out, args.rounds, args.only)
+        runs = {name: speed_run(name) for name in SPEED_RUNS}
+        speed_rounds(args.out, args.rounds, runs, args.only, "atari_vs_sb3.py")
     else:
         print(report(args.out))
 
