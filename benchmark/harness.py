@@ -9,11 +9,13 @@ others start over.
 """
 
 import argparse
+import datetime
 import json
 import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -127,6 +129,30 @@ def discard_stopped_attempt(workdir: Path) -> None:
     if stopped.is_dir() and any(stopped.iterdir()):
         shutil.rmtree(stopped)
         print(f"starting over (no checkpoints): removed the stopped attempt's logs in {stopped}", flush=True)
+
+
+def tree_commit() -> str:
+    """This checkout's commit (short hash), with `-dirty` when tracked files have uncommitted edits."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode:
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + ("-dirty" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else "")
+
+
+def this_command() -> str:
+    """The command line of this process as run from the repository's root (`python benchmark/...py ARGS`)."""
+    program = Path(sys.argv[0]).resolve()
+    shown = program.relative_to(REPO).as_posix() if program.is_relative_to(REPO) else sys.argv[0]
+    return shlex.join(["python", shown, *sys.argv[1:]])
+
+
+def measured_at(command: str) -> str:
+    """The line a file of benchmark/results/ opens with: which code made it, when (UTC) and with what command."""
+    return f"Measured at commit {tree_commit()} on {datetime.datetime.now(datetime.UTC).date().isoformat()} with `{command}`"
 
 
 def write_result(result: Path, summary: dict) -> None:

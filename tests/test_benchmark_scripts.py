@@ -426,6 +426,23 @@ def test_jax_report_checks_every_seed_window(tmp_path):
     assert "c51_jax" not in table and "td3" not in table
 
 
+def test_a_results_file_opens_with_the_commit_date_and_command_that_made_it(tmp_path, monkeypatch):
+    """What benchmark/results/ files open with (tests/test_layout.py checks every committed one has it)."""
+    from benchmark.checks import playground_cartpole as bench
+
+    monkeypatch.setattr(bench, "report", lambda out, total: "| table |")
+    results = tmp_path / "a b.md"
+    argv = [str(REPO / "benchmark" / "checks" / "playground_cartpole.py"), "report", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--results", str(results)])
+    bench.main()
+    first, blank, table = results.read_text().splitlines()
+    command = f"python benchmark/checks/playground_cartpole.py report --out {tmp_path} --results '{results}'"
+    assert re.fullmatch(
+        rf"Measured at commit [0-9a-f]{{7,40}}(-dirty)? on \d{{4}}-\d{{2}}-\d{{2}} with `{re.escape(command)}`\.", first
+    )
+    assert (blank, table) == ("", "| table |")
+
+
 def test_same_scalars_tells_identical_runs_from_different_ones(tmp_path, capsys):
     from torch.utils.tensorboard import SummaryWriter
 

@@ -2,6 +2,7 @@
 nothing, and only the zoo's registry reaches the algorithm files."""
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,3 +90,41 @@ def test_fixture_modules_live_in_tests_fixtures():
     """tests/ holds test files and the shared conftest/helpers; what tests import or run lives in tests/fixtures/."""
     others = [p.name for p in (REPO / "tests").glob("*.py") if not p.name.startswith("test_")]
     assert sorted(others) == ["__init__.py", "conftest.py", "helpers.py"], others
+
+
+RESULTS = REPO / "benchmark" / "results"
+# the line each results file opens with (benchmark.harness.measured_at writes it): commit, date and the command
+MEASURED = re.compile(r"^Measured at commit [0-9a-f]{7,40}(-dirty)? on \d{4}-\d{2}-\d{2} with .*`[^`]+`")
+DATE = re.compile(r"(?<!\d)20\d\d-?[01]\d-?[0-3]\d(?!\d)")
+SESSION_WORDS = {"retrained", "fix", "fixed", "after", "before", "redesign", "old", "new", "rerun", "again", "latest", "final"}
+
+
+def test_results_names_carry_no_date_or_session_word():
+    """benchmark/results/ holds the current result of each check; git keeps the earlier ones."""
+    named = [
+        p.relative_to(RESULTS).as_posix()
+        for p in RESULTS.rglob("*")
+        if DATE.search(p.name) or SESSION_WORDS & set(re.split(r"[_\-.+]+", p.name.lower()))
+    ]
+    assert not named, f"names with a date or a session word in benchmark/results/: {named}"
+
+
+def opening(md: Path) -> list[str]:
+    """Where a results file says how it was made: its first lines; a folder's README.md lists its runs' groups."""
+    lines = md.read_text().splitlines()
+    return lines if md.name == "README.md" else lines[:4]
+
+
+def test_every_result_names_the_commit_date_and_command_that_made_it():
+    unsourced = [
+        md.relative_to(RESULTS).as_posix()
+        for md in sorted(RESULTS.rglob("*.md"))
+        if not any(MEASURED.match(line.removeprefix("- ")) for line in opening(md))
+    ]
+    assert not unsourced, f"results without a 'Measured at commit X on DATE with `command`' line at the top: {unsourced}"
+    bare = [
+        folder.relative_to(RESULTS).as_posix()
+        for folder in sorted(p for p in RESULTS.rglob("*") if p.is_dir())
+        if any(p.is_file() for p in folder.iterdir()) and not any(folder.glob("*.md"))
+    ]
+    assert not bare, f"results folders without a README.md saying how their files were made: {bare}"

@@ -33,12 +33,14 @@ sys.path.insert(0, str(REPO))
 from benchmark.harness import (  # noqa: E402
     QueuedRun,
     Scalars,
+    measured_at,
     one_thread_env,
     positive_int,
     run_queue,
     script,
     steady_rate,
     summarize_run,
+    this_command,
     write_result,
 )
 from cleanrl_utils import atomic  # noqa: E402
@@ -230,7 +232,7 @@ def main() -> None:
         env_only(args.out, args.rounds, args.num_envs)
     else:
         table = report(args.out, args.total_timesteps)
-        atomic.write_text(args.results, table + "\n")
+        atomic.write_text(args.results, f"{measured_at(this_command())}.\n\n{table}\n")
         print(table)
 
 

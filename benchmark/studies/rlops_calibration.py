@@ -26,6 +26,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import math  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import zlib  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -34,6 +35,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from benchmark.harness import measured_at  # noqa: E402
 from cleanrl_utils import rlops, rlstats  # noqa: E402
 from cleanrl_utils.atomic import write_text  # noqa: E402
 
@@ -164,8 +169,11 @@ def table(rows: list[tuple[Scenario, int, int, Cell]], args: argparse.Namespace,
     lines = [
         "# RLops calibration",
         "",
-        f"`python benchmark/studies/rlops_calibration.py --null-trials {args.null_trials} --power-trials {args.power_trials} "
-        f"--reps {args.reps} --seed {args.seed}` ({'finished' if done else 'partial'}: {len(rows)} rows, "
+        measured_at(
+            f"python benchmark/studies/rlops_calibration.py --null-trials {args.null_trials} "
+            f"--power-trials {args.power_trials} --reps {args.reps} --seed {args.seed}"
+        )
+        + f" ({'finished' if done else 'partial'}: {len(rows)} rows, "
         f"{seconds / 60:.0f} min on one core). Scenarios as the script's docstring describes them; α = {ALPHA}.",
         "",
         f"False alarms: share of {args.null_trials} comparisons with no difference across envs that got a "
