@@ -1,4 +1,4 @@
-"""Record rliable 1.2.0's numbers for the fixed score matrix of tests/test_rlops.py (the cross-check of rlstats).
+"""Record rliable 1.2.0's numbers for the fixed score matrix of tests/tools/test_rlops.py (the cross-check of rlstats).
 
 rliable is not a dependency: run this in a throwaway venv, as the numbers in the test were made:
 

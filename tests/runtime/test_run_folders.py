@@ -4,7 +4,7 @@ import pytest
 
 from cleanrl_utils import experiment
 from cleanrl_utils.experiment import Experiment
-from tests.test_experiment import SCRIPT, Args, fails_with
+from tests.runtime.test_experiment import SCRIPT, Args, fails_with
 
 NOW = 1_796_000_000
 

@@ -427,7 +427,7 @@ def test_jax_report_checks_every_seed_window(tmp_path):
 
 
 def test_a_results_file_opens_with_the_commit_date_and_command_that_made_it(tmp_path, monkeypatch):
-    """What benchmark/results/ files open with (tests/test_layout.py checks every committed one has it)."""
+    """What benchmark/results/ files open with (tests/contract/test_layout.py checks every committed one has it)."""
     from benchmark.checks import playground_cartpole as bench
 
     monkeypatch.setattr(bench, "report", lambda out, total: "| table |")

@@ -11,7 +11,7 @@ import torch
 from cleanrl import td3_continuous_action as td3
 from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
 from tests import helpers
-from tests.test_ddpg import adam_steps, run_in_process
+from tests.algorithms.test_ddpg import adam_steps, run_in_process
 
 LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 0.5], np.float32)
 SPACES = SimpleNamespace(

@@ -5,7 +5,7 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 UTILS = REPO / "cleanrl_utils"
 # What an algorithm file may import from cleanrl_utils while it trains (docs/community/contribution.md).
 RUNTIME = {
@@ -79,17 +79,29 @@ def test_no_cleanrl_utils_module_imports_an_algorithm_file():
     assert importers == [], importers
 
 
+TEST_GROUPS = ("contract", "algorithms", "runtime", "tools")  # tests/<group>/, the contribution page's table
+
+
 def test_every_test_file_is_in_the_contribution_pages_table():
     page = (REPO / "docs" / "community" / "contribution.md").read_text()
     table = page.split("### Where a thing's tests are", 1)[1].split("\n### ", 1)[0]
-    missing = [p.name for p in sorted((REPO / "tests").glob("test_*.py")) if f"`{p.name}`" not in table]
-    assert not missing, f"docs/community/contribution.md's test table lacks {missing}"
+    rows = [line for line in table.splitlines() if line.startswith("| `tests/")]
+    misplaced = [
+        p.relative_to(REPO).as_posix()
+        for p in sorted((REPO / "tests").rglob("test_*.py"))
+        if not any(row.startswith(f"| `tests/{p.parent.name}/` |") and f"`{p.name}`" in row for row in rows)
+    ]
+    assert not misplaced, f"docs/community/contribution.md's test table lacks these files in their folder's row: {misplaced}"
 
 
-def test_fixture_modules_live_in_tests_fixtures():
-    """tests/ holds test files and the shared conftest/helpers; what tests import or run lives in tests/fixtures/."""
-    others = [p.name for p in (REPO / "tests").glob("*.py") if not p.name.startswith("test_")]
-    assert sorted(others) == ["__init__.py", "conftest.py", "helpers.py"], others
+def test_tests_are_grouped_and_fixture_modules_live_in_tests_fixtures():
+    """tests/ holds the shared conftest/helpers and one folder per group of test files; what tests import or run
+    lives in tests/fixtures/."""
+    top = sorted(p.name for p in (REPO / "tests").iterdir() if not p.name.startswith((".", "__pycache__")))
+    assert top == sorted(["__init__.py", "conftest.py", "helpers.py", "fixtures", *TEST_GROUPS]), top
+    for group in TEST_GROUPS:
+        others = [p.name for p in (REPO / "tests" / group).glob("*.py") if not p.name.startswith("test_")]
+        assert others == ["__init__.py"], (group, others)
 
 
 RESULTS = REPO / "benchmark" / "results"

@@ -407,7 +407,7 @@ SCRIPTS["ppo_atari_lstm.py"] = Script(
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
-# the single-process form (world size 1); two ranks under torchrun: tests/test_ppo_atari_multigpu.py
+# the single-process form (world size 1); two ranks under torchrun: tests/algorithms/test_ppo_atari_multigpu.py
 PPO_ATARI_MULTIGPU_ARGS = ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "512")
 SCRIPTS["ppo_atari_multigpu.py"] = Script(
     name="ppo_atari_multigpu.py",
@@ -428,7 +428,7 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
 )
 # ppo_trxl lives in its own folder: its name is a path below cleanrl/, its exp_name the file stem "ppo_trxl".
 # ppo_pettingzoo_ma_atari.py logs per-player tags and scores its saved model in points against a random player:
-# tests/test_ppo_pettingzoo_ma_atari.py
+# tests/algorithms/test_ppo_pettingzoo_ma_atari.py
 TRXL_TINY_ARGS = (
     "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "256", "--trxl-num-layers", "2", "--trxl-dim", "16",
     "--trxl-num-heads", "2", "--trxl-memory-length", "8",
@@ -715,7 +715,7 @@ SCRIPTS["ppg_procgen.py"] = Script(
     name="ppg_procgen.py",
     smoke_args=PPG_PROCGEN_ARGS,
     tags=PPO_TAGS | {"losses/aux/kl_loss", "losses/aux/aux_value_loss", "losses/aux/real_value_loss"},
-    bad_input={  # the game and mode checks are ppo_procgen.py's (tests/test_procgen.py maps both files' names)
+    bad_input={  # the game and mode checks are ppo_procgen.py's (tests/algorithms/test_procgen.py maps both files' names)
         **{
             case: PROCGEN_BAD_INPUT[case]
             for case in ("missing envpool", "unknown env id", "zero timesteps", "minibatches do not divide the batch")
@@ -735,7 +735,7 @@ SCRIPTS["ppg_procgen.py"] = Script(
     run_args=("--num-envs", "8", "--n-iteration", "2"),  # a small auxiliary buffer (default: 6.4 GB)
 )
 # MuJoCo Playground through MJX (the `playground` extra, which the test extra brings; elsewhere the row is left out
-# and tests/test_ppo_playground.py says why): 4 envs whose episodes the time limit ends after 50 steps
+# and tests/algorithms/test_ppo_playground.py says why): 4 envs whose episodes the time limit ends after 50 steps
 PLAYGROUND_ARGS = ("--num-envs", "4", "--num-steps", "16", "--episode-length", "50")
 if importlib.util.find_spec("mujoco_playground") is not None or os.environ.get("CI") == "true":
     SCRIPTS["ppo_continuous_action_playground.py"] = Script(
@@ -843,7 +843,7 @@ def test_capture_video_writes_mp4s(smoke):
 
 
 # Two more runs each (the smoke run is shared). For the first group below those cost 50-85 s of a CI worker: their
-# determinism checks are `slow` (run them with `pytest -m slow tests/test_script_contract.py -k same_seed`). For the
+# determinism checks are `slow` (run them with `pytest -m slow tests/contract/test_script_contract.py -k same_seed`). For the
 # second (4-17 s: the other Atari, envpool and Procgen rows, the MuJoCo ones but DDPG's) they are `extended`: the
 # quick run leaves them out and CI runs them after it. Every other check of those scripts stays in the quick run, and
 # the cheap rows (CartPole and its JAX twins, ddpg_continuous_action.py, ppo_trxl.py) keep this one there.
@@ -956,7 +956,7 @@ def test_track_makes_offline_wandb_run_with_scalars(smoke):
     assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"
 
 
-# Both signals go through the same handler of cleanrl_utils.experiment (tests/test_experiment.py sends
+# Both signals go through the same handler of cleanrl_utils.experiment (tests/runtime/test_experiment.py sends
 # each); per script, what matters is where the loop checks for it, so the scripts take turns.
 INTERRUPTIONS = [(name, (signal.SIGINT, signal.SIGTERM)[i % 2]) for i, name in enumerate(sorted(SCRIPTS))]
 

@@ -16,7 +16,7 @@ from cleanrl_utils.evals import jax as jax_evals
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.fixtures.teachers import save_jax_teacher
 from tests.helpers import run_in_process
-from tests.test_frame_replay import FRAME, STACK
+from tests.runtime.test_frame_replay import FRAME, STACK
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 
@@ -39,7 +39,7 @@ def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
     teacher = ("--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1", "--teacher-steps", "100")
     # 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged;
     # the IMPALA CNN's updates are most of the run's time, so on small batches: 8, as in the smoke run of
-    # tests/test_script_contract.py, whose compiled updates the test session's JAX cache then holds
+    # tests/contract/test_script_contract.py, whose compiled updates the test session's JAX cache then holds
     budget = ("--buffer-size", "1000", "--batch-size", "8", "--offline-steps", "10", "--learning-starts", "199")
     budget = (*budget, "--total-timesteps", "191")
     run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, cwd=tmp_path / "student", timeout_s=900)

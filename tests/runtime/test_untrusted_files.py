@@ -19,7 +19,7 @@ import torch
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.zoo import ZOO
 from tests.helpers import REPO, run_in_process, run_script, script_env
-from tests.test_zoo import ATARI, EXTENDED_ZOO, PLAYED_IN_PENDULUM, run_enjoy
+from tests.tools.test_zoo import ATARI, EXTENDED_ZOO, PLAYED_IN_PENDULUM, run_enjoy
 
 
 class WritesMarker:

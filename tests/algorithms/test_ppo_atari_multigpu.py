@@ -1,6 +1,6 @@
 """ppo_atari_multigpu.py launched as torchrun launches it: two ranks on the gloo backend (CPUs).
 
-The single-process form (world size 1) goes through the contract tests (tests/test_script_contract.py).
+The single-process form (world size 1) goes through the contract tests (tests/contract/test_script_contract.py).
 """
 
 import re
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.contract.test_script_contract import PPO_TAGS
 from tests.helpers import REPO, Run, script_env
-from tests.test_script_contract import PPO_TAGS
 
 SCRIPT = str(REPO / "cleanrl" / "ppo_atari_multigpu.py")
 # 2 ranks x 2 envs x 128 steps per iteration: Breakout's random games end within the second one on both ranks

@@ -1,5 +1,5 @@
 """dqn_jax.py's compiled update against a TD target worked out by hand (truncation against termination:
-tests/test_truncation.py)."""
+tests/contract/test_truncation.py)."""
 
 import jax
 import numpy as np

@@ -28,7 +28,7 @@ class Upload:
 HOPPER = ("--env-id", "Hopper-v4")
 OFF_POLICY = ("--total-timesteps", "300", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
 ATARI_REPLAY = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "200")
-# ppo_atari_envpool_xla_jax_scan.py's smoke-run shapes (tests/test_script_contract.py): compiled once per session
+# ppo_atari_envpool_xla_jax_scan.py's smoke-run shapes (tests/contract/test_script_contract.py): compiled once per session
 XLA_JAX = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--no-anneal-lr")
 # every script with --save-model: each pushes its own model, card, video, logs, file and pins
 UPLOADS = {
@@ -91,7 +91,7 @@ UPLOADS = {
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
     "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
     # evaluated at epsilon 0.5: an untrained greedy network idles after each lost life until a random FIRE. Batches
-    # of 8, as in its smoke run (tests/test_script_contract.py): the same shapes, so the test session's JAX
+    # of 8, as in its smoke run (tests/contract/test_script_contract.py): the same shapes, so the test session's JAX
     # compilation cache gives whichever of the two runs second the programs the first compiled
     "dqn_atari_jax.py": Upload(
         "BreakoutNoFrameskip-v4",

@@ -1,6 +1,6 @@
 """ppo_atari_envpool_xla_jax(_scan).py: the scan GAE, the in-graph episode statistics, envpool's reset steps, the saved layout.
 
-The contract table (tests/test_script_contract.py) runs both scripts end to end; here the pieces that a
+The contract table (tests/contract/test_script_contract.py) runs both scripts end to end; here the pieces that a
 short run cannot check are tested on their own, against plain Python bookkeeping.
 """
 

@@ -9,7 +9,7 @@ from cleanrl import rainbow_atari
 from cleanrl_utils.evals.atari import evaluate_distributional
 from cleanrl_utils.evals.common import load_distributional
 from tests.helpers import run_script
-from tests.test_frame_replay import FRAME, STACK, synthetic_steps
+from tests.runtime.test_frame_replay import FRAME, STACK, synthetic_steps
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 GAMMA, N_STEP = 0.9, 3

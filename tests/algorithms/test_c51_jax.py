@@ -1,4 +1,4 @@
-"""c51_jax.py's projection and update, and its evaluator's checks (time limits: tests/test_dqn_jax.py)."""
+"""c51_jax.py's projection and update, and its evaluator's checks (time limits: tests/algorithms/test_dqn_jax.py)."""
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +11,7 @@ from cleanrl_utils.evals.jax import evaluate_c51
 
 
 def test_projection_splits_mass_between_neighbouring_atoms():
-    # the hand-worked case of tests/test_c51.py
+    # the hand-worked case of tests/algorithms/test_c51.py
     atoms = np.array([0.0, 1.0, 2.0], np.float32)
     next_atoms = np.array([[0.5, 2.0, 7.0], [-3.0, 1.0, 1.25]], np.float32)  # 7 and -3 lie outside: clamped to the ends
     next_pmfs = np.array([[0.2, 0.3, 0.5], [0.4, 0.4, 0.2]], np.float32)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # every training script, those in a folder of their own too (cleanrl/ppo_trxl/ppo_trxl.py, not its enjoy.py)
 ALGORITHM_FILES = sorted(
     p.relative_to(REPO / "cleanrl").as_posix()

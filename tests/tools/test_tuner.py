@@ -34,7 +34,7 @@ from cleanrl_utils.tuner import (
 from tests.fixtures.postgres import PostgresUnavailable, running_postgres
 from tests.helpers import REPO, missing_system_package, process_is_alive, script_env, wait_for_wandb_history_keys
 
-FAKE_SCRIPT = str(Path(__file__).parent / "fixtures" / "fake_training_script.py")
+FAKE_SCRIPT = str(REPO / "tests" / "fixtures" / "fake_training_script.py")
 METRIC = "charts/episodic_return"
 OFFSETS = {"EnvA-v0": 0.0, "EnvB-v0": 10.0, "EnvC-v0": 40.0}
 

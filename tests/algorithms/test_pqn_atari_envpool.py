@@ -1,6 +1,6 @@
 """Behaviour of pqn_atari_envpool.py and pqn_atari_envpool_lstm.py that the contract tests do not reach:
 Q(lambda) targets around envpool's episode ends, the LSTM memory resets, the missing-envpool error.
-(Their episode statistics: tests/test_envpool_episode_statistics.py.)"""
+(Their episode statistics: tests/algorithms/test_envpool_episode_statistics.py.)"""
 
 import numpy as np
 import pytest

@@ -21,7 +21,7 @@ import pytest
 from cleanrl_utils import submit_exp
 from tests.helpers import missing_system_package
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 KEY = "wandb-test-key-0123456789abcdef"
 COMMAND = "python cleanrl/ppo.py --env-id CartPole-v1 --track"

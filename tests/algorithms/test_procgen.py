@@ -1,5 +1,5 @@
 """ppo_procgen.py and ppg_procgen.py: the game names, the envpool episode ends, GAE, reward scaling, PPG's network
-and its auxiliary phase. The contract rows (tests/test_script_contract.py) cover the command line and the logs.
+and its auxiliary phase. The contract rows (tests/contract/test_script_contract.py) cover the command line and the logs.
 """
 
 import importlib

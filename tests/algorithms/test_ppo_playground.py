@@ -1,6 +1,6 @@
 """ppo_continuous_action_playground.py: a CPU run read back, DLPack without copies, episode statistics, bad input, resume.
 
-The script contract's own checks (tags, W&B, determinism, interrupts, help) run in tests/test_script_contract.py.
+The script contract's own checks (tags, W&B, determinism, interrupts, help) run in tests/contract/test_script_contract.py.
 """
 
 import importlib.util
@@ -35,7 +35,7 @@ def load_script():
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("playground")
-    # in this process: the contract's smoke run (tests/test_script_contract.py) is the script's real process
+    # in this process: the contract's smoke run (tests/contract/test_script_contract.py) is the script's real process
     video = [] if egl_missing() else ["--capture-video"]  # the saved-model test says why
     run = run_in_process(SCRIPT, *TINY, "--total-timesteps", "640", "--save-model", *video, cwd=cwd, timeout_s=900)
     assert run.returncode == 0, run.stderr[-3000:]
