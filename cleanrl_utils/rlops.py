@@ -14,23 +14,24 @@ level. `--fail-on-regression` exits 1 on a regression and 3 on an inconclusive c
 the learning curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
 
-import argparse
 import os
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 from urllib.parse import parse_qs
 
 import numpy as np
+import tyro
 
 from cleanrl_utils import rlfigures, rlstats
 from cleanrl_utils.atomic import write_text
+from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.reference_scores import TABLES, reference_scores
 from cleanrl_utils.report import Run, last_mean, plot_learning_curves, report_tables
 from cleanrl_utils.rlops_runs import (
-    SAMPLED_HISTORY_ROWS,
     UNTAGGED,
     LeftOut,
     RlopsError,
@@ -463,97 +464,67 @@ def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, s
 # ---------------------------------------------------------------- command line
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m cleanrl_utils.rlops", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--exp-name",
-        action="append",
-        nargs="+",
-        required=True,
-        metavar="NAME",
-        dest="exp_names",
-        help="exp names of the runs; once for every tag, or once per tag (in --tags order)",
-    )
-    parser.add_argument(
-        "--tags",
-        nargs="+",
-        required=True,
-        metavar="TAG",
-        help=f"groups of runs to compare, by the tags they carry ({UNTAGGED!r}: runs without tags)",
-    )
-    parser.add_argument(
-        "--baseline",
-        metavar="TAG",
-        help="the tag the others are compared with (default: the last of --tags); with one tag, only its tables and figures",
-    )
-    parser.add_argument("--env-ids", nargs="+", metavar="ENV_ID", help="envs to compare (default: every env of the baseline)")
-    parser.add_argument("--metric", default="charts/episodic_return", help="scalar tag compared (default: %(default)s)")
-    parser.add_argument(
-        "--lower-is-better", action="store_true", help="the metric is better when lower (a loss, a time): tests turn around"
-    )
-    parser.add_argument(
-        "--metric-last-n-average-window",
-        type=int,
-        default=100,
-        metavar="N",
-        help="each run's score: the mean of its last N values of the metric (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--output-filename",
-        type=Path,
-        default=Path("compare"),
-        metavar="PATH",
-        help="writes PATH.md, PATH.png/.svg (learning curves) and PATH_profile, PATH_aggregates, PATH_iqm_steps "
-        ".png/.svg (default: %(default)s)",
-    )
-    parser.add_argument("--output-markdown", type=Path, metavar="FILE", help="write the Markdown here instead of PATH.md")
-    parser.add_argument("--runs-dir", nargs="+", type=Path, metavar="DIR", help="folders of TensorBoard runs (default: runs)")
-    parser.add_argument("--wandb-project-name", help="read the finished runs of this W&B project instead of local folders")
-    parser.add_argument("--wandb-entity", help="W&B entity of the project (default: your own)")
-    parser.add_argument(
-        "--scan-history",
-        action="store_true",
-        help=f"W&B: read every logged value; without it the curves use {SAMPLED_HISTORY_ROWS} sampled rows and the "
-        "scores the last N values read whole (local runs are always read whole)",
-    )
-    parser.add_argument(
-        "--target-scores",
-        nargs="+",
-        default=[],
-        metavar="ENV=LOW,HIGH",
-        help="normalise ENV's scores so that LOW → 0 and HIGH → 1 (e.g. random and expert returns)",
-    )
-    parser.add_argument(
-        "--reference-scores",
-        choices=sorted(TABLES),
-        help="normalise by published scores: atari-human maps each game's random score to 0 and human score to 1",
-    )
-    parser.add_argument(
-        "--min-progress",
-        type=float,
-        default=0.95,
-        metavar="SHARE",
-        help="leave out runs whose last step is below SHARE of the furthest run on their env (default: %(default)s)",
-    )
-    parser.add_argument("--strict", action="store_true", help="a run that stopped early is an error, not left out")
-    parser.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="level of the intervals; the tests' alpha is 1 minus it (default: %(default)s)",
-    )
-    parser.add_argument("--bootstrap-samples", type=int, default=5000, metavar="N", help="bootstrap and permutation draws")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation draws")
-    parser.add_argument("--smooth", type=int, default=5, help="curves: rolling mean over this many values per run")
-    parser.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help=f"exit {EXIT_REGRESSION} when a tag is a regression, {EXIT_INCONCLUSIVE} when a comparison is inconclusive",
-    )
-    return parser.parse_args(argv)
+ReferenceTable = Literal[tuple(sorted(TABLES))]  # the published score tables --reference-scores can name
 
 
-def check_args(args: argparse.Namespace) -> None:
+@dataclass
+class Args:
+    """RLops: did a change make an algorithm worse? Compare tagged groups of runs against a baseline tag."""
+
+    tags: Annotated[list[str], tyro.conf.arg(metavar="TAG [TAG ...]")]
+    """groups of runs to compare, by the tags they carry ('untagged': runs without tags)"""
+    exp_names: Annotated[
+        tyro.conf.UseAppendAction[list[list[str]]], tyro.conf.arg(name="exp-name", metavar="NAME [NAME ...]")
+    ] = field(default_factory=list)
+    """exp names of the runs; once for every tag, or once per tag (in --tags order); required"""
+    baseline: Annotated[str | None, tyro.conf.arg(metavar="TAG", help_behavior_hint="(default: the last of --tags)")] = None
+    """the tag the others are compared with; with one tag, only its tables and figures"""
+    env_ids: Annotated[
+        list[str] | None, tyro.conf.arg(metavar="ENV_ID [ENV_ID ...]", help_behavior_hint="(default: the baseline's)")
+    ] = None
+    """envs to compare"""
+    metric: str = "charts/episodic_return"
+    """scalar tag compared"""
+    lower_is_better: bool = False
+    """the metric is better when lower (a loss, a time): tests turn around"""
+    metric_last_n_average_window: Annotated[int, tyro.conf.arg(metavar="N")] = 100
+    """each run's score: the mean of its last N values of the metric"""
+    output_filename: Annotated[Path, tyro.conf.arg(metavar="PATH")] = Path("compare")
+    """writes PATH.md, PATH.png/.svg (learning curves) and PATH_profile, PATH_aggregates, PATH_iqm_steps .png/.svg"""
+    output_markdown: Annotated[Path | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="")] = None
+    """write the Markdown here instead of PATH.md"""
+    runs_dir: Annotated[list[Path] | None, tyro.conf.arg(metavar="DIR [DIR ...]", help_behavior_hint="(default: runs)")] = None
+    """folders of TensorBoard runs"""
+    wandb_project_name: Annotated[str | None, tyro.conf.arg(metavar="PROJECT", help_behavior_hint="")] = None
+    """read the finished runs of this W&B project instead of local folders"""
+    wandb_entity: Annotated[str | None, tyro.conf.arg(metavar="ENTITY", help_behavior_hint="(default: your own)")] = None
+    """W&B entity of the project"""
+    scan_history: bool = False
+    """W&B: read every logged value; without it the curves use 500 sampled rows and the scores the last N values
+    read whole (local runs are always read whole)"""
+    target_scores: Annotated[list[str], tyro.conf.arg(metavar="ENV=LOW,HIGH [ENV=LOW,HIGH ...]")] = field(default_factory=list)
+    """normalise ENV's scores so that LOW → 0 and HIGH → 1 (e.g. random and expert returns)"""
+    reference_scores: Annotated[ReferenceTable | None, tyro.conf.arg(help_behavior_hint="")] = None  # type: ignore[valid-type]
+    """normalise by published scores: atari-human maps each game's random score to 0 and human score to 1"""
+    min_progress: Annotated[float, tyro.conf.arg(metavar="SHARE")] = 0.95
+    """leave out runs whose last step is below SHARE of the furthest run on their env"""
+    strict: bool = False
+    """a run that stopped early is an error, not left out"""
+    confidence: float = 0.95
+    """level of the intervals; the tests' alpha is 1 minus it"""
+    bootstrap_samples: Annotated[int, tyro.conf.arg(metavar="N")] = 5000
+    """bootstrap and permutation draws"""
+    seed: int = 0
+    """seed of the bootstrap and permutation draws"""
+    smooth: int = 5
+    """curves: rolling mean over this many values per run"""
+    fail_on_regression: bool = False
+    """exit 1 when a tag is a regression, 3 when a comparison is inconclusive"""
+
+
+def check_args(args: Args) -> None:
+    if not args.exp_names or not args.tags:
+        raise RlopsError("--exp-name and --tags are needed: the runs to compare and the tags that group them")
     if len(set(args.tags)) != len(args.tags):
         raise RlopsError("--tags repeats a tag")
     args.baseline = args.baseline or args.tags[-1]
@@ -573,7 +544,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise RlopsError("--reference-scores are returns, higher is better: they do not go with --lower-is-better")
 
 
-def load_runs(args: argparse.Namespace, exp_names: dict[str, set[str]]) -> list[Run]:
+def load_runs(args: Args, exp_names: dict[str, set[str]]) -> list[Run]:
     if not args.wandb_project_name:
         return local_runs(args.runs_dir or [Path("runs")])
     try:
@@ -594,9 +565,7 @@ def load_runs(args: argparse.Namespace, exp_names: dict[str, set[str]]) -> list[
     )
 
 
-def normalization_targets(
-    args: argparse.Namespace, env_ids: list[str]
-) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+def normalization_targets(args: Args, env_ids: list[str]) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
     """{env: (score → 0, score → 1)} on the higher-is-better scale, and where each env's pair comes from."""
     given = parse_target_scores(args.target_scores, args.lower_is_better)
     targets, sources = {}, {}
@@ -615,7 +584,7 @@ def normalization_targets(
     }, sources
 
 
-def choose_runs(args: argparse.Namespace) -> tuple[list[Run], list[str], list[LeftOut], list[LeftOut]]:
+def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[LeftOut]]:
     """The runs compared after every check, the envs, the runs left out and the runs flagged."""
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
     runs = select(load_runs(args, exp_names), args.tags, exp_names)
@@ -644,14 +613,14 @@ def curves_by_tag(runs: list[Run], tags: list[str], env_ids: list[str], metric: 
     }
 
 
-def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+def output_paths(args: Args) -> tuple[Path, Path]:
     output: Path = args.output_filename
     if output.suffix in (".md", ".png", ".svg"):  # the reference's habit: --output-filename compare.png
         output = output.with_suffix("")
     return output, args.output_markdown or output.with_name(output.name + ".md")
 
 
-def build(args: argparse.Namespace) -> tuple[str, list[Verdict]]:
+def build(args: Args) -> tuple[str, list[Verdict]]:
     check_args(args)
     window, metric = args.metric_last_n_average_window, args.metric
     runs, env_ids, left_out, short = choose_runs(args)
@@ -712,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     if hint:
         print(f"rlops: error: {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    args = parse_args(argv)
+    args = parse_args(Args, argv, prog="python -m cleanrl_utils.rlops")
     try:
         markdown, verdicts = build(args)
     except (RlopsError, OSError) as e:

@@ -45,3 +45,34 @@ def test_submit_exp_takes_a_boolean_as_a_word(capsys, monkeypatch, tmp_path):
     assert submit_exp.main(argv) == 0
     out = capsys.readouterr().out
     assert "--seed 1" in out and "--seed 2" in out
+
+
+def test_rlops_takes_booleans_as_words_and_one_exp_name_list_per_tag():
+    from cleanrl_utils import rlops
+
+    argv = ["--tags", "new", "base", "--exp-name", "ppo_v2", "--exp-name", "ppo", "dqn", "--strict", "True"]
+    args = parse_args(rlops.Args, [*argv, "--fail-on-regression", "false", "--reference-scores", "atari-human"])
+    assert (args.exp_names, args.tags, args.strict, args.fail_on_regression) == (
+        [["ppo_v2"], ["ppo", "dqn"]],
+        ["new", "base"],
+        True,
+        False,
+    )
+    assert args.reference_scores == "atari-human" and args.metric_last_n_average_window == 100
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--tags", "a", "b"], "rlops: error: --exp-name and --tags are needed"),
+        (["--tags", "a", "--exp-name", "ppo", "--reference-scores", "nope"], "invalid choice"),
+    ],
+)
+def test_rlops_refuses_a_missing_exp_name_or_an_unknown_score_table_with_exit_2(argv, error, capsys, tmp_path):
+    from cleanrl_utils import rlops
+
+    try:
+        code = rlops.main([*argv, "--runs-dir", str(tmp_path)])
+    except SystemExit as stop:  # the parser's own refusal
+        code = stop.code
+    assert code == 2 and error in capsys.readouterr().err
