@@ -856,17 +856,21 @@ UNKNOWN_ONLY = [
 ]
 
 
-@pytest.mark.parametrize(("module", "argv", "known"), UNKNOWN_ONLY, ids=[f"{m}-{a[0]}" for m, a, _ in UNKNOWN_ONLY])
-def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path, monkeypatch, capsys):
+def refusal(module: str, argv: list[str], out: Path, monkeypatch, capsys) -> tuple[str, str]:
+    """(its program's name, the last stderr line) of `benchmark.<module>`'s main refusing `argv` with exit 2."""
     import importlib
 
-    bench = importlib.import_module(f"benchmark.{module}")
     program = module.rsplit(".", 1)[-1]
-    monkeypatch.setattr(sys, "argv", [f"{program}.py", *argv, "--out", str(tmp_path)])
+    monkeypatch.setattr(sys, "argv", [f"{program}.py", *argv, "--out", str(out)])
     with pytest.raises(SystemExit) as stopped:
-        bench.main()
+        importlib.import_module(f"benchmark.{module}").main()
     assert stopped.value.code == 2
-    error = capsys.readouterr().err.splitlines()[-1]
+    return program, capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize(("module", "argv", "known"), UNKNOWN_ONLY, ids=[f"{m}-{a[0]}" for m, a, _ in UNKNOWN_ONLY])
+def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path, monkeypatch, capsys):
+    program, error = refusal(module, argv, tmp_path, monkeypatch, capsys)
     unknown = argv[-1]
     assert error.startswith(f"{program}.py: error: --only {unknown}: not a name this benchmark knows; one of: ")
     assert set(known.split()) <= set(error.split("one of: ")[1].split())  # the names it knows, to pick from
@@ -885,12 +889,6 @@ def test_unknown_only_name_is_one_line_and_exit_2(module, argv, known, tmp_path,
 )
 def test_counts_below_one_are_one_line_and_exit_2(module, argv, error, tmp_path, monkeypatch, capsys):
     """0 workers used to wait forever; 0 rounds or seeds to run nothing and exit 0."""
-    import importlib
-
-    bench = importlib.import_module(f"benchmark.{module}")
-    program = module.rsplit(".", 1)[-1]
-    monkeypatch.setattr(sys, "argv", [f"{program}.py", *argv, "--out", str(tmp_path)])
-    with pytest.raises(SystemExit) as stopped:
-        bench.main()
-    assert stopped.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == f"{program}.py: error: {error}"
+    program, last_line = refusal(module, argv, tmp_path, monkeypatch, capsys)
+    assert last_line == f"{program}.py: error: {error}"
     assert not any(tmp_path.iterdir())
