@@ -24,7 +24,7 @@ from pathlib import Path
 from cleanrl_utils import atomic
 from cleanrl_utils.benchmark import LocalRunner, RunSpec
 from cleanrl_utils.report import last_mean
-from cleanrl_utils.tensorboard_reader import read_scalars
+from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times
 
 REPO = Path(__file__).resolve().parents[1]
 # Stable-Baselines3 configured like our scripts: the other side of the head-to-head comparisons
@@ -245,6 +245,18 @@ def random_policy_means(out: Path) -> dict[str, float]:
 def recorded_speeds(out: Path, name: str, kind: str = "speed") -> list[float]:
     """The steps per second of every round of the speed run `name`, as `<kind>__<name>__<round>.json` holds them."""
     return [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{name}__*.json"))]
+
+
+def summarize_speed(
+    run_dir: Path, result: Path, first_update: int = 0, warm_up: float | None = None, **identity: object
+) -> dict:
+    """Write `result` and return it: `identity`, a speed run's steady steps per second after the interval that
+    holds its first update (at step `first_update`) and that interval's extra seconds (`warm_up` when the run
+    measured its own, e.g. a JAX file's compile time), from the wall times of its SPS logs."""
+    rate, extra = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update)
+    summary = identity | {"sps": rate, "first_update_extra_s": extra if warm_up is None else warm_up}
+    write_result(result, summary)
+    return summary
 
 
 def newest_run_dir(workdir: Path) -> Path:

@@ -59,12 +59,11 @@ from benchmark.harness import (  # noqa: E402
     result_last_mean,
     run_queue,
     speed_rounds,
-    steady_rate,
     summarize_run,
+    summarize_speed,
     torch_threads_env,
     write_result,
 )
-from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30
@@ -192,16 +191,11 @@ SPEED_ITERATIONS = 6
 SPEED_ARGS = ("--num-envs", "8", "--num-steps", "128", "--total-timesteps", str(SPEED_ITERATIONS * 8 * 128))
 
 
-def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
-    rate, first_iteration_extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-    write_result(result, {"script": name, "sps": rate, "first_iteration_extra_s": first_iteration_extra_s})
-
-
 def speed_run(name: str) -> SpeedRun:
     """A speed run of cleanrl/<name>.py (SPEED_ARGS, one thread), its steady rate written when it ends."""
 
     def make(result: Path) -> tuple[QueuedRun, dict[str, str]]:
-        summarize = partial(write_steady_rate, result=result, name=name)
+        summarize = partial(summarize_speed, result=result, script=name)
         return QueuedRun(result, harness.script(name), SPEED_ARGS, SPEED_RUNS[name], 1, summarize=summarize), run_env(1)
 
     return make

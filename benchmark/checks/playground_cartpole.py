@@ -38,8 +38,8 @@ from benchmark.harness import (  # noqa: E402
     positive_int,
     run_queue,
     script,
-    steady_rate,
     summarize_run,
+    summarize_speed,
     this_command,
     write_result,
 )
@@ -111,11 +111,6 @@ def speed_runs(num_envs: list[int]) -> dict[str, tuple[str, str, tuple[str, ...]
     return runs
 
 
-def write_steady_rate(run_dir: Path, result: Path, name: str) -> None:
-    rate, _ = steady_rate(read_wall_times(run_dir, "charts/SPS"), first_update=0)
-    write_result(result, {"name": name, "sps": rate})
-
-
 def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
     for round_ in range(1, rounds + 1):
         for name, (name_of_script, env_id, args) in speed_runs(num_envs).items():
@@ -123,7 +118,7 @@ def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
             if result.exists():
                 continue
             run = QueuedRun(
-                result, script(name_of_script), args, env_id, 1, summarize=partial(write_steady_rate, result=result, name=name)
+                result, script(name_of_script), args, env_id, 1, summarize=partial(summarize_speed, result=result, name=name)
             )
             if run_queue([run], 1, one_thread_env(), out / "logs"):
                 raise SystemExit(f"playground_cartpole.py: error: the speed run {name} failed (log under {out / 'logs'})")

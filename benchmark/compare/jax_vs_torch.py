@@ -38,11 +38,11 @@ from benchmark.harness import (  # noqa: E402
     positive_int,
     run_queue,
     script,
-    steady_rate,
+    summarize_speed,
     write_result,
 )
 from cleanrl_utils.report import best_window_mean, last_mean, mean_std  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,10 @@ def run_one(name: str, env_id: str, args: tuple[str, ...], result: Path, summari
 
 
 def write_speed(run_dir: Path, result: Path, name: str, learning_starts: int) -> None:
-    rate, extra_s = steady_rate(read_wall_times(run_dir, "charts/SPS"), learning_starts)
     # JAX files compile before their clock starts and print how long it took; otherwise the
     # first update's interval holds the warm-up
     printed = re.search(r"compile time: ([\d.]+) s", (result.parent / "logs" / f"{result.stem}.log").read_text())
-    warm_up = float(printed.group(1)) if printed else extra_s
-    write_result(result, {"script": name, "sps": rate, "first_update_extra_s": warm_up})
+    summarize_speed(run_dir, result, learning_starts, float(printed.group(1)) if printed else None, script=name)
 
 
 def write_returns(run_dir: Path, result: Path, name: str, seed: int) -> None:
