@@ -28,7 +28,7 @@ from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times
 
 REPO = Path(__file__).resolve().parents[1]
 # Stable-Baselines3 configured like our scripts: the other side of the head-to-head comparisons
-SB3_BASELINES = REPO / "benchmark" / "sb3_baselines.py"
+SB3_BASELINES = REPO / "benchmark" / "compare" / "sb3_baselines.py"
 
 
 ONE_XLA_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"

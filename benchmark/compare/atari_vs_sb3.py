@@ -10,7 +10,7 @@ These CPUs do a few hundred Atari steps per second, so the budgets are far below
 published scores. The checks:
 
 - `ppo_atari.py` against Stable-Baselines3's PPO with the same hyperparameters and wrappers
-  (benchmark/sb3_baselines.py), BreakoutNoFrameskip-v4, 300k steps, 2 seeds each: our mean of the
+  (benchmark/compare/sb3_baselines.py), BreakoutNoFrameskip-v4, 300k steps, 2 seeds each: our mean of the
   last 20 episodes is at least 0.8 x SB3's, and both are at least 3 x the random policy's.
 - `dqn_atari.py`, `c51_atari.py`, `rainbow_atari.py` on Breakout, 200k steps, learning from step 20k,
   epsilon annealed over the first 100k (Rainbow explores with noisy nets), 1 seed; `sac_atari.py`
@@ -74,7 +74,7 @@ class Check:
     seeds: tuple[int, ...]
     times_random: float  # our mean must reach this multiple of the random policy's return
     args: tuple[str, ...] = ()
-    sb3_algo: str | None = None  # compared with this model of benchmark/sb3_baselines.py
+    sb3_algo: str | None = None  # compared with this model of benchmark/compare/sb3_baselines.py
     of_sb3: float = 0.0  # ... and must reach this share of its mean
     variant: str = ""  # names a run whose args change a default beyond the budget, beside the default one
     checkpoint_every: int = 0  # the script's --checkpoint-frequency (steps, or iterations for PPO); 0: none
@@ -163,7 +163,7 @@ def ours(name: str, args: tuple[str, ...], result: Path, env_id: str = BREAKOUT,
 
 
 def sb3(algo: str, env_id: str, total_timesteps: int, seed: int, result: Path) -> QueuedRun:
-    """A run of benchmark/sb3_baselines.py, which writes its summary itself."""
+    """A run of benchmark/compare/sb3_baselines.py, which writes its summary itself."""
     args = ("--total-timesteps", str(total_timesteps), "--threads", "1", "--json", str(result))
     return QueuedRun(result, (str(SB3_BASELINES), algo), args, env_id, seed)
 

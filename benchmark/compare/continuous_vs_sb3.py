@@ -1,5 +1,5 @@
 """Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
-same hyperparameters where the two share them (see benchmark/sb3_baselines.py), 3 seeds each.
+same hyperparameters where the two share them (see benchmark/compare/sb3_baselines.py), 3 seeds each.
 
     python benchmark/compare/continuous_vs_sb3.py run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
     python benchmark/compare/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
@@ -50,7 +50,7 @@ LAST_EPISODES = 10
 @dataclass(frozen=True)
 class Comparison:
     script: str  # our file in cleanrl/
-    sb3_algo: str  # the model of benchmark/sb3_baselines.py it is compared with
+    sb3_algo: str  # the model of benchmark/compare/sb3_baselines.py it is compared with
     env_id: str
     total_timesteps: int
     learning_starts: int | None = None  # given to both sides; None keeps each one's default (the same)
@@ -85,7 +85,7 @@ COMPARISONS = [
 
 
 def queued(comparison: Comparison, impl: str, seed: int, result: Path) -> QueuedRun:
-    """Our script's run (summarised from its events) or SB3's (benchmark/sb3_baselines.py writes its summary)."""
+    """Our script's run (summarised from its events) or SB3's (benchmark/compare/sb3_baselines.py writes its summary)."""
     if impl == "ours":
         summarize = partial(
             summarize_run, result=result, impl="ours", algo=comparison.script, env_id=comparison.env_id, seed=seed

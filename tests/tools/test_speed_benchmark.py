@@ -1,4 +1,4 @@
-"""benchmark/speed.py: ours, an earlier commit and SB3, alternating, with medians of paired ratios and the bars."""
+"""benchmark/compare/speed.py: ours, an earlier commit and SB3, alternating, with medians of paired ratios and the bars."""
 
 import json
 import re
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmark import speed
+from benchmark.compare import speed
 from tests.helpers import REPO
 
 
@@ -22,7 +22,7 @@ def fake_runs(sps: dict[str, list[float]], case: str) -> list[dict]:
 
 def record(runs: list[dict]) -> dict:
     machine = {"cpus": 2, "processor": "x86_64", "python": "3.11", "torch": "2.13", "torch_threads_default": 2}
-    return {"command": "python benchmark/speed.py", "ours_commit": "abc", "base_commit": "def", "rounds": 3,
+    return {"command": "python benchmark/compare/speed.py", "ours_commit": "abc", "base_commit": "def", "rounds": 3,
             "scale": 1.0, "machine": machine | {"OMP_NUM_THREADS": None}, "runs": runs}  # fmt: skip
 
 
@@ -59,7 +59,7 @@ def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tm
     assert calls == [("ppo", "ours"), ("ppo", "base"), ("ppo", "sb3"), ("dqn", "ours"), ("dqn", "base"), ("dqn", "sb3"),
                      ("ppo", "base"), ("ppo", "sb3"), ("ppo", "ours"), ("dqn", "base"), ("dqn", "sb3"), ("dqn", "ours")]  # fmt: skip
     saved = json.loads(out.with_suffix(".json").read_text())
-    assert len(saved["runs"]) == 12 and saved["command"].startswith("python benchmark/speed.py --base")
+    assert len(saved["runs"]) == 12 and saved["command"].startswith("python benchmark/compare/speed.py --base")
     assert "| ppo | CartPole-v1, 100000 | 100 (100, 100) |" in out.with_suffix(".md").read_text()
 
     saved["runs"] = [run for run in saved["runs"] if not (run["round"] == 2 and run["case"] == "dqn")]  # a stopped run
@@ -117,7 +117,7 @@ def test_each_side_runs_its_own_trees_file_with_that_trees_utilities(tmp_path):
     assert argv[1] == str(tmp_path / "base" / "cleanrl" / "sac_continuous_action.py") and env["PYTHONPATH"] == str(trees.base)
     assert argv[2:] == ["--env-id", "Hopper-v4", "--seed", "1", "--total-timesteps", "6000", "--learning-starts", "1000"]
     argv, env = speed.command(case, "sb3", trees, tmp_path / "sb3.json")
-    assert argv[1:3] == [str(REPO / "benchmark" / "sb3_baselines.py"), "sac"] and argv[-2:] == [
+    assert argv[1:3] == [str(REPO / "benchmark" / "compare" / "sb3_baselines.py"), "sac"] and argv[-2:] == [
         "--json",
         str(tmp_path / "sb3.json"),
     ]
@@ -125,7 +125,7 @@ def test_each_side_runs_its_own_trees_file_with_that_trees_utilities(tmp_path):
 
 
 def test_profile_splits_the_training_loop_into_parts(tmp_path, monkeypatch, capsys):
-    from benchmark import speed_profile
+    from benchmark.compare import speed_profile
 
     monkeypatch.chdir(tmp_path)
     argv = [str(REPO / "cleanrl" / "ppo.py"), "--total-timesteps", "1024", "--top", "3"]
@@ -139,7 +139,7 @@ def test_profile_splits_the_training_loop_into_parts(tmp_path, monkeypatch, caps
 
 
 def test_profile_of_a_script_that_never_trains_is_one_line(tmp_path, capsys):
-    from benchmark import speed_profile
+    from benchmark.compare import speed_profile
 
     script = tmp_path / "no_loop.py"
     script.write_text("print('set up, no training')\n")

@@ -1,7 +1,7 @@
 """Where a script's training loop spends its time, by part: environments, network, optimizer, replay, logging, the loop.
 
-    python benchmark/speed_profile.py cleanrl/dqn.py --total-timesteps 50000
-    python benchmark/speed_profile.py cleanrl/ppo_atari.py --total-timesteps 8192 --top 20
+    python benchmark/compare/speed_profile.py cleanrl/dqn.py --total-timesteps 50000
+    python benchmark/compare/speed_profile.py cleanrl/ppo_atari.py --total-timesteps 8192 --top 20
 
 Runs the script in this process under cProfile, switched on when its training starts (`with exp:`)
 and off when it ends, so imports and set-up are left out. Each function's own time goes to a part
@@ -24,7 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 OTHER = "other (calls in a cycle)"
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if not profiler.stats:
         parser.error(f"{args.script} never entered its training loop (`with exp:`): nothing was profiled")
     stats = pstats.Stats(profiler)
-    print(f"\n`python benchmark/speed_profile.py {args.script} {' '.join(script_argv)}`\n")
+    print(f"\n`python benchmark/compare/speed_profile.py {args.script} {' '.join(script_argv)}`\n")
     print(table(split_by_part(stats)))
     if args.top:
         print(f"\nThe {args.top} functions with the most own time:\n")

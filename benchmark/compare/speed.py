@@ -1,12 +1,12 @@
 """Steps per second of the flagship torch scripts against Stable-Baselines3 and against an earlier commit of themselves.
 
     git worktree add /tmp/base 3a3bf51
-    python benchmark/speed.py --base /tmp/base --rounds 3 [--only ppo dqn ...] [--out benchmark/results/speed]
+    python benchmark/compare/speed.py --base /tmp/base --rounds 3 [--only ppo dqn ...] [--out benchmark/results/speed]
 
 Each case is one of our scripts with a short fixed budget, run three ways, one process at a time: our
 file as it is in this tree ("ours"), the same file in the `--base` tree, a git worktree of the
 commit to compare with ("base", with that tree's `cleanrl_utils`), and SB3 configured like it
-(`benchmark/sb3_baselines.py`). The three runs of a case follow each other, and the order of the
+(`benchmark/compare/sb3_baselines.py`). The three runs of a case follow each other, and the order of the
 sides turns every round, so a machine whose load or speed drifts meets every side alike. Every
 process gets the same environment: what the shell sets (`OMP_NUM_THREADS`...) applies to all three.
 
@@ -35,10 +35,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import check_only, positive_int  # noqa: E402
+from benchmark.harness import SB3_BASELINES, check_only, positive_int  # noqa: E402
 from cleanrl_utils import atomic  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
@@ -52,7 +52,7 @@ class Case:
     env_id: str
     steps: int
     args: tuple[str, ...] = ()  # besides the env, seed and budget; given to ours and base
-    sb3_algo: str = ""  # the model of benchmark/sb3_baselines.py
+    sb3_algo: str = ""  # the model of benchmark/compare/sb3_baselines.py
     sb3_args: tuple[str, ...] = ()
     base_bar: float | None = None  # ours/base must reach this (the issue's bars)
     sb3_bar: float | None = None
@@ -98,7 +98,7 @@ def command(case: Case, side: str, trees: Trees, out_json: Path) -> tuple[list[s
     steps = max(1, round(case.steps * trees.scale))
     budget = ["--env-id", case.env_id, "--seed", "1", "--total-timesteps", str(steps)]
     if side == "sb3":
-        argv = [sys.executable, str(REPO / "benchmark" / "sb3_baselines.py"), case.sb3_algo, *budget, *case.sb3_args]
+        argv = [sys.executable, str(SB3_BASELINES), case.sb3_algo, *budget, *case.sb3_args]
         return [*argv, "--json", str(out_json)], os.environ | {"PYTHONPATH": str(REPO)}
     tree = trees.ours if side == "ours" else trees.base
     return [sys.executable, str(tree / "cleanrl" / f"{case.script}.py"), *budget, *case.args], os.environ | {
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale)
     cases = [case for case in CASES if not args.only or case.name in args.only]
     record = {
-        "command": "python benchmark/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "ours_commit": describe_tree(args.ours),
         "base_commit": describe_tree(args.base),
         "rounds": args.rounds,
