@@ -22,6 +22,7 @@ and `--resume` measures only what is missing from it. `<out>.md` is the table.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -184,7 +185,8 @@ def report(record: dict) -> str:
     lines = [
         "# Speed of the flagship torch scripts: ours, an earlier commit (base) and Stable-Baselines3",
         "",
-        f"`{record['command']}`",
+        f"Measured at commit {record['ours_commit']} on {record['date']} with `{record['command']}`"
+        + (f", {record['note']}" if record.get("note") else ""),
         "",
         f"ours: `{record['ours_commit']}`, base: `{record['base_commit']}`; {record['rounds']} rounds, the sides' order turning each round;",
         f"machine: {record['machine']['cpus']} CPUs ({record['machine']['processor']}), Python {record['machine']['python']}, "
@@ -249,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "ours_commit": describe_tree(args.ours),
         "base_commit": describe_tree(args.base),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "rounds": args.rounds,
         "scale": args.scale,
         "machine": machine(),

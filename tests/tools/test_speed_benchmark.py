@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from benchmark.compare import speed
+from tests.contract.test_layout import MEASURED
 from tests.helpers import REPO
 
 
@@ -22,7 +23,7 @@ def fake_runs(sps: dict[str, list[float]], case: str) -> list[dict]:
 
 def record(runs: list[dict]) -> dict:
     machine = {"cpus": 2, "processor": "x86_64", "python": "3.11", "torch": "2.13", "torch_threads_default": 2}
-    return {"command": "python benchmark/compare/speed.py", "ours_commit": "abc", "base_commit": "def", "rounds": 3,
+    return {"command": "python benchmark/compare/speed.py", "ours_commit": "abc1234", "base_commit": "def5678", "date": "2026-12-04", "rounds": 3,
             "scale": 1.0, "machine": machine | {"OMP_NUM_THREADS": None}, "runs": runs}  # fmt: skip
 
 
@@ -43,6 +44,8 @@ def test_ratios_are_medians_of_each_rounds_pair_and_the_bars_are_applied():
     assert "| 1.40 (1.50, 1.20, 1.40) ≥ 1.3: met | 2.00 (2.00, 2.00, 2.00) " + cpu in row(table, "dqn")
     assert "| 1.10 (1.10, 1.10, 1.10) < 1.15: MISSED | 1.47 (1.57, 1.38) ≥ 1.3: met |" in row(table, "sac")
     assert "| ppo |" not in table, "a case that did not run has no row"
+    # the opening line that every file of benchmark/results/ carries (tests/contract/test_layout.py)
+    assert MEASURED.match(table.splitlines()[2]), table.splitlines()[2]
 
 
 def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tmp_path, monkeypatch):
