@@ -1,0 +1,175 @@
+"""How much faster dqn.py could run on CartPole without changing what it computes.
+
+    python benchmark/studies/dqn_speed_ceiling.py [--steps 50000] [--rounds 3] [--out benchmark/results/dqn_speed_ceiling.md]
+
+Each round runs `cleanrl/dqn.py` on one thread twice, one after the other: as it is, and with learning
+starting only 200 steps before the end (20 updates, so that it logs its SPS). The difference is the time
+of its learning updates;
+the rest is acting (env step, replay insert, the greedy forward, the loop). Then it times, in this
+process, the two pieces of work the loop repeats: the greedy action of one observation (the file's
+`QNetwork`, and the same arithmetic in NumPy, about the cheapest a Python loop can make it) and one
+learning update (a replay sample of `batch_size`, the target and online forwards, backward, fused Adam).
+
+From these it writes the ceilings: the speed-up if the greedy action cost what NumPy's costs, or
+nothing at all, and the rate of arithmetic of an update. A speed-up bar above these ceilings needs a
+change of what the file does (several envs per step, a smaller network), not a faster way to do it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from benchmark.harness import measured_at, positive_int, this_command, torch_threads_env  # noqa: E402
+from cleanrl.dqn import Args, QNetwork, linear_schedule  # noqa: E402
+from cleanrl_utils import atomic  # noqa: E402
+from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+
+ENV_ID = "CartPole-v1"
+ACTING_ONLY_TAIL = 200  # the acting-only run learns in its last steps: dqn.py logs its SPS from its updates
+
+
+def run_sps(steps: int, learning_starts: int) -> float:
+    """The last `charts/SPS` of one dqn.py run on one thread, in a folder of its own."""
+    with tempfile.TemporaryDirectory(prefix="dqn-ceiling-") as tmp:
+        argv = [sys.executable, str(REPO / "cleanrl" / "dqn.py"), "--env-id", ENV_ID, "--seed", "1"]
+        argv += ["--total-timesteps", str(steps), "--learning-starts", str(learning_starts)]
+        env = torch_threads_env(1) | {"PYTHONPATH": str(REPO)}
+        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"dqn_speed_ceiling: error: dqn.py failed:\n{proc.stderr[-2000:]}")
+        return next(read_scalars(d)["charts/SPS"][-1][1] for d in (Path(tmp) / "runs").iterdir())
+
+
+def seconds_per_call(call, repeats: int = 3000) -> float:
+    """Median over five batches of the mean time of one call."""
+    call()
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            call()
+        batches.append((time.perf_counter() - start) / repeats)
+    return statistics.median(batches)
+
+
+def time_pieces(args: Args) -> dict[str, float]:
+    """Seconds of one greedy action (torch, NumPy) and of one learning update, on one thread."""
+    import gymnasium as gym
+    import torch.nn.functional as F
+    from stable_baselines3.common.buffers import ReplayBuffer
+
+    torch.set_num_threads(1)
+    env = gym.make(ENV_ID)
+    q_network, target_network = QNetwork(env), QNetwork(env)
+    optimizer = torch.optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
+    rb = ReplayBuffer(args.buffer_size, env.observation_space, env.action_space, "cpu", handle_timeout_termination=False)
+    obs, _ = env.reset(seed=1)
+    for _ in range(args.buffer_size):
+        action = env.action_space.sample()
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        rb.add(obs, next_obs, np.array(action), reward, terminated, [info])
+        obs = env.reset()[0] if terminated or truncated else next_obs
+
+    def greedy_torch() -> int:
+        with torch.inference_mode():
+            return q_network(torch.as_tensor(obs, dtype=torch.float32)).argmax().item()
+
+    layers = [(m.weight.detach().numpy(), m.bias.detach().numpy()) for m in q_network.network if hasattr(m, "weight")]
+
+    def greedy_numpy() -> int:
+        h = obs
+        for i, (w, b) in enumerate(layers):
+            h = w @ h + b
+            h = np.maximum(h, 0) if i < len(layers) - 1 else h
+        return int(h.argmax())
+
+    def update() -> None:
+        data = rb.sample(args.batch_size)
+        with torch.no_grad():
+            target_max, _ = target_network(data.next_observations).max(dim=1)
+            td_target = data.rewards.flatten() + args.gamma * target_max * (1 - data.dones.flatten())
+        old_val = q_network(data.observations).gather(1, data.actions).squeeze(1)
+        loss = F.mse_loss(td_target, old_val)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    sizes = [w.shape for w, _ in layers]
+    macs = sum(out * inp for out, inp in sizes) * args.batch_size  # one forward of a batch
+    return {
+        "greedy_torch": seconds_per_call(greedy_torch),
+        "greedy_numpy": seconds_per_call(greedy_numpy),
+        "update": seconds_per_call(update, repeats=500),
+        "update_flop": 2 * macs * 4,  # target forward, online forward, backward (about two forwards)
+    }
+
+
+def report(steps: int, full: list[float], acting: list[float], pieces: dict[str, float], args: Args) -> str:
+    duration = args.exploration_fraction * steps
+    greedy_steps = sum(1 - linear_schedule(args.start_e, args.end_e, duration, t) for t in range(steps))
+    updates = len(range(args.learning_starts + 1, steps, args.train_frequency))
+    seconds_full, seconds_acting = steps / statistics.median(full), steps / statistics.median(acting)
+    learning = seconds_full - seconds_acting  # less the acting-only run's 20 updates: a few hundredths of a second
+    greedy = greedy_steps * pieces["greedy_torch"]
+    saved_by_numpy = greedy_steps * (pieces["greedy_torch"] - pieces["greedy_numpy"])
+    rows = [
+        ("dqn.py SPS, as it is (each round)", f"{statistics.median(full):.0f} ({', '.join(f'{v:.0f}' for v in full)})"),
+        (
+            "dqn.py SPS, learning only in the last 200 steps",
+            f"{statistics.median(acting):.0f} ({', '.join(f'{v:.0f}' for v in acting)})",
+        ),
+        ("learning updates", f"{updates}: {learning:.2f} s of {seconds_full:.2f} s ({learning / seconds_full:.0%})"),
+        (
+            "one update, timed alone",
+            f"{pieces['update'] * 1e6:.0f} µs, {pieces['update_flop'] / pieces['update'] / 1e9:.1f} GFLOP/s",
+        ),
+        ("greedy actions (expected count under the ε schedule)", f"{greedy_steps:.0f}"),
+        ("one greedy action: torch / NumPy", f"{pieces['greedy_torch'] * 1e6:.1f} µs / {pieces['greedy_numpy'] * 1e6:.1f} µs"),
+        ("greedy actions' share of the run", f"{greedy / seconds_full:.0%}"),
+        ("ceiling with a NumPy greedy action", f"{seconds_full / (seconds_full - saved_by_numpy):.2f}×"),
+        ("ceiling with a free greedy action", f"{seconds_full / (seconds_full - greedy):.2f}×"),
+    ]
+    lines = [f"# dqn.py on {ENV_ID}: where its time goes, and its ceilings", "", measured_at(this_command()), ""]
+    lines += [f"{steps} steps, learning from step {args.learning_starts}, one update every {args.train_frequency} steps;"]
+    lines += [f"torch {torch.__version__}, {os.cpu_count()} CPUs, one thread.", "", "| measure | value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=positive_int, default=50_000, help="each run's budget")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="rounds of the two runs; medians are reported")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark" / "results" / "dqn_speed_ceiling.md")
+    options = parser.parse_args()
+    args = Args()
+    if options.steps < args.learning_starts + 1000:
+        parser.error(
+            f"--steps must be at least {args.learning_starts + 1000} (dqn.py learns from step {args.learning_starts})"
+        )
+    full, acting = [], []
+    for round_ in range(options.rounds):
+        full.append(run_sps(options.steps, args.learning_starts))
+        acting.append(run_sps(options.steps, options.steps - ACTING_ONLY_TAIL))
+        print(f"round {round_ + 1}: {full[-1]:.0f} SPS as it is, {acting[-1]:.0f} without learning", flush=True)
+    text = report(options.steps, full, acting, time_pieces(args), args)
+    atomic.write_text(options.out, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
