@@ -9,45 +9,20 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from cleanrl import sac_continuous_action
 from cleanrl_utils.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 
 
 @dataclass
-class Args:
+class Args(sac_continuous_action.Args):
+    """A real script's arguments (every run flag, booleans of both defaults, optional strings) as a script "algo.py"
+    on CartPole with two envs."""
+
     exp_name: str = "algo"
-    """name"""
-    seed: int = 1
-    """seed"""
-    torch_deterministic: bool = True
-    """deterministic"""
-    cuda: bool = True
-    """cuda"""
-    track: bool = False
-    """track"""
-    wandb_project_name: str = "cleanRL"
-    """project"""
-    wandb_entity: str | None = None
-    """entity"""
-    capture_video: bool = False
-    """video"""
-    save_model: bool = False
-    """save"""
-    upload_model: bool = False
-    """upload"""
-    hf_entity: str = ""
-    """hub"""
-    checkpoint_frequency: int = 0
-    """checkpoints"""
-    resume: str | None = None
-    """resume"""
     env_id: str = "CartPole-v1"
-    """env"""
     num_envs: int = 2
-    """envs"""
-    autotune: bool = True
-    """autotune"""
 
 
 SCRIPT = "/somewhere/algo.py"
