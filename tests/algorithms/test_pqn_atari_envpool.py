@@ -9,6 +9,7 @@ import torch
 pytest.importorskip("envpool")
 
 from cleanrl import pqn_atari_envpool, pqn_atari_envpool_lstm  # noqa: E402
+from tests.fixtures.q_lambda import lambda_return_by_definition, random_rollout  # noqa: E402
 
 MODULES = [pqn_atari_envpool, pqn_atari_envpool_lstm]
 
@@ -41,37 +42,10 @@ def test_q_lambda_targets_by_hand(module):
     np.testing.assert_allclose(returns.T, expected)
 
 
-def lambda_return_by_definition(rewards, terminations, truncations, values, next_value, gamma, lam, t, env):
-    """G_t = sum over n of (1 - lam) lam^(n-1) G_t^(n) over the n-step returns that stay inside the episode.
-
-    The last state of an episode is the observation after its ending step; a terminated one is worth 0.
-    """
-    horizon = len(rewards)
-    after = [values[k + 1, env] if k + 1 < horizon else next_value[env] for k in range(horizon)]
-
-    def n_step(n):
-        total, discount = 0.0, 1.0
-        for k in range(t, t + n):
-            total += discount * rewards[k, env]
-            discount *= gamma
-        last = t + n - 1
-        return total + (0.0 if terminations[last, env] else discount * after[last])
-
-    steps_left = horizon - t
-    for k in range(t, horizon):
-        if terminations[k, env] or truncations[k, env]:
-            steps_left = k - t + 1
-            break
-    weighted = sum((1 - lam) * lam ** (n - 1) * n_step(n) for n in range(1, steps_left))
-    return weighted + lam ** (steps_left - 1) * n_step(steps_left)
-
-
 def test_q_lambda_targets_match_the_definition_on_random_rollouts():
     rng = np.random.default_rng(0)
     steps, envs, gamma, lam = 9, 6, 0.9, 0.65
-    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
-    values = rng.normal(size=(steps, envs)).astype(np.float32)
-    next_value = rng.normal(size=envs).astype(np.float32)
+    rewards, values, next_value = random_rollout(rng, steps, envs)
     ends = rng.random((steps, envs)) < 0.25
     terminations = (ends & (rng.random((steps, envs)) < 0.5)).astype(np.float32)
     truncations = (ends & (terminations == 0)).astype(np.float32)
