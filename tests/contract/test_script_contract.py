@@ -342,14 +342,14 @@ SCRIPTS["sac_atari.py"] = Script(
     returns_are_lengths=False,
 )
 # the teacher: an untrained dqn_atari.py model, written when TEACHER_MODEL is first imported
-from tests.fixtures.teachers import TEACHER_MODEL  # noqa: E402
+from tests.fixtures.teachers import TEACHER_MODEL, short_teacher_phase  # noqa: E402
 
 # 25 online updates (steps 200-296, every 4th): the first at step 200, where the losses are logged; an IMPALA-CNN
 # update costs ~0.44 s on one thread, so each one left out saves that much
+QDAGGER_RUN_ARGS = short_teacher_phase(TEACHER_MODEL)
 QDAGGER_ARGS = (
-    "--teacher-model-path", str(TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
-    "--offline-steps", "10", "--offline-eval-frequency", "10", "--buffer-size", "1000", "--learning-starts", "196",
-    "--total-timesteps", "300", *SMALL_BATCH, *QUICK_EVAL,
+    *QDAGGER_RUN_ARGS, "--offline-eval-frequency", "10", "--learning-starts", "196", "--total-timesteps", "300",
+    *SMALL_BATCH, *QUICK_EVAL,
 )  # fmt: skip
 SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_impalacnn.py",
@@ -379,18 +379,7 @@ SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
         "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
         "offline phase without teacher data": (("--teacher-steps", "0"), "--teacher-steps"),
     },
-    run_args=(
-        "--teacher-model-path",
-        str(TEACHER_MODEL),
-        "--teacher-eval-episodes",
-        "1",
-        "--teacher-steps",
-        "100",
-        "--offline-steps",
-        "10",
-        "--buffer-size",
-        "1000",
-    ),  # fmt: skip
+    run_args=QDAGGER_RUN_ARGS,
     env_id="BreakoutNoFrameskip-v4",
     returns_are_lengths=False,
 )
@@ -513,10 +502,7 @@ SCRIPTS["c51_atari_jax.py"] = Script(
 # the teacher: an untrained dqn_atari_jax.py model, written when JAX_TEACHER_MODEL is first imported
 from tests.fixtures.teachers import JAX_TEACHER_MODEL  # noqa: E402
 
-QDAGGER_JAX_RUN_ARGS = (
-    "--teacher-model-path", str(JAX_TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100",
-    "--offline-steps", "10", "--buffer-size", "1000", *SMALL_BATCH,
-)  # fmt: skip
+QDAGGER_JAX_RUN_ARGS = (*short_teacher_phase(JAX_TEACHER_MODEL), *SMALL_BATCH)
 # ~27 online updates from step 200 (an IMPALA-CNN update costs ~8 of dqn_atari_jax.py's on this CPU)
 QDAGGER_JAX_ARGS = (
     *QDAGGER_JAX_RUN_ARGS, "--offline-eval-frequency", "10", "--learning-starts", "200", "--total-timesteps", "300",

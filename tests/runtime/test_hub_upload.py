@@ -13,6 +13,7 @@ from huggingface_hub import HfApi, ModelCard
 
 from cleanrl_utils.huggingface import UploadError, push_to_hub
 from cleanrl_utils.tensorboard_reader import read_scalars
+from tests.fixtures import teachers
 from tests.fixtures.fake_hub import FakeHub
 from tests.helpers import REPO, run_script, script_env
 
@@ -56,22 +57,7 @@ UPLOADS = {
     ),
     "qdagger_dqn_atari_impalacnn.py": Upload(
         "BreakoutNoFrameskip-v4",
-        (
-            "--teacher-model-path",
-            str(importlib.import_module("tests.fixtures.teachers").TEACHER_MODEL),
-            "--teacher-eval-episodes",
-            "1",
-            "--teacher-steps",
-            "100",
-            "--offline-steps",
-            "10",
-            "--buffer-size",
-            "1000",
-            "--learning-starts",
-            "100",
-            "--total-timesteps",
-            "200",
-        ),
+        (*teachers.short_teacher_phase(teachers.TEACHER_MODEL), "--learning-starts", "100", "--total-timesteps", "200"),
         "Qdagger",
         "some-org",
     ),
@@ -102,22 +88,7 @@ UPLOADS = {
     "c51_atari_jax.py": Upload("BreakoutNoFrameskip-v4", ATARI_REPLAY, "C51"),
     "qdagger_dqn_atari_jax_impalacnn.py": Upload(
         "BreakoutNoFrameskip-v4",
-        (
-            "--teacher-model-path",
-            str(importlib.import_module("tests.fixtures.teachers").JAX_TEACHER_MODEL),
-            "--teacher-eval-episodes",
-            "1",
-            "--teacher-steps",
-            "100",
-            "--offline-steps",
-            "10",
-            "--buffer-size",
-            "1000",
-            "--learning-starts",
-            "150",
-            "--total-timesteps",
-            "200",
-        ),
+        (*teachers.short_teacher_phase(teachers.JAX_TEACHER_MODEL), "--learning-starts", "150", "--total-timesteps", "200"),
         "Qdagger",
         "some-org",
     ),
