@@ -147,6 +147,20 @@ def run_script(script: str, *args: str, cwd: Path, timeout: float = 300, env: di
     return Run(proc.returncode, proc.stdout, proc.stderr, cwd)
 
 
+def run_benchmark(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    """Run the benchmark runner (`python -m cleanrl_utils.benchmark`) with `args` in `cwd`."""
+    return subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.benchmark", *args],
+        cwd=cwd,
+        env=env or script_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 class RanIntoTraining(Exception):
     """A script run in-process went past its checks into training."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cleanrl_utils.benchmark import build_runs, estimate_time_left
-from tests.helpers import process_is_alive, script_env
+from tests.helpers import process_is_alive, run_benchmark, script_env
 
 FAKE_TRAIN = """
 import argparse, json, os, shutil, signal, subprocess, sys, time
@@ -60,15 +60,9 @@ def fake_train(tmp_path: Path) -> str:
     return shlex.join([sys.executable, str(script)])
 
 
-def benchmark(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.benchmark", *args],
-        cwd=cwd,
-        env=env or script_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def run_with_logs(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The runner with `args`, its logs under cwd/logs, without the auto tag."""
+    return run_benchmark(*args, "--log-dir", "logs", "--no-auto-tag", cwd=cwd, env=env)
 
 
 def log_files(log_dir: Path) -> dict[str, str]:
@@ -93,7 +87,7 @@ def test_log_names_are_file_names_and_never_collide():
 
 
 def test_workers_0_only_prints_the_commands(tmp_path):
-    proc = benchmark(
+    proc = run_benchmark(
         "--env_ids", "A-v1", "B-v1",
         "--command", "python -c 'print(1)' --flag",
         "--num-seeds", "2",
@@ -124,14 +118,12 @@ def test_runner_without_workers_is_refused(tmp_path):
 def test_runs_every_command_at_most_workers_at_a_time(tmp_path, fake_train):
     record = tmp_path / "record"
     record.mkdir()
-    proc = benchmark(
+    proc = run_with_logs(
+        tmp_path,
         "--env-ids", "A-v1", "B-v1",
         "--command", f"{fake_train} --sleep 0.8 --record-dir {record}",
         "--num-seeds", "2",
         "--workers", "2",
-        "--log-dir", "logs",
-        "--no-auto-tag",
-        cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
 
@@ -154,8 +146,7 @@ def threads_seen(cwd: Path, command: str, workers: int, **env: str | None) -> se
     """The OMP_NUM_THREADS each run saw (`None` in `env` removes a variable from the runner's environment)."""
     runner_env = {k: v for k, v in (script_env() | env).items() if v is not None}
     cwd.mkdir()
-    proc = benchmark("--env-ids", "A-v1", "B-v1", "--command", command, "--workers", str(workers), "--log-dir", "logs",
-                     "--no-auto-tag", cwd=cwd, env=runner_env)  # fmt: skip
+    proc = run_with_logs(cwd, "--env-ids", "A-v1", "B-v1", "--command", command, "--workers", str(workers), env=runner_env)
     assert proc.returncode == 0, proc.stderr
     logs = log_files(cwd / "logs").values()
     return {line.removeprefix("OMP_NUM_THREADS=") for log in logs for line in log.splitlines() if "OMP_NUM_THREADS=" in line}
@@ -179,15 +170,9 @@ def test_the_cores_are_divided_among_the_workers_one_thread_at_least():
 
 
 def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train):
-    proc = benchmark(
-        "--env-ids", "Fail-v0", "A-v1",
-        "--command", fake_train,
-        "--num-seeds", "2",
-        "--workers", "1",
-        "--log-dir", "logs",
-        "--no-auto-tag",
-        cwd=tmp_path,
-    )  # fmt: skip
+    proc = run_with_logs(
+        tmp_path, "--env-ids", "Fail-v0", "A-v1", "--command", fake_train, "--num-seeds", "2", "--workers", "1"
+    )
     assert proc.returncode == 1, proc.stderr
     logs = log_files(tmp_path / "logs")
     assert len(logs) == 4 and all(f"seed {seed}" in logs[name] for name, seed in zip(sorted(logs), [1, 2, 1, 2]))
@@ -204,15 +189,9 @@ def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, fake_train
 
 def test_a_log_that_cannot_be_written_fails_that_run_only(tmp_path, fake_train):
     # the first run deletes the log folder: the later runs cannot open their logs
-    proc = benchmark(
-        "--env-ids", "RemoveLogs-v0", "A-v1",
-        "--command", fake_train,
-        "--num-seeds", "1",
-        "--workers", "1",
-        "--log-dir", "logs",
-        "--no-auto-tag",
-        cwd=tmp_path,
-    )  # fmt: skip
+    proc = run_with_logs(
+        tmp_path, "--env-ids", "RemoveLogs-v0", "A-v1", "--command", fake_train, "--num-seeds", "1", "--workers", "1"
+    )
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "cannot write the log of" in proc.stderr and "1 succeeded, 1 failed" in proc.stderr
@@ -332,7 +311,7 @@ def git_repo(tmp_path: Path) -> Path:
 
 def wandb_tags_seen(cwd: Path, command: str, *flags: str, **env: str) -> tuple[str, str]:
     """The WANDB_TAGS a run saw, and the runner's stderr."""
-    proc = benchmark("--env-ids", "A-v1", "--command", command, "--num-seeds", "1", "--workers", "1", "--log-dir", "logs",
+    proc = run_benchmark("--env-ids", "A-v1", "--command", command, "--num-seeds", "1", "--workers", "1", "--log-dir", "logs",
                      *flags, cwd=cwd, env=script_env(**env))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (log,) = log_files(cwd / "logs").values()
@@ -406,7 +385,7 @@ def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, message):
-    proc = benchmark(*args, cwd=tmp_path)
+    proc = run_benchmark(*args, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
     assert proc.stderr.startswith("benchmark: error: ") and message in proc.stderr

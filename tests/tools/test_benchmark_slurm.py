@@ -28,7 +28,7 @@ import pytest
 
 from cleanrl_utils.benchmark import SlurmArray, add_exports, build_runs, cpus_per_gpu, render_slurm_script
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.helpers import REPO, missing_system_package, script_env
+from tests.helpers import REPO, missing_system_package, run_benchmark, script_env
 
 GPU_TEMPLATE = REPO / "benchmark" / "slurm" / "cleanrl_1gpu.slurm_template"
 CPU_TEMPLATE = REPO / "benchmark" / "slurm" / "cleanrl_cpu.slurm_template"
@@ -40,22 +40,23 @@ AWKWARD_ENV_IDS = ["two words", "it's", "$(touch pwned)", "a;b|c", "{{seeds}}"]
 PRINT_ARGS = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get('WANDB_TAGS')]))"
 
 
-def benchmark(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.benchmark", *args],
-        cwd=cwd,
-        env=env or script_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def write_executable(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip())
     path.chmod(0o755)
     return path
+
+
+def with_fake_program(tmp_path: Path, name: str, script: str) -> dict[str, str]:
+    """An environment whose PATH finds the shell `script` first as the program `name` (a stand-in for Slurm's)."""
+    bin_dir = tmp_path / "fake-bin"
+    write_executable(bin_dir / name, script)
+    return script_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def run_with_cpu_template(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The runner with `args` for Slurm's CPU template, without the auto tag."""
+    return run_benchmark(*args, "--slurm-template-path", str(CPU_TEMPLATE), "--no-auto-tag", cwd=tmp_path, env=env)
 
 
 def slurm_scripts(cwd: Path) -> list[Path]:
@@ -121,9 +122,7 @@ def test_exports_go_after_the_sbatch_lines_and_before_the_first_command():
 @pytest.fixture
 def fake_srun(tmp_path: Path) -> dict[str, str]:
     """An environment whose `srun` just runs its arguments, so a rendered script can run without Slurm."""
-    bin_dir = tmp_path / "fake-bin"
-    write_executable(bin_dir / "srun", '#!/bin/sh\nexec "$@"\n')
-    return script_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return with_fake_program(tmp_path, "srun", '#!/bin/sh\nexec "$@"\n')
 
 
 def test_every_array_task_runs_its_env_and_seed_with_the_arguments_intact(tmp_path, fake_srun):
@@ -156,16 +155,10 @@ def test_every_array_task_runs_its_env_and_seed_with_the_arguments_intact(tmp_pa
 
 
 def test_workers_0_writes_the_script_and_submits_nothing(tmp_path):
-    bin_dir = tmp_path / "fake-bin"
-    write_executable(bin_dir / "sbatch", f"#!/bin/sh\ntouch {tmp_path / 'sbatch-called'}\n")
-    proc = benchmark(
-        "--env-ids", "CartPole-v1", "Acrobot-v1",
-        "--command", "python cleanrl/ppo.py --no-cuda",
-        "--num-seeds", "2",
-        "--slurm-template-path", str(CPU_TEMPLATE),
-        "--no-auto-tag",
-        cwd=tmp_path,
-        env=script_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
+    env = with_fake_program(tmp_path, "sbatch", f"#!/bin/sh\ntouch {tmp_path / 'sbatch-called'}\n")
+    proc = run_with_cpu_template(
+        tmp_path, "--env-ids", "CartPole-v1", "Acrobot-v1", "--command", "python cleanrl/ppo.py --no-cuda", "--num-seeds", "2",
+        env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (path,) = slurm_scripts(tmp_path)
@@ -180,18 +173,11 @@ def test_workers_0_writes_the_script_and_submits_nothing(tmp_path):
 
 
 def test_submitting_reports_the_job_id_and_how_to_follow_it(tmp_path):
-    bin_dir = tmp_path / "fake-bin"
     args_file = tmp_path / "sbatch-args"
-    write_executable(bin_dir / "sbatch", f'#!/bin/sh\necho "$@" > {args_file}\necho "4711;cluster"\n')
-    proc = benchmark(
-        "--env-ids", "CartPole-v1",
-        "--command", "program-only-on-the-cluster --x",
-        "--num-seeds", "3",
-        "--workers", "2",
-        "--slurm-template-path", str(CPU_TEMPLATE),
-        "--no-auto-tag",
-        cwd=tmp_path,
-        env=script_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
+    env = with_fake_program(tmp_path, "sbatch", f'#!/bin/sh\necho "$@" > {args_file}\necho "4711;cluster"\n')
+    proc = run_with_cpu_template(
+        tmp_path, "--env-ids", "CartPole-v1", "--command", "program-only-on-the-cluster --x", "--num-seeds", "3",
+        "--workers", "2", env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "4711\n"
@@ -219,7 +205,7 @@ def git_repo(tmp_path: Path) -> Path:
 
 
 def test_the_auto_tag_is_exported_by_the_script(git_repo):
-    proc = benchmark(
+    proc = run_benchmark(
         "--env-ids", "A-v1", "--command", "python x.py", "--num-seeds", "1",
         "--slurm-template-path", str(CPU_TEMPLATE),
         cwd=git_repo, env=script_env(WANDB_TAGS="mine"),
@@ -230,7 +216,7 @@ def test_the_auto_tag_is_exported_by_the_script(git_repo):
 
 
 def test_a_flag_the_template_does_not_use_is_reported(tmp_path):
-    proc = benchmark(
+    proc = run_benchmark(
         "--env-ids", "A-v1", "--command", "python x.py", "--no-auto-tag",
         "--slurm-template-path", str(CPU_TEMPLATE), "--slurm-gpus-per-task", "1",
         cwd=tmp_path,
@@ -241,7 +227,7 @@ def test_a_flag_the_template_does_not_use_is_reported(tmp_path):
 
 def bad_input(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Run the benchmark expecting one `benchmark: error:` line and exit code 2; returns that line."""
-    proc = benchmark("--env-ids", "A-v1", "--command", "python x.py", "--no-auto-tag", *args, cwd=tmp_path, env=env)
+    proc = run_benchmark("--env-ids", "A-v1", "--command", "python x.py", "--no-auto-tag", *args, cwd=tmp_path, env=env)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("benchmark: error: "), proc.stderr
@@ -309,11 +295,9 @@ def test_without_sbatch_nothing_is_written(tmp_path):
 
 
 def test_sbatch_refusing_the_job_shows_why(tmp_path):
-    bin_dir = tmp_path / "fake-bin"
-    write_executable(
-        bin_dir / "sbatch", "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition' >&2\nexit 1\n"
+    env = with_fake_program(
+        tmp_path, "sbatch", "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition' >&2\nexit 1\n"
     )
-    env = script_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     line = bad_input(tmp_path, "--slurm-template-path", str(CPU_TEMPLATE), "--workers", "1", env=env)
     assert (
         "sbatch refused slurm/" in line
@@ -559,7 +543,7 @@ def slurm(tmp_path_factory) -> Iterator[SlurmCluster]:
 
 def submit(cluster: SlurmCluster, cwd: Path, env_ids: list[str], command: str, num_seeds: int, workers: int, **env: str):
     """Submit a benchmark with the CPU template; returns the job id and the script."""
-    proc = benchmark(
+    proc = run_benchmark(
         "--env-ids", *env_ids,
         "--command", command,
         "--num-seeds", str(num_seeds),
