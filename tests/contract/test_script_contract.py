@@ -4,6 +4,7 @@ Each script is run as a user runs it, in a scratch folder, and what it wrote is 
 Add a row to SCRIPTS for every new algorithm file.
 """
 
+import dataclasses
 import importlib.util
 import math
 import os
@@ -55,17 +56,42 @@ class Script:
         return self.env_id in ("InvertedPendulum-v4", "CartpoleBalance")
 
 
-COMMON_BAD_INPUT = {
+# bad-input cases that several scripts share, each under one name: a row picks them with cases(...)
+SHARED_CASES = {
     "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
     "continuous actions": (("--env-id", "Pendulum-v1"), "needs Discrete"),
     "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
     "missing optional dependency": (("--env-id", "LunarLander-v3"), '.[box2d]"'),
     "upload-model without save-model": (("--upload-model",), "add --save-model"),
+    "zero batch size": (("--batch-size", "0"), "--batch-size"),
+    "several envs": (("--num-envs", "2"), "--num-envs"),
+    "negative envs": (("--num-envs", "-1"), "--num-envs"),
+    "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
+    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
+    "lambda out of range": (("--q-lambda", "1.5"), "--q-lambda"),
+    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
 }
+
+
+def cases(*names: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    return {name: SHARED_CASES[name] for name in names}
+
+
+COMMON_BAD_INPUT = cases(
+    "unknown env id", "continuous actions", "zero timesteps", "missing optional dependency", "upload-model without save-model"
+)
 # scripts with --checkpoint-frequency and --resume
 CHECKPOINT_BAD_INPUT = {
     "negative checkpoint frequency": (("--checkpoint-frequency", "-1"), "--checkpoint-frequency"),
 }
+
+
+def without_checkpoints(bad_input: dict) -> dict:
+    """A row's cases for a twin without --checkpoint-frequency and --resume."""
+    return {case: value for case, value in bad_input.items() if case not in CHECKPOINT_BAD_INPUT}
+
+
 # --norm-adv over minibatches of one transition: the std of one advantage is NaN, and so would be every loss
 NORM_ADV_BAD_INPUT = {
     "one-transition minibatches with norm-adv": (
@@ -74,12 +100,11 @@ NORM_ADV_BAD_INPUT = {
     ),
 }
 
-PPO_TAGS = frozenset(
+# what every script that logs each game logs
+EPISODE_TAGS = frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS"})
+PPO_TAGS = EPISODE_TAGS | frozenset(
     {
-        "charts/episodic_return",
-        "charts/episodic_length",
         "charts/learning_rate",
-        "charts/SPS",
         "losses/value_loss",
         "losses/policy_loss",
         "losses/entropy",
@@ -90,6 +115,9 @@ PPO_TAGS = frozenset(
     }
 )
 
+DQN_TAGS = EPISODE_TAGS | {"losses/td_loss", "losses/q_values"}
+PQN_TAGS = EPISODE_TAGS | {"charts/learning_rate", "losses/td_loss", "losses/q_values"}
+
 SCRIPTS = {
     "ppo.py": Script(
         name="ppo.py",
@@ -99,51 +127,26 @@ SCRIPTS = {
             **COMMON_BAD_INPUT,
             **CHECKPOINT_BAD_INPUT,
             **NORM_ADV_BAD_INPUT,
-            "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
-            "negative envs": (("--num-envs", "-1"), "--num-envs"),
+            **cases("minibatches do not divide the batch", "negative envs"),
         },
     ),
     "dqn.py": Script(
         name="dqn.py",
         smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
-        tags=frozenset(
-            {"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}
-        ),
-        bad_input={
-            **COMMON_BAD_INPUT,
-            **CHECKPOINT_BAD_INPUT,
-            "zero batch size": (("--batch-size", "0"), "--batch-size"),
-            "several envs": (("--num-envs", "2"), "--num-envs"),
-        },
+        tags=DQN_TAGS,
+        bad_input={**COMMON_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **cases("zero batch size", "several envs")},
     ),
     "c51.py": Script(
         name="c51.py",
         smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
-        tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/loss", "losses/q_values"}),
-        bad_input={
-            **COMMON_BAD_INPUT,
-            "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
-            "several envs": (("--num-envs", "2"), "--num-envs"),
-        },
+        tags=EPISODE_TAGS | {"losses/loss", "losses/q_values"},
+        bad_input={**COMMON_BAD_INPUT, **cases("empty support", "several envs")},
     ),
     "pqn.py": Script(
         name="pqn.py",
         smoke_args=("--total-timesteps", "2048"),
-        tags=frozenset(
-            {
-                "charts/episodic_return",
-                "charts/episodic_length",
-                "charts/learning_rate",
-                "charts/SPS",
-                "losses/td_loss",
-                "losses/q_values",
-            }
-        ),
-        bad_input={
-            **COMMON_BAD_INPUT,
-            "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
-            "lambda out of range": (("--q-lambda", "1.5"), "--q-lambda"),
-        },
+        tags=PQN_TAGS,
+        bad_input={**COMMON_BAD_INPUT, **cases("minibatches do not divide the batch", "lambda out of range")},
     ),
 }
 
@@ -157,7 +160,7 @@ CONTINUOUS_BAD_INPUT = {
     "missing optional dependency": (("--env-id", "BipedalWalker-v3"), '.[box2d]"'),
     # the default env: its "v4 is out of date" warning must not make the error two lines
     "missing mujoco": ((), '.[mujoco]"'),
-    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    **cases("minibatches do not divide the batch"),
 }
 MUJOCO_ENV = "InvertedPendulum-v4"
 PPO_CONTINUOUS_ARGS = ("--env-id", MUJOCO_ENV, "--total-timesteps", "1024", "--num-steps", "256")
@@ -177,11 +180,8 @@ SCRIPTS["rpo_continuous_action.py"] = Script(
 )
 
 # off-policy continuous control on InvertedPendulum-v4 (MuJoCo): tiny budgets, learning after 100 steps
-SAC_TAGS = frozenset(
+SAC_TAGS = EPISODE_TAGS | frozenset(
     {
-        "charts/episodic_return",
-        "charts/episodic_length",
-        "charts/SPS",
         "losses/qf1_values",
         "losses/qf2_values",
         "losses/qf1_loss",
@@ -193,50 +193,34 @@ SAC_TAGS = frozenset(
     }
 )
 OFF_POLICY_TINY = ("--env-id", MUJOCO_ENV, "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000")
+# SAC, DDPG and TD3 (off-policy, no minibatches)
+OFF_POLICY_CONTINUOUS_BAD_INPUT = {
+    **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
+    "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
+    **cases("zero batch size", "negative envs"),
+    "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
+}
 SCRIPTS["sac_continuous_action.py"] = Script(
     name="sac_continuous_action.py",
     smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
     tags=SAC_TAGS,
-    bad_input={
-        **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
-        **CHECKPOINT_BAD_INPUT,
-        "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
-        "zero batch size": (("--batch-size", "0"), "--batch-size"),
-        "negative envs": (("--num-envs", "-1"), "--num-envs"),
-        "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
-    },
+    bad_input={**OFF_POLICY_CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
     env_id=MUJOCO_ENV,
 )
 
 # DDPG and TD3 (deterministic actors): the same tiny budgets on InvertedPendulum-v4
-DETERMINISTIC_ACTOR_BAD_INPUT = {
-    **{case: value for case, value in CONTINUOUS_BAD_INPUT.items() if case != "minibatches do not divide the batch"},
-    "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
-    "zero batch size": (("--batch-size", "0"), "--batch-size"),
-    "negative envs": (("--num-envs", "-1"), "--num-envs"),
-    "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
-}
 SCRIPTS["ddpg_continuous_action.py"] = Script(
     name="ddpg_continuous_action.py",
     smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
-    tags=frozenset(
-        {
-            "charts/episodic_return",
-            "charts/episodic_length",
-            "charts/SPS",
-            "losses/qf1_values",
-            "losses/qf1_loss",
-            "losses/actor_loss",
-        }
-    ),
-    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
+    tags=EPISODE_TAGS | {"losses/qf1_values", "losses/qf1_loss", "losses/actor_loss"},
+    bad_input=OFF_POLICY_CONTINUOUS_BAD_INPUT,
     env_id=MUJOCO_ENV,
 )
 SCRIPTS["td3_continuous_action.py"] = Script(
     name="td3_continuous_action.py",
     smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
     tags=SAC_TAGS - {"losses/alpha", "losses/alpha_loss"},
-    bad_input={**DETERMINISTIC_ACTOR_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    bad_input={**OFF_POLICY_CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
     env_id=MUJOCO_ENV,
 )
 
@@ -244,9 +228,11 @@ SCRIPTS["td3_continuous_action.py"] = Script(
 ATARI_BAD_INPUT = {
     **COMMON_BAD_INPUT,
     **CHECKPOINT_BAD_INPUT,
-    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
+    **cases("not an Atari game"),
     "missing ale-py": ((), '.[atari]"'),  # ale_py is blocked in these tests
 }
+# What the gymnasium Atari rows share: Breakout, whose scores are not lengths
+BREAKOUT = {"env_id": "BreakoutNoFrameskip-v4", "returns_are_lengths": False}
 PPO_ATARI_ARGS = ("--num-envs", "2", "--num-steps", "64", "--total-timesteps", "512")
 SCRIPTS["ppo_atari.py"] = Script(
     name="ppo_atari.py",
@@ -255,10 +241,9 @@ SCRIPTS["ppo_atari.py"] = Script(
     bad_input={
         **ATARI_BAD_INPUT,
         **NORM_ADV_BAD_INPUT,
-        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+        **cases("minibatches do not divide the batch"),
     },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 # The saved model's 10 evaluation games (and QDagger's teacher and offline games) are played at ε = --end-e. At
 # 0.5 half the actions still come from the network, and an untrained one no longer idles after each lost life
@@ -282,25 +267,16 @@ DQN_ATARI_ARGS = (
 SCRIPTS["dqn_atari.py"] = Script(
     name="dqn_atari.py",
     smoke_args=DQN_ATARI_ARGS,
-    tags=frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/td_loss", "losses/q_values"}),
-    bad_input={
-        **ATARI_BAD_INPUT,
-        "zero batch size": (("--batch-size", "0"), "--batch-size"),
-        "several envs": (("--num-envs", "2"), "--num-envs"),
-        "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-    },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    tags=DQN_TAGS,
+    bad_input={**ATARI_BAD_INPUT, **cases("zero batch size", "several envs", "replay memory too small")},
+    **BREAKOUT,
 )
 
 DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoint cases do not apply
-    **{case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT},
-    "zero batch size": (("--batch-size", "0"), "--batch-size"),
-    "several envs": (("--num-envs", "2"), "--num-envs"),
-    "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-    "empty support": (("--v-min", "10", "--v-max", "10"), "--v-min < --v-max"),
+    **without_checkpoints(ATARI_BAD_INPUT),
+    **cases("zero batch size", "several envs", "replay memory too small", "empty support"),
 }
-ATARI_EPISODE_TAGS = frozenset({"charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/q_values"})
+ATARI_EPISODE_TAGS = EPISODE_TAGS | {"losses/q_values"}
 # 25 updates (half of dqn_atari.py's): a distributional update costs more, Rainbow's (3 forward passes) most
 DISTRIBUTIONAL_ATARI_ARGS = ("--buffer-size", "1000", "--learning-starts", "300", "--total-timesteps", "401", *SMALL_BATCH)
 SCRIPTS["c51_atari.py"] = Script(
@@ -308,8 +284,7 @@ SCRIPTS["c51_atari.py"] = Script(
     smoke_args=(*DISTRIBUTIONAL_ATARI_ARGS, *QUICK_EVAL),
     tags=ATARI_EPISODE_TAGS | {"losses/loss"},
     bad_input=DISTRIBUTIONAL_ATARI_BAD_INPUT,
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 SCRIPTS["rainbow_atari.py"] = Script(
     name="rainbow_atari.py",
@@ -320,14 +295,9 @@ SCRIPTS["rainbow_atari.py"] = Script(
         "zero n-step": (("--n-step", "0"), "--n-step"),
         "beta above 1": (("--prioritized-replay-beta", "1.5"), "--prioritized-replay-beta"),
     },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
-ATARI_NO_CHECKPOINT_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
-REPLAY_BAD_INPUT = {
-    "zero batch size": (("--batch-size", "0"), "--batch-size"),
-    "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-}
+REPLAY_BAD_INPUT = cases("zero batch size", "replay memory too small")
 SAC_ATARI_ARGS = ("--env-id", "BreakoutNoFrameskip-v4", "--buffer-size", "1000", "--learning-starts", "200", *SMALL_BATCH)
 SCRIPTS["sac_atari.py"] = Script(
     name="sac_atari.py",
@@ -338,8 +308,7 @@ SCRIPTS["sac_atari.py"] = Script(
         **REPLAY_BAD_INPUT,
         "zero update frequency": (("--update-frequency", "0"), "--update-frequency"),
     },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 # the teacher: an untrained dqn_atari.py model, written when TEACHER_MODEL is first imported
 from tests.fixtures.teachers import TEACHER_MODEL, short_teacher_phase  # noqa: E402
@@ -354,36 +323,28 @@ QDAGGER_ARGS = (
 SCRIPTS["qdagger_dqn_atari_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_impalacnn.py",
     smoke_args=QDAGGER_ARGS,
-    tags=frozenset(
-        {
-            "charts/teacher/avg_episodic_return",
-            "charts/offline/loss",
-            "charts/offline/q_loss",
-            "charts/offline/distill_loss",
-            "charts/offline/avg_episodic_return",
-            "charts/episodic_return",
-            "charts/episodic_length",
-            "charts/epsilon",
-            "losses/loss",
-            "losses/td_loss",
-            "losses/distill_loss",
-            "losses/q_values",
-            "charts/distill_coeff",
-            "charts/SPS",
-        }
-    ),
+    tags=DQN_TAGS
+    | {
+        "charts/teacher/avg_episodic_return",
+        "charts/offline/loss",
+        "charts/offline/q_loss",
+        "charts/offline/distill_loss",
+        "charts/offline/avg_episodic_return",
+        "charts/epsilon",
+        "losses/loss",
+        "losses/distill_loss",
+        "charts/distill_coeff",
+    },
     bad_input={
         **ATARI_BAD_INPUT,
         **REPLAY_BAD_INPUT,
-        "several envs": (("--num-envs", "2"), "--num-envs"),
+        **cases("several envs"),
         "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
         "offline phase without teacher data": (("--teacher-steps", "0"), "--teacher-steps"),
     },
     run_args=QDAGGER_RUN_ARGS,
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
-PPO_ATARI_NO_CHECKPOINT_BAD_INPUT = {k: v for k, v in ATARI_BAD_INPUT.items() if k not in CHECKPOINT_BAD_INPUT}
 PPO_ATARI_LSTM_ARGS = ("--num-envs", "2", "--num-minibatches", "2", "--num-steps", "64", "--total-timesteps", "512")
 SCRIPTS["ppo_atari_lstm.py"] = Script(
     name="ppo_atari_lstm.py",
@@ -393,8 +354,7 @@ SCRIPTS["ppo_atari_lstm.py"] = Script(
         **ATARI_BAD_INPUT,
         "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
     },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 # the single-process form (world size 1); two ranks under torchrun: tests/algorithms/test_ppo_atari_multigpu.py
 PPO_ATARI_MULTIGPU_ARGS = ("--local-num-envs", "2", "--num-steps", "64", "--total-timesteps", "512")
@@ -403,7 +363,7 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
     smoke_args=PPO_ATARI_MULTIGPU_ARGS,
     tags=PPO_TAGS,
     bad_input={
-        **PPO_ATARI_NO_CHECKPOINT_BAD_INPUT,
+        **without_checkpoints(ATARI_BAD_INPUT),
         "minibatches do not divide the local batch": (("--num-minibatches", "3"), "does not divide local-num-envs"),
         "one-transition minibatches with norm-adv": (
             ("--local-num-envs", "1", "--num-steps", "4", "--num-minibatches", "4"),
@@ -412,8 +372,7 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
         "unknown backend": (("--backend", "nosuch"), "--backend must be one of gloo, nccl, mpi"),
         "device ids that do not fit": (("--device-ids", "0", "1"), "--device-ids"),
     },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 # ppo_trxl lives in its own folder: its name is a path below cleanrl/, its exp_name the file stem "ppo_trxl".
 # ppo_pettingzoo_ma_atari.py logs per-player tags and scores its saved model in points against a random player:
@@ -438,7 +397,7 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
         **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
         **CHECKPOINT_BAD_INPUT,
         "checkpoints of Memory Gym": (("--env-id", "MortarMayhem-Grid-v0", "--checkpoint-frequency", "2"), "cannot be saved"),
-        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+        **cases("minibatches do not divide the batch"),
         "heads do not divide the width": (("--trxl-num-heads", "5"), "does not divide --trxl-dim"),
         "one-transition minibatches with norm-adv": (
             ("--norm-adv", *NORM_ADV_BAD_INPUT["one-transition minibatches with norm-adv"][0]),
@@ -449,56 +408,24 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     env_id="ProofofMemory-v0",
     returns_are_lengths=False,
 )
-SCRIPTS["dqn_jax.py"] = Script(
-    name="dqn_jax.py",
-    smoke_args=SCRIPTS["dqn.py"].smoke_args,
-    tags=SCRIPTS["dqn.py"].tags,
-    bad_input={case: value for case, value in SCRIPTS["dqn.py"].bad_input.items() if case not in CHECKPOINT_BAD_INPUT},
+
+
+def jax_twin(name: str, of: str, **changes) -> Script:
+    """The row of a JAX file that shares the budgets, tags and bad input of the torch file `of`'s row."""
+    return dataclasses.replace(SCRIPTS[of], name=name, **changes)
+
+
+# the JAX twins: checkpoints only where the row says so (the torch DQN, TD3 and DQN Atari files have them)
+SCRIPTS["dqn_jax.py"] = jax_twin("dqn_jax.py", "dqn.py", bad_input=without_checkpoints(SCRIPTS["dqn.py"].bad_input))
+SCRIPTS["c51_jax.py"] = jax_twin("c51_jax.py", "c51.py")
+SCRIPTS["ddpg_continuous_action_jax.py"] = jax_twin("ddpg_continuous_action_jax.py", "ddpg_continuous_action.py")
+SCRIPTS["td3_continuous_action_jax.py"] = jax_twin(
+    "td3_continuous_action_jax.py", "td3_continuous_action.py", bad_input=OFF_POLICY_CONTINUOUS_BAD_INPUT
 )
-SCRIPTS["c51_jax.py"] = Script(
-    name="c51_jax.py",
-    smoke_args=SCRIPTS["c51.py"].smoke_args,
-    tags=SCRIPTS["c51.py"].tags,
-    bad_input=SCRIPTS["c51.py"].bad_input,
+SCRIPTS["dqn_atari_jax.py"] = jax_twin(
+    "dqn_atari_jax.py", "dqn_atari.py", bad_input=without_checkpoints(SCRIPTS["dqn_atari.py"].bad_input)
 )
-# the JAX twins of the DDPG and TD3 rows above: the same budgets, tags and bad input (no checkpoints in either)
-SCRIPTS["ddpg_continuous_action_jax.py"] = Script(
-    name="ddpg_continuous_action_jax.py",
-    smoke_args=SCRIPTS["ddpg_continuous_action.py"].smoke_args,
-    tags=SCRIPTS["ddpg_continuous_action.py"].tags,
-    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
-    env_id=MUJOCO_ENV,
-)
-SCRIPTS["td3_continuous_action_jax.py"] = Script(
-    name="td3_continuous_action_jax.py",
-    smoke_args=SCRIPTS["td3_continuous_action.py"].smoke_args,
-    tags=SCRIPTS["td3_continuous_action.py"].tags,
-    bad_input=DETERMINISTIC_ACTOR_BAD_INPUT,
-    env_id=MUJOCO_ENV,
-)
-# The JAX twins of the Atari DQN rows above: the same budgets and bad input, minus the checkpoint cases
-ATARI_JAX_BAD_INPUT = {case: value for case, value in ATARI_BAD_INPUT.items() if case not in CHECKPOINT_BAD_INPUT}
-SCRIPTS["dqn_atari_jax.py"] = Script(
-    name="dqn_atari_jax.py",
-    smoke_args=DQN_ATARI_ARGS,
-    tags=SCRIPTS["dqn_atari.py"].tags,
-    bad_input={
-        **ATARI_JAX_BAD_INPUT,
-        "zero batch size": (("--batch-size", "0"), "--batch-size"),
-        "several envs": (("--num-envs", "2"), "--num-envs"),
-        "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-    },
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
-)
-SCRIPTS["c51_atari_jax.py"] = Script(
-    name="c51_atari_jax.py",
-    smoke_args=(*DISTRIBUTIONAL_ATARI_ARGS, *QUICK_EVAL),
-    tags=SCRIPTS["c51_atari.py"].tags,
-    bad_input=DISTRIBUTIONAL_ATARI_BAD_INPUT,
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
-)
+SCRIPTS["c51_atari_jax.py"] = jax_twin("c51_atari_jax.py", "c51_atari.py")
 # the teacher: an untrained dqn_atari_jax.py model, written when JAX_TEACHER_MODEL is first imported
 from tests.fixtures.teachers import JAX_TEACHER_MODEL  # noqa: E402
 
@@ -512,17 +439,9 @@ SCRIPTS["qdagger_dqn_atari_jax_impalacnn.py"] = Script(
     name="qdagger_dqn_atari_jax_impalacnn.py",
     smoke_args=QDAGGER_JAX_ARGS,
     tags=SCRIPTS["qdagger_dqn_atari_impalacnn.py"].tags,
-    bad_input={
-        **ATARI_BAD_INPUT,  # with the checkpoint cases: it has checkpoints
-        "zero batch size": (("--batch-size", "0"), "--batch-size"),
-        "replay memory too small": (("--buffer-size", "0"), "--buffer-size must be positive"),
-        "several envs": (("--num-envs", "2"), "--num-envs"),
-        "missing teacher file": (("--teacher-model-path", "nosuch.cleanrl_model"), "no teacher model file at nosuch"),
-        "offline phase without teacher data": (("--teacher-steps", "0"), "--teacher-steps"),
-    },
+    bad_input=SCRIPTS["qdagger_dqn_atari_impalacnn.py"].bad_input,  # with the checkpoint cases: it has checkpoints
     run_args=QDAGGER_JAX_RUN_ARGS,
-    env_id="BreakoutNoFrameskip-v4",
-    returns_are_lengths=False,
+    **BREAKOUT,
 )
 # envpool is blocked in these tests' real processes (a new interpreter importing envpool also imports JAX, ~4 s)
 MISSING_ENVPOOL = {"missing envpool": ((), '.[envpool]"')}
