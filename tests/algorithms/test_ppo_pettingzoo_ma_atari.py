@@ -16,22 +16,14 @@ import pytest
 import torch
 
 from cleanrl_utils.evals.special import points_against_random
+from tests.contract.test_script_contract import PPO_TAGS
 from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
 
 SCRIPT = "ppo_pettingzoo_ma_atari.py"
 TINY = ("--num-envs", "4", "--num-steps", "50", "--total-timesteps", "400", "--max-cycles", "400")
 PLAYER_TAGS = {f"charts/episodic_{kind}-player{p}" for kind in ("return", "length") for p in (0, 1)}
-TAGS = PLAYER_TAGS | {
-    "charts/learning_rate",
-    "charts/SPS",
-    "losses/value_loss",
-    "losses/policy_loss",
-    "losses/entropy",
-    "losses/old_approx_kl",
-    "losses/approx_kl",
-    "losses/clipfrac",
-    "losses/explained_variance",
-}
+# PPO's tags, with each player's returns and lengths instead of the single-agent ones
+TAGS = PLAYER_TAGS | (PPO_TAGS - {"charts/episodic_return", "charts/episodic_length"})
 ONE_THREAD = script_env(OMP_NUM_THREADS="1")
 EPISODE_LINE = re.compile(r"^global_step=(\d+), player=([01]), episodic_return=(-?[\d.]+)$", re.M)
 
