@@ -288,6 +288,23 @@ def wait_for_wandb_history_keys(run_file: Path, expected: set[str], timeout: flo
     return keys
 
 
+def returns_played_by_hand(env_id: str, act, episodes: int, seed: int) -> list[float]:
+    """The returns of `episodes` games of a plain `gym.make(env_id)` (reset with `seed` once), with `act(obs)` the
+    action: the reference an evaluator's returns are checked against."""
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    returns, obs = [], env.reset(seed=seed)[0]
+    for _ in range(episodes):
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+        obs = env.reset()[0]
+    return returns
+
+
 def save_untrained_model(model_class, env, path: Path, seed: int = 0) -> str:
     """Save a freshly initialised model (weights fixed by `seed`) where an evaluator can load it."""
     import torch

@@ -15,7 +15,7 @@ import torch
 from cleanrl import ddpg_continuous_action as ddpg
 from cleanrl import td3_continuous_action as td3
 from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
-from tests.helpers import REPO
+from tests.helpers import REPO, returns_played_by_hand
 
 # asymmetric, and not [-1, 1]: the centre is not 0 and the half-ranges differ per dimension
 LOW, HIGH = np.array([-1.0, 0.0, 2.0], np.float32), np.array([3.0, 0.5, 2.5], np.float32)
@@ -106,18 +106,12 @@ def test_evaluation_without_noise_is_the_deterministic_actor(tmp_path, monkeypat
     torch.save((actor.state_dict(), qf1.state_dict()), tmp_path / "m.cleanrl_model")
     returns = evaluate_deterministic_actor(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
                        capture_video=False, exploration_noise=0.0, seed=5)  # fmt: skip
-    env = gym.make("Pendulum-v1")
-    expected, obs = [], env.reset(seed=5)[0]
-    for _ in range(2):
-        total, done = 0.0, False
-        while not done:
-            with torch.no_grad():
-                action = actor(torch.as_tensor(obs, dtype=torch.float32)[None])[0].numpy()
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total, done = total + float(reward), terminated or truncated
-        expected.append(total)
-        obs = env.reset()[0]
-    assert returns == pytest.approx(expected, rel=1e-6)
+
+    @torch.no_grad()
+    def act(obs):
+        return actor(torch.as_tensor(obs, dtype=torch.float32)[None])[0].numpy()
+
+    assert returns == pytest.approx(returns_played_by_hand("Pendulum-v1", act, 2, seed=5), rel=1e-6)
     noisy = evaluate_deterministic_actor(str(tmp_path / "m.cleanrl_model"), ddpg.make_env, "Pendulum-v1", 2, "unused", ddpg.Actor,
                      capture_video=False, exploration_noise=0.1, seed=5)  # fmt: skip
     assert noisy != returns

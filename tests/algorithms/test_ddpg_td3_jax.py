@@ -161,16 +161,9 @@ def test_evaluation_without_noise_is_the_deterministic_actor(module, critics, tm
         str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, device="cpu", capture_video=False,
         exploration_noise=0.0, seed=5,
     )  # fmt: skip
-    env = gym.make("Pendulum-v1")
-    expected, obs = [], env.reset(seed=5)[0]
-    for _ in range(2):
-        total, done = 0.0, False
-        while not done:
-            action = np.asarray(actor.apply(params, obs[None].astype(np.float32)))[0]
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total, done = total + float(reward), terminated or truncated
-        expected.append(total)
-        obs = env.reset()[0]
+    expected = helpers.returns_played_by_hand(
+        "Pendulum-v1", lambda obs: np.asarray(actor.apply(params, obs[None].astype(np.float32)))[0], 2, seed=5
+    )
     assert returns == pytest.approx(expected, rel=1e-5)
     noisy = evaluate_deterministic_actor(
         str(model), module.make_env, "Pendulum-v1", 2, "unused", module.Actor, capture_video=False, seed=5

@@ -8,7 +8,7 @@ import torch
 
 from cleanrl_utils.evals.continuous import evaluate_ppo, load_ppo_model
 from cleanrl_utils.tensorboard_reader import read_scalars
-from tests.helpers import REPO, run_script
+from tests.helpers import REPO, returns_played_by_hand, run_script
 
 # one epoch of two minibatches per rollout: nothing here needs the default 10 x 32 gradient steps, which cost more
 # than the rollouts themselves; the observation statistics still see every observation
@@ -51,22 +51,15 @@ def test_evaluation_acts_as_the_agent_with_the_saved_statistics(trained):
 
     saved = load_ppo_model(str(model_path))
     mean, var = saved["obs_rms"]["mean"].numpy(), saved["obs_rms"]["var"].numpy()
-    env = gym.make("Pendulum-v1")
     agent = module.Agent(gym.vector.SyncVectorEnv([module.make_env("Pendulum-v1", 0, False, "unused")]))
     agent.load_state_dict(saved["agent"])
-    expected, obs = [], env.reset(seed=3)[0]
-    for _ in range(2):
-        total, done = 0.0, False
-        while not done:
-            seen = np.clip((obs - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
-            with torch.no_grad():
-                action = agent.actor_mean(torch.as_tensor(seen)).numpy()
-            obs, reward, terminated, truncated, _ = env.step(np.clip(action, -2.0, 2.0))
-            total += float(reward)
-            done = terminated or truncated
-        expected.append(total)
-        obs = env.reset()[0]
-    assert returns == pytest.approx(expected, rel=1e-6)
+
+    @torch.no_grad()
+    def act(obs):
+        seen = np.clip((obs - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
+        return np.clip(agent.actor_mean(torch.as_tensor(seen)).numpy(), -2.0, 2.0)
+
+    assert returns == pytest.approx(returns_played_by_hand("Pendulum-v1", act, 2, seed=3), rel=1e-6)
 
 
 def test_logged_returns_are_the_environments_own(trained):

@@ -13,7 +13,7 @@ import torch
 
 from cleanrl import sac_continuous_action as sac
 from cleanrl_utils.evals.continuous import evaluate_sac
-from tests.helpers import Run, run_in_process
+from tests.helpers import Run, returns_played_by_hand, run_in_process
 
 # the runs are made in this process: an interpreter importing torch costs more than one of them
 SCRIPT = "sac_continuous_action.py"
@@ -240,19 +240,13 @@ def test_evaluation_plays_the_mean_action(trained):
     envs = gym.vector.SyncVectorEnv([sac.make_env("Pendulum-v1", 0, False, "unused")])
     actor = sac.Actor(envs)
     actor.load_state_dict(torch.load(model_path, weights_only=True)["actor"])
-    env = gym.make("Pendulum-v1")
-    expected, obs = [], env.reset(seed=3)[0]
-    for _ in range(2):
-        total, done = 0.0, False
-        while not done:
-            with torch.no_grad():
-                mean, _ = actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(0))
-            obs, reward, terminated, truncated, _ = env.step(2.0 * torch.tanh(mean)[0].numpy())
-            total += float(reward)
-            done = terminated or truncated
-        expected.append(total)
-        obs = env.reset()[0]
-    assert returns == pytest.approx(expected, rel=1e-5)
+
+    @torch.no_grad()
+    def act(obs):
+        mean, _ = actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(0))
+        return 2.0 * torch.tanh(mean)[0].numpy()
+
+    assert returns == pytest.approx(returns_played_by_hand("Pendulum-v1", act, 2, seed=3), rel=1e-5)
     sampled = evaluate_sac(str(model_path), sac.make_env, "Pendulum-v1", 2, "unused", sac.Actor,
                        capture_video=False, seed=3, deterministic=False)  # fmt: skip
     assert sampled != returns
