@@ -305,6 +305,23 @@ def returns_played_by_hand(env_id: str, act, episodes: int, seed: int) -> list[f
     return returns
 
 
+def run_td3_on_two_pendulums(script: str, cwd: Path) -> Run:
+    """Run a TD3 script (torch or JAX) on 2 Pendulum envs for 800 steps, saving its model, and check what both log.
+
+    Pendulum's episodes last 200 steps: with 2 envs both end in the 200th iteration, at global step 398; learning
+    starts at step 400 and the losses are logged every 100 steps. Run in this process: an interpreter importing
+    torch or JAX would cost more than the run.
+    """
+    args = ("--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps", "800", "--learning-starts", "400")
+    run = run_in_process(script, *args, "--batch-size", "32", "--save-model", cwd=cwd, timeout_s=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    scalars = run.scalars()
+    assert [s for s, _ in scalars["charts/episodic_return"]] == [398, 398, 798, 798]
+    assert [n for _, n in scalars["charts/episodic_length"]] == [200] * 4
+    assert [s for s, _ in scalars["losses/qf1_loss"]] == [500, 600, 700]
+    return run
+
+
 def save_untrained_model(model_class, env, path: Path, seed: int = 0) -> str:
     """Save a freshly initialised model (weights fixed by `seed`) where an evaluator can load it."""
     import torch

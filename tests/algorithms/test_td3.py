@@ -65,17 +65,7 @@ def test_twin_critics_every_step_actor_and_targets_delayed(policy_frequency, act
 
 
 def test_several_envs_count_environment_steps_and_log_every_episode(tmp_path):
-    # Pendulum's episodes last 200 steps: with 2 envs both end in the 200th iteration, at global step 398
-    args = ("--env-id", "Pendulum-v1", "--num-envs", "2", "--total-timesteps", "800", "--learning-starts", "400")
-    # in this process: an interpreter importing torch would cost more than the run
-    run = helpers.run_in_process(
-        "td3_continuous_action.py", *args, "--batch-size", "32", "--save-model", cwd=tmp_path, timeout_s=600
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    scalars = run.scalars()
-    assert [s for s, _ in scalars["charts/episodic_return"]] == [398, 398, 798, 798]
-    assert [n for _, n in scalars["charts/episodic_length"]] == [200] * 4
-    assert [s for s, _ in scalars["losses/qf1_loss"]] == [500, 600, 700]
+    run = helpers.run_td3_on_two_pendulums("td3_continuous_action.py", tmp_path)
     saved = torch.load(run.run_dir / "td3_continuous_action.cleanrl_model", weights_only=True)
     assert isinstance(saved, tuple) and len(saved) == 3  # actor, qf1, qf2
     envs = gym.vector.SyncVectorEnv([td3.make_env("Pendulum-v1", 0, False, "unused")])
