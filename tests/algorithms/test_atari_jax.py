@@ -1,8 +1,6 @@
 """The JAX twins of the Atari DQN family beyond the contract tests: dqn_atari_jax.py, c51_atari_jax.py and
 qdagger_dqn_atari_jax_impalacnn.py against their PyTorch twins, the JAX QDagger's teacher, the evaluators."""
 
-import re
-
 import flax
 import gymnasium as gym
 import jax
@@ -14,7 +12,13 @@ from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_
 from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
 from cleanrl_utils.evals import jax as jax_evals
 from cleanrl_utils.frame_replay import FrameReplayBuffer
-from tests.fixtures.teachers import save_jax_teacher
+from tests.fixtures.teachers import (
+    ONE_ONLINE_UPDATE,
+    RANDOM_TEACHER_RUN,
+    assert_the_student_learned_from_its_teacher,
+    save_jax_teacher,
+    short_teacher_phase,
+)
 from tests.helpers import run_in_process
 from tests.runtime.test_frame_replay import FRAME, STACK
 
@@ -27,31 +31,18 @@ def random_frames(batch: int = 3, seed: int = 0) -> np.ndarray:
 
 @pytest.mark.extended  # 16 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
-    # the file dqn_atari_jax.py saves is what matters here, not what it learned: no update (nothing to compile),
-    # and random play (epsilon 1), so the 10 games --save-model evaluates need no forward pass
-    budget = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "101")
-    budget += ("--start-e", "1", "--end-e", "1")
     # both runs in this process: an interpreter importing JAX, torch and the Atari stack costs more than either run
-    teacher_run = run_in_process("dqn_atari_jax.py", *budget, "--save-model", cwd=tmp_path / "teacher", timeout_s=900)
+    teacher_run = run_in_process(
+        "dqn_atari_jax.py", *RANDOM_TEACHER_RUN, "--save-model", cwd=tmp_path / "teacher", timeout_s=900
+    )
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari_jax.cleanrl_model"
 
-    teacher = ("--teacher-model-path", str(teacher_path), "--teacher-eval-episodes", "1", "--teacher-steps", "100")
-    # 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged;
     # the IMPALA CNN's updates are most of the run's time, so on small batches: 8, as in the smoke run of
     # tests/contract/test_script_contract.py, whose compiled updates the test session's JAX cache then holds
-    budget = ("--buffer-size", "1000", "--batch-size", "8", "--offline-steps", "10", "--learning-starts", "199")
-    budget = (*budget, "--total-timesteps", "191")
-    run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *teacher, *budget, cwd=tmp_path / "student", timeout_s=900)
-    assert run.returncode == 0, run.stderr[-3000:]
-    scalars = run.scalars()
-    [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]
-    assert re.search(rf"^teacher: mean score {teacher_score} over 1 games$", run.stdout, re.M)
-    # the student starts away from the teacher (a KL > 0) and distils with coefficient 1 until it has 10 games
-    assert scalars["charts/offline/distill_loss"][0][1] > 0
-    assert scalars["losses/distill_loss"] and all(value > 0 for _, value in scalars["losses/distill_loss"])
-    assert [value for _, value in scalars["charts/distill_coeff"]] == [1.0] * len(scalars["charts/distill_coeff"])
-    assert min(step for step, _ in scalars["losses/td_loss"]) > 10  # the online x-axis continues the offline steps
+    student = (*short_teacher_phase(teacher_path), *ONE_ONLINE_UPDATE, "--batch-size", "8")
+    run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *student, cwd=tmp_path / "student", timeout_s=900)
+    assert_the_student_learned_from_its_teacher(run)
 
     # the re-declared teacher reads dqn_atari_jax.py's file and computes what dqn_atari_jax.py's network does
     env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()

@@ -1,8 +1,6 @@
 """qdagger_dqn_atari_impalacnn.py beyond the contract tests: its teacher (a dqn_atari.py model, local or from
 the Hub), the distillation pieces, the networks and the size of its two memories."""
 
-import re
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,7 +11,14 @@ from cleanrl import dqn_atari
 from cleanrl import qdagger_dqn_atari_impalacnn as qdagger
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.fixtures.fake_hub import FakeHub
-from tests.fixtures.teachers import TEACHER_MODEL, save_teacher
+from tests.fixtures.teachers import (
+    ONE_ONLINE_UPDATE,
+    RANDOM_TEACHER_RUN,
+    TEACHER_MODEL,
+    assert_the_student_learned_from_its_teacher,
+    save_teacher,
+    short_teacher_phase,
+)
 from tests.helpers import run_in_process, run_script, script_env
 
 ENV_ID = "BreakoutNoFrameskip-v4"
@@ -28,35 +33,17 @@ def frames(batch: int = 3) -> torch.Tensor:
     return torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8)
 
 
-# the file dqn_atari.py saves is what matters here, not what it learned: no update, and random play (epsilon 1),
-# so the 10 games --save-model evaluates need no forward pass
-RANDOM_TEACHER = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "101")
-RANDOM_TEACHER += ("--start-e", "1", "--end-e", "1")
-# 10 offline updates, then one online update at global step 10 + 190 = 200, where the losses are logged; the IMPALA
-# CNN's updates are most of the run's time, so on batches of 4
-STUDENT = ("--teacher-eval-episodes", "1", "--buffer-size", "1000", "--batch-size", "4", "--teacher-steps", "100")
-STUDENT += ("--offline-steps", "10", "--learning-starts", "199", "--total-timesteps", "191")
-
-
 @pytest.mark.extended  # 15 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
     # both runs in this process: an interpreter importing torch and the Atari stack costs more than either run
-    teacher_run = run_in_process("dqn_atari.py", *RANDOM_TEACHER, "--save-model", cwd=tmp_path / "teacher", timeout_s=600)
+    teacher_run = run_in_process("dqn_atari.py", *RANDOM_TEACHER_RUN, "--save-model", cwd=tmp_path / "teacher", timeout_s=600)
     assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
     teacher_path = teacher_run.run_dir / "dqn_atari.cleanrl_model"
 
-    student = ("--teacher-model-path", str(teacher_path), *STUDENT)
+    # the IMPALA CNN's updates are most of the run's time, so on batches of 4
+    student = (*short_teacher_phase(teacher_path), *ONE_ONLINE_UPDATE, "--batch-size", "4")
     run = run_in_process("qdagger_dqn_atari_impalacnn.py", *student, cwd=tmp_path / "student", timeout_s=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    scalars = run.scalars()
-    [(_, teacher_score)] = scalars["charts/teacher/avg_episodic_return"]
-    assert re.search(rf"^teacher: mean score {teacher_score} over 1 games$", run.stdout, re.M)
-    # the student starts away from the teacher (a KL > 0) and distils with coefficient 1 until it has 10 games
-    assert scalars["charts/offline/distill_loss"][0][1] > 0
-    assert scalars["losses/distill_loss"] and all(value > 0 for _, value in scalars["losses/distill_loss"])
-    assert [value for _, value in scalars["charts/distill_coeff"]] == [1.0] * len(scalars["charts/distill_coeff"])
-    # the online x-axis continues the offline steps
-    assert min(step for step, _ in scalars["losses/td_loss"]) > 10
+    assert_the_student_learned_from_its_teacher(run)
 
     # the re-declared teacher class reads dqn_atari.py's file and computes what dqn_atari.py's network does
     env = qdagger.make_env(ENV_ID, 0, False, "unused")()
