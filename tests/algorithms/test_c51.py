@@ -1,29 +1,52 @@
-"""Behaviour of c51.py that the contract tests do not reach: the projection and evaluation (truncation: test_truncation.py)."""
+"""Behaviour of c51.py that the contract tests do not reach: the projection (also c51_atari.py's) and evaluation
+(truncation: test_truncation.py)."""
 
 import pytest
 import torch
 
-from cleanrl import c51
+from cleanrl import c51, c51_atari
 from cleanrl_utils.evals.discrete import evaluate_c51
 
-
-def test_projection_splits_mass_between_neighbouring_atoms():
-    atoms = torch.tensor([0.0, 1.0, 2.0])
-    next_atoms = torch.tensor([[0.5, 2.0, 7.0], [-3.0, 1.0, 1.25]])  # 7 and -3 lie outside: clamped to the ends
-    next_pmfs = torch.tensor([[0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
-    expected = torch.tensor([[0.1, 0.1, 0.8], [0.4, 0.55, 0.05]])
-    assert torch.allclose(c51.project(next_atoms, next_pmfs, atoms), expected)
+# the same categorical projection, in both torch C51 scripts
+PROJECTIONS = pytest.mark.parametrize("project", [c51.project, c51_atari.project], ids=["c51", "c51_atari"])
 
 
-def test_projection_keeps_total_mass_and_mean():
+@PROJECTIONS
+@pytest.mark.parametrize(
+    ("atoms", "next_atoms", "next_pmfs", "expected"),
+    [
+        pytest.param(  # 7 and -3 lie outside: clamped to the ends
+            [0.0, 1.0, 2.0], [[0.5, 2.0, 7.0], [-3.0, 1.0, 1.25]], [[0.2, 0.3, 0.5], [0.4, 0.4, 0.2]],
+            [[0.1, 0.1, 0.8], [0.4, 0.55, 0.05]], id="clamped",
+        ),
+        # r + gamma * z for r = 0.5, gamma = 0.5, and a termination (all of it at r = -0.25): 0.5 splits half and
+        # half between atoms 0 and 1; -0.25 goes 1/4 to -1 and 3/4 to 0
+        pytest.param(
+            [-1.0, 0.0, 1.0], [[0.0, 0.5, 1.0], [-0.25, -0.25, -0.25]], [[0.2, 0.6, 0.2], [0.5, 0.3, 0.2]],
+            [[0.0, 0.5, 0.5], [0.25, 0.75, 0.0]], id="terminal",
+        ),
+    ],
+)  # fmt: skip
+def test_projection_splits_mass_between_neighbouring_atoms(project, atoms, next_atoms, next_pmfs, expected):
+    got = project(torch.tensor(next_atoms), torch.tensor(next_pmfs), torch.tensor(atoms))
+    assert torch.allclose(got, torch.tensor(expected))
+
+
+@PROJECTIONS
+def test_projection_conserves_mass_and_mean_and_clamps_to_the_support(project):
     torch.manual_seed(0)
     atoms = torch.linspace(-10, 10, 51)
-    next_pmfs = torch.rand(32, 51).softmax(-1)
-    next_atoms = torch.rand(32, 1) * 0.9 + 0.9 * atoms  # r + gamma * z with r in [0, 0.9): inside the support
-    target = c51.project(next_atoms, next_pmfs, atoms)
-    assert torch.allclose(target.sum(-1), torch.ones(32))
-    # splitting each mass linearly between two neighbours keeps the distribution's mean
-    assert torch.allclose((target * atoms).sum(-1), (next_pmfs * next_atoms).sum(-1), atol=1e-4)
+    next_pmfs = torch.rand(64, 51).softmax(-1)
+    rewards = torch.rand(64, 1) * 0.2 - 0.1  # r + 0.99 z stays inside [-10, 10]
+    done = (torch.rand(64, 1) < 0.3).float()
+    target = project(rewards + 0.99 * atoms * (1 - done), next_pmfs, atoms)
+    assert (target >= 0).all() and torch.allclose(target.sum(-1), torch.ones(64))
+    # splitting each mass linearly between two neighbours keeps the mean: r + gamma * E[z] (r alone when done)
+    expected_mean = rewards + 0.99 * (next_pmfs * atoms).sum(-1, keepdim=True) * (1 - done)
+    assert torch.allclose((target * atoms).sum(-1, keepdim=True), expected_mean, atol=1e-4)
+    # mass beyond v_max lands on the last atom
+    edge = project(torch.full((1, 51), 25.0), next_pmfs[:1], atoms)
+    assert edge[0, -1].item() == pytest.approx(1.0)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""c51_atari.py beyond the contract tests: the projection, the network, evaluation (its memory: test_frame_replay.py)."""
+"""c51_atari.py beyond the contract tests: the network, evaluation (its projection: test_c51.py, with c51.py's; its
+memory: test_frame_replay.py)."""
 
 import gymnasium as gym
 import pytest
@@ -8,32 +9,6 @@ from cleanrl import c51_atari
 from cleanrl_utils.evals.atari import evaluate_distributional
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
-
-
-def test_projection_matches_a_hand_computed_case():
-    atoms = torch.tensor([-1.0, 0.0, 1.0])
-    # r + gamma * z for r = 0.5, gamma = 0.5, and a termination (all of it at r = -0.25)
-    next_atoms = torch.tensor([[0.0, 0.5, 1.0], [-0.25, -0.25, -0.25]])
-    next_pmfs = torch.tensor([[0.2, 0.6, 0.2], [0.5, 0.3, 0.2]])
-    # 0.5 splits half and half between atoms 0 and 1; -0.25 goes 1/4 to -1 and 3/4 to 0
-    expected = torch.tensor([[0.0, 0.5, 0.5], [0.25, 0.75, 0.0]])
-    assert torch.allclose(c51_atari.project(next_atoms, next_pmfs, atoms), expected)
-
-
-def test_projection_conserves_mass_and_mean_and_clamps_to_the_support():
-    torch.manual_seed(0)
-    atoms = torch.linspace(-10, 10, 51)
-    next_pmfs = torch.rand(64, 51).softmax(-1)
-    rewards = torch.rand(64, 1) * 0.2 - 0.1  # r + 0.99 z stays inside [-10, 10]
-    done = (torch.rand(64, 1) < 0.3).float()
-    target = c51_atari.project(rewards + 0.99 * atoms * (1 - done), next_pmfs, atoms)
-    assert (target >= 0).all() and torch.allclose(target.sum(-1), torch.ones(64))
-    # splitting each mass linearly between two neighbours keeps the mean: r + gamma * E[z] (r alone when done)
-    expected_mean = rewards + 0.99 * (next_pmfs * atoms).sum(-1, keepdim=True) * (1 - done)
-    assert torch.allclose((target * atoms).sum(-1, keepdim=True), expected_mean, atol=1e-4)
-    # mass beyond v_max lands on the last atom
-    edge = c51_atari.project(torch.full((1, 51), 25.0), next_pmfs[:1], atoms)
-    assert edge[0, -1].item() == pytest.approx(1.0)
 
 
 def test_network_outputs_distributions_and_their_means():
