@@ -12,13 +12,7 @@ from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_
 from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
 from cleanrl_utils.evals import jax as jax_evals
 from cleanrl_utils.frame_replay import FrameReplayBuffer
-from tests.fixtures.teachers import (
-    ONE_ONLINE_UPDATE,
-    RANDOM_TEACHER_RUN,
-    assert_the_student_learned_from_its_teacher,
-    save_jax_teacher,
-    short_teacher_phase,
-)
+from tests.fixtures.teachers import save_jax_teacher, teach_a_student
 from tests.helpers import run_in_process
 from tests.runtime.test_frame_replay import FRAME, STACK
 
@@ -31,18 +25,11 @@ def random_frames(batch: int = 3, seed: int = 0) -> np.ndarray:
 
 @pytest.mark.extended  # 16 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_jax_teaches_the_jax_student(tmp_path):
-    # both runs in this process: an interpreter importing JAX, torch and the Atari stack costs more than either run
-    teacher_run = run_in_process(
-        "dqn_atari_jax.py", *RANDOM_TEACHER_RUN, "--save-model", cwd=tmp_path / "teacher", timeout_s=900
-    )
-    assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
-    teacher_path = teacher_run.run_dir / "dqn_atari_jax.cleanrl_model"
-
     # the IMPALA CNN's updates are most of the run's time, so on small batches: 8, as in the smoke run of
     # tests/contract/test_script_contract.py, whose compiled updates the test session's JAX cache then holds
-    student = (*short_teacher_phase(teacher_path), *ONE_ONLINE_UPDATE, "--batch-size", "8")
-    run = run_in_process("qdagger_dqn_atari_jax_impalacnn.py", *student, cwd=tmp_path / "student", timeout_s=900)
-    assert_the_student_learned_from_its_teacher(run)
+    teacher_path = teach_a_student(
+        "dqn_atari_jax.py", "qdagger_dqn_atari_jax_impalacnn.py", "--batch-size", "8", cwd=tmp_path, timeout_s=900
+    )
 
     # the re-declared teacher reads dqn_atari_jax.py's file and computes what dqn_atari_jax.py's network does
     env = qdagger_jax.make_env(BREAKOUT, 0, False, "unused")()

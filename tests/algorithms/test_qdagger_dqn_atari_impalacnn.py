@@ -11,15 +11,8 @@ from cleanrl import dqn_atari
 from cleanrl import qdagger_dqn_atari_impalacnn as qdagger
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from tests.fixtures.fake_hub import FakeHub
-from tests.fixtures.teachers import (
-    ONE_ONLINE_UPDATE,
-    RANDOM_TEACHER_RUN,
-    TEACHER_MODEL,
-    assert_the_student_learned_from_its_teacher,
-    save_teacher,
-    short_teacher_phase,
-)
-from tests.helpers import run_in_process, run_script, script_env
+from tests.fixtures.teachers import TEACHER_MODEL, save_teacher, teach_a_student
+from tests.helpers import run_script, script_env
 
 ENV_ID = "BreakoutNoFrameskip-v4"
 HUB_REPO = f"cleanrl/{ENV_ID}-dqn_atari-seed1"  # the default teacher of Breakout
@@ -35,15 +28,10 @@ def frames(batch: int = 3) -> torch.Tensor:
 
 @pytest.mark.extended  # 15 s of one core: CI runs it after the quick run
 def test_a_model_saved_by_dqn_atari_teaches_the_student(tmp_path):
-    # both runs in this process: an interpreter importing torch and the Atari stack costs more than either run
-    teacher_run = run_in_process("dqn_atari.py", *RANDOM_TEACHER_RUN, "--save-model", cwd=tmp_path / "teacher", timeout_s=600)
-    assert teacher_run.returncode == 0, teacher_run.stderr[-3000:]
-    teacher_path = teacher_run.run_dir / "dqn_atari.cleanrl_model"
-
     # the IMPALA CNN's updates are most of the run's time, so on batches of 4
-    student = (*short_teacher_phase(teacher_path), *ONE_ONLINE_UPDATE, "--batch-size", "4")
-    run = run_in_process("qdagger_dqn_atari_impalacnn.py", *student, cwd=tmp_path / "student", timeout_s=600)
-    assert_the_student_learned_from_its_teacher(run)
+    teacher_path = teach_a_student(
+        "dqn_atari.py", "qdagger_dqn_atari_impalacnn.py", "--batch-size", "4", cwd=tmp_path, timeout_s=600
+    )
 
     # the re-declared teacher class reads dqn_atari.py's file and computes what dqn_atari.py's network does
     env = qdagger.make_env(ENV_ID, 0, False, "unused")()
