@@ -472,9 +472,9 @@ XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "
 XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
 XLA_JAX_BAD_INPUT = {
     **MISSING_ENVPOOL,
-    **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
-    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
-    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    **cases(
+        "unknown env id", "continuous actions", "zero timesteps", "not an Atari game", "minibatches do not divide the batch"
+    ),
 }
 SCRIPTS["ppo_atari_envpool_xla_jax.py"] = Script(
     name="ppo_atari_envpool_xla_jax.py",
@@ -489,30 +489,26 @@ SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
     name="ppo_atari_envpool_xla_jax_scan.py",
     smoke_args=XLA_JAX_ARGS,
     tags=XLA_JAX_TAGS,
-    bad_input={
-        **XLA_JAX_BAD_INPUT,
-        "upload-model without save-model": COMMON_BAD_INPUT["upload-model without save-model"],
-    },
+    bad_input={**XLA_JAX_BAD_INPUT, **cases("upload-model without save-model")},
     **(ENVPOOL_ATARI | {"saves_model": True}),
     episode_stats="avg",
     run_args=XLA_JAX_RUN_ARGS,
 )
+# the PPO scripts on envpool's Atari games: envpool's own message for an id that is not one of its Atari games
+ENVPOOL_PPO_BAD_INPUT = {
+    **NORM_ADV_BAD_INPUT,
+    **MISSING_ENVPOOL,
+    **cases("unknown env id"),
+    "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
+    **cases("zero timesteps", "negative envs", "minibatches do not divide the batch"),
+}
 # envpool's Atari ids; 2 x 192 steps end at least one Breakout game per sub-env (a random game lasts ~125 steps)
 PPO_ATARI_ENVPOOL_ARGS = ("--num-envs", "2", "--num-steps", "32", "--total-timesteps", "384")
 SCRIPTS["ppo_atari_envpool.py"] = Script(
     name="ppo_atari_envpool.py",
     smoke_args=PPO_ATARI_ENVPOOL_ARGS,
     tags=PPO_TAGS | {"charts/avg_episodic_return"},
-    bad_input={
-        **NORM_ADV_BAD_INPUT,
-        **MISSING_ENVPOOL,
-        "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
-        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
-        "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "ppo_atari.py"),
-        "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
-        "negative envs": (("--num-envs", "-1"), "--num-envs"),
-        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
-    },
+    bad_input={**ENVPOOL_PPO_BAD_INPUT, "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "ppo_atari.py")},
     **ENVPOOL_ATARI,
     run_args=("--num-envs", "8", "--num-steps", "32"),  # 5 games end within ~4 small iterations
 )
@@ -532,20 +528,15 @@ PQN_ENVPOOL_TAGS = frozenset(
 )
 PQN_ENVPOOL_BAD_INPUT = {
     **MISSING_ENVPOOL,
-    "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+    **cases("unknown env id"),
     "not an envpool env": (("--env-id", "BreakoutNoFrameskip-v4"), "not an envpool env"),
-    "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
-    "lambda out of range": (("--q-lambda", "1.5"), "--q-lambda"),
+    **cases("zero timesteps", "lambda out of range"),
 }
 SCRIPTS["pqn_atari_envpool.py"] = Script(
     name="pqn_atari_envpool.py",
     smoke_args=PQN_ENVPOOL_ARGS,
     tags=PQN_ENVPOOL_TAGS,
-    bad_input={
-        **PQN_ENVPOOL_BAD_INPUT,
-        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game"),
-        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
-    },
+    bad_input={**PQN_ENVPOOL_BAD_INPUT, **cases("not an Atari game", "minibatches do not divide the batch")},
     **ENVPOOL_ATARI,
     run_args=PQN_ENVPOOL_RUN_ARGS,
 )
@@ -572,14 +563,8 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
     tags=(PPO_TAGS - {"losses/clipfrac", "losses/explained_variance"})
     | {"charts/avg_episodic_return", "charts/episode_curiosity_reward", "losses/fwd_loss"},
     bad_input={
-        **NORM_ADV_BAD_INPUT,
-        **MISSING_ENVPOOL,
-        "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
-        "not an Atari game": (("--env-id", "CartPole-v1"), "not an Atari game of envpool"),
+        **ENVPOOL_PPO_BAD_INPUT,
         "gymnasium's Atari id": (("--env-id", "BreakoutNoFrameskip-v4"), "named like MontezumaRevenge-v5"),
-        "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
-        "negative envs": (("--num-envs", "-1"), "--num-envs"),
-        "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
         "predictor trained on nothing": (("--update-proportion", "0"), "--update-proportion"),
         "normaliser without random play": (("--num-iterations-obs-norm-init", "0"), "--num-iterations-obs-norm-init"),
     },
@@ -590,12 +575,11 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
 # accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
 PROCGEN_BAD_INPUT = {
     "missing envpool": ((), '.[procgen]"'),
-    "unknown env id": (("--env-id", "NoSuchEnv-v0"), "NoSuchEnv"),
+    **cases("unknown env id"),
     "envpool id instead of a game": (("--env-id", "StarpilotHard-v0"), "--env-id starpilot --distribution-mode hard"),
     "unknown distribution mode": (("--distribution-mode", "medium"), "--distribution-mode must be one of"),
     "mode the game lacks": (("--env-id", "bigfish", "--distribution-mode", "memory"), "bigfish has no memory"),
-    "zero timesteps": (("--total-timesteps", "0"), "--total-timesteps"),
-    "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
+    **cases("zero timesteps", "minibatches do not divide the batch"),
 }
 PPO_PROCGEN_ARGS = (
     "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "256", "--num-minibatches", "2", "--update-epochs", "1",
