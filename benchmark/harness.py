@@ -17,7 +17,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,16 +131,18 @@ def discard_stopped_attempt(workdir: Path) -> None:
         print(f"starting over (no checkpoints): removed the stopped attempt's logs in {stopped}", flush=True)
 
 
-def tree_commit() -> str:
-    """This checkout's commit (short hash), with `-dirty` when tracked files have uncommitted edits."""
+def tree_commit(tree: Path = REPO, paths: Sequence[str] = ()) -> str:
+    """The commit of the checkout at `tree` (short hash), with `-dirty` when tracked files (only those under `paths`,
+    when given) have uncommitted edits."""
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
 
     head = git("rev-parse", "--short", "HEAD")
     if head.returncode:
         return "unknown (not a git checkout)"
-    return head.stdout.strip() + ("-dirty" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else "")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *paths).stdout.strip()
+    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def this_command() -> str:

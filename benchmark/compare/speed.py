@@ -39,11 +39,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import SB3_BASELINES, check_only, positive_int  # noqa: E402
+from benchmark.harness import SB3_BASELINES, check_only, positive_int, tree_commit  # noqa: E402
 from cleanrl_utils import atomic  # noqa: E402
 from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 SIDES = ("ours", "base", "sb3")
+# a side's commit is marked -dirty when these have uncommitted edits (not the docs or the results)
+MEASURED_CODE = ("cleanrl", "cleanrl_utils")
 
 
 @dataclass(frozen=True)
@@ -129,17 +131,6 @@ def measure(case: Case, side: str, trees: Trees) -> dict:
             sps = logged[-1]
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     return {"sps": float(sps), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": round(load, 2)}
-
-
-def git(tree: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
-
-
-def describe_tree(tree: Path) -> str:
-    """The tree's commit, with `-dirty` when its tracked algorithm or utility files have uncommitted edits."""
-    dirty = git(tree, "status", "--porcelain", "--untracked-files=no", "--", "cleanrl", "cleanrl_utils")
-    return git(tree, "rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
 
 
 def machine() -> dict:
@@ -249,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [case for case in CASES if not args.only or case.name in args.only]
     record = {
         "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
-        "ours_commit": describe_tree(args.ours),
-        "base_commit": describe_tree(args.base),
+        "ours_commit": tree_commit(args.ours, MEASURED_CODE),
+        "base_commit": tree_commit(args.base, MEASURED_CODE),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "rounds": args.rounds,
         "scale": args.scale,
