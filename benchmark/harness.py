@@ -91,6 +91,53 @@ def check_only(parser: argparse.ArgumentParser, only: list[str] | None, known: I
         parser.error(f"--only {' '.join(unknown)}: not a name this benchmark knows; one of: {' '.join(sorted(names))}")
 
 
+Command = Callable[[argparse.Namespace], int | None]  # a command's work: an exit code, or None to go on
+
+
+class CommandLine:
+    """A benchmark script's command line: `python benchmark/<kind>/<name>.py COMMAND [options]`, with `--out`, the
+    folder of its runs and summaries (`benchmark_runs/<name>` by default), and `--only` where `only_help` says
+    what it selects; each script adds its own options to `parser`."""
+
+    def __init__(self, doc: str, name: str, commands: dict[str, Command], only_help: str | None = None) -> None:
+        self.commands = commands
+        self.parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+        self.parser.add_argument("command", choices=list(commands))
+        self.parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / name)
+        if only_help is not None:
+            self.parser.add_argument("--only", nargs="+", help=only_help)
+
+    def count(self, flag: str, default: int, help: str) -> None:
+        """An option that takes a count of at least 1 (workers, rounds, threads, games, seeds)."""
+        self.parser.add_argument(flag, type=positive_int, default=default, help=help)
+
+    def parse(self, only: dict[str, Iterable[str]] | None = None) -> argparse.Namespace:
+        """The arguments, refused with one line (exit 2) when `--only` names what the command does not know
+        (`only`: the names each command's --only may select)."""
+        args = self.parser.parse_args()
+        if only and args.command in only:
+            check_only(self.parser, args.only, only[args.command])
+        return args
+
+    def run(self, args: argparse.Namespace) -> None:
+        """Do the command; exit with its code when it gives one (a queue of runs), return when it gives None."""
+        if (code := self.commands[args.command](args)) is not None:
+            sys.exit(code)
+
+
+def queue_command(
+    runs: Callable[[argparse.Namespace], list[QueuedRun]], env: Callable[[argparse.Namespace], dict[str, str]] | None = None
+) -> Command:
+    """The command that runs what `runs` selects and is not done yet, `--workers` at a time, in `env` (by default
+    `one_thread_env`), its logs under `--out`/logs: the exit code is the queue's."""
+    return lambda args: run_queue(runs(args), args.workers, env(args) if env else one_thread_env(), args.out / "logs")
+
+
+def report_command(report: Callable[[Path], str]) -> Command:
+    """The command that prints `report` of the runs under `--out`."""
+    return lambda args: print(report(args.out))
+
+
 def script(name: str) -> tuple[str, ...]:
     """The program of a run of `cleanrl/<name>.py`."""
     return (str(REPO / "cleanrl" / f"{name}.py"),)

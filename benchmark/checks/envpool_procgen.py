@@ -33,7 +33,6 @@ Beside them, each file's env pipeline alone (its own env-making function, 8 envs
 how much of ppo_atari.py's time its games take bounds what any faster env can gain (Amdahl).
 """
 
-import argparse
 import importlib
 import os
 import statistics
@@ -48,16 +47,16 @@ sys.path.insert(0, str(REPO))
 
 from benchmark import harness  # noqa: E402
 from benchmark.harness import (  # noqa: E402
+    CommandLine,
     QueuedRun,
     SpeedRun,
-    check_only,
     keep_large_allocations,
-    positive_int,
+    queue_command,
     random_policy_means,
     record_random_policy,
     recorded_speeds,
+    report_command,
     result_last_mean,
-    run_queue,
     speed_rounds,
     summarize_run,
     summarize_speed,
@@ -305,31 +304,29 @@ def amdahl_line(ppo_atari_sps: float, gym_env_sps: float, envpool_env_sps: float
     )
 
 
+def speed(out: Path, rounds: int, only: list[str] | None) -> None:
+    """The speed runs, then each file's env pipeline alone."""
+    speed_rounds(out, rounds, {name: speed_run(name) for name in SPEED_RUNS}, only, "envpool_procgen.py")
+    run_env_only(out, rounds)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["random", "run", "speed", "report"])
-    parser.add_argument("--games", type=positive_int, default=RANDOM_GAMES, help="random: games per env")
-    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "envpool_procgen")
-    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time")
-    parser.add_argument(
-        "--threads", type=positive_int, default=1, help="run: torch threads per run (2 for one run alone: --workers 1)"
+    cli = CommandLine(
+        __doc__,
+        "envpool_procgen",
+        {
+            "random": lambda args: record_random_policy(args.out, RANDOM, args.games, random_policy_games),
+            "run": queue_command(lambda args: learning_runs(args.out, args.only), lambda args: run_env(args.threads)),
+            "speed": lambda args: speed(args.out, args.rounds, args.only),
+            "report": report_command(report),
+        },
+        only_help="run: only these scripts or env ids; speed: only these scripts",
     )
-    parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these scripts")
-    args = parser.parse_args()
-    if args.command == "run":
-        check_only(parser, args.only, [name for check in CHECKS for name in (check.script, check.env_id)])
-    elif args.command == "speed":
-        check_only(parser, args.only, SPEED_RUNS)
-    if args.command == "random":
-        record_random_policy(args.out, RANDOM, args.games, random_policy_games)
-    elif args.command == "run":
-        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, run_env(args.threads), args.out / "logs"))
-    elif args.command == "speed":
-        speed_rounds(args.out, args.rounds, {name: speed_run(name) for name in SPEED_RUNS}, args.only, "envpool_procgen.py")
-        run_env_only(args.out, args.rounds)
-    else:
-        print(report(args.out))
+    cli.count("--games", RANDOM_GAMES, "random: games per env")
+    cli.count("--rounds", 2, "speed: rounds of every speed run")
+    cli.count("--workers", 2, "run: learning runs at a time")
+    cli.count("--threads", 1, "run: torch threads per run (2 for one run alone: --workers 1)")
+    cli.run(cli.parse({"run": [name for check in CHECKS for name in (check.script, check.env_id)], "speed": SPEED_RUNS}))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ time, rounds interleaved. Beside them, each side's task alone (random actions, n
 jitted batch step at each batch size, and dm_control's one env through Gymnasium and Shimmy.
 """
 
-import argparse
 import json
 import statistics
 import sys
@@ -31,13 +30,16 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmark.harness import (  # noqa: E402
+    CommandLine,
     QueuedRun,
     Scalars,
+    SpeedRun,
     measured_at,
     one_thread_env,
-    positive_int,
-    run_queue,
+    queue_command,
+    recorded_speeds,
     script,
+    speed_rounds,
     summarize_run,
     summarize_speed,
     this_command,
@@ -111,18 +113,21 @@ def speed_runs(num_envs: list[int]) -> dict[str, tuple[str, str, tuple[str, ...]
     return runs
 
 
+def speed_run(name: str, name_of_script: str, env_id: str, args: tuple[str, ...]) -> SpeedRun:
+    """A speed run of cleanrl/<name_of_script>.py (one thread), its steady rate written when it ends."""
+
+    def make(result: Path) -> tuple[QueuedRun, dict[str, str]]:
+        summarize = partial(summarize_speed, result=result, name=name)
+        return QueuedRun(result, script(name_of_script), args, env_id, 1, summarize=summarize), one_thread_env()
+
+    return make
+
+
 def speed(out: Path, rounds: int, num_envs: list[int]) -> None:
-    for round_ in range(1, rounds + 1):
-        for name, (name_of_script, env_id, args) in speed_runs(num_envs).items():
-            result = out / f"speed__{name}__{round_}.json"
-            if result.exists():
-                continue
-            run = QueuedRun(
-                result, script(name_of_script), args, env_id, 1, summarize=partial(summarize_speed, result=result, name=name)
-            )
-            if run_queue([run], 1, one_thread_env(), out / "logs"):
-                raise SystemExit(f"playground_cartpole.py: error: the speed run {name} failed (log under {out / 'logs'})")
-            print(f"speed: {name} round {round_}: {json.loads(result.read_text())['sps']:.0f} steps/s", flush=True)
+    """The training runs' speed, then each side's task alone."""
+    runs = {name: speed_run(name, *run) for name, run in speed_runs(num_envs).items()}
+    speed_rounds(out, rounds, runs, None, "playground_cartpole.py")
+    env_only(out, rounds, num_envs)
 
 
 ENV_ONLY_STEPS = 2000  # vector steps of random actions
@@ -177,7 +182,7 @@ def env_only(out: Path, rounds: int, num_envs: list[int]) -> None:
 def rate_rows(out: Path, kind: str) -> list[str]:
     rows = []
     for name in sorted({p.name.split("__")[1] for p in out.glob(f"{kind}__*.json")}):
-        rates = [json.loads(p.read_text())["sps"] for p in sorted(out.glob(f"{kind}__{name}__*.json"))]
+        rates = recorded_speeds(out, name, kind)
         label = f"ppo_continuous_action ({DM_CONTROL_ID}, 1 env)" if name == "ppo_continuous_action" else name
         rows.append(f"| {label} | {statistics.median(rates):.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
     return rows
@@ -209,26 +214,31 @@ def report(out: Path, total: int) -> str:
     return "\n".join([*lines, *rate_rows(out, "envonly")])
 
 
+def write_report(out: Path, total: int, results: Path) -> None:
+    """The tables, printed and written to `results` under the line that says how they were made."""
+    table = report(out, total)
+    atomic.write_text(results, f"{measured_at(this_command())}.\n\n{table}\n")
+    print(table)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["learn", "speed", "report"])
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "playground_cartpole")
-    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
-    parser.add_argument("--workers", type=positive_int, default=1, help="learn: seeds at a time")
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64, 256], help="speed: batch sizes of ours")
-    parser.add_argument("--total-timesteps", type=int, default=TOTAL_TIMESTEPS, help="learn, report: budget per seed")
-    parser.add_argument("--results", type=Path, default=REPO / "benchmark" / "results" / "playground_cartpole.md")
-    args = parser.parse_args()
+    cli = CommandLine(
+        __doc__,
+        "playground_cartpole",
+        {
+            "learn": queue_command(lambda args: learning_runs(args.out, args.total_timesteps)),
+            "speed": lambda args: speed(args.out, args.rounds, args.num_envs),
+            "report": lambda args: write_report(args.out, args.total_timesteps, args.results),
+        },
+    )
+    cli.count("--rounds", 2, "speed: rounds of every speed run")
+    cli.count("--workers", 1, "learn: seeds at a time")
+    cli.parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64, 256], help="speed: batch sizes of ours")
+    cli.parser.add_argument("--total-timesteps", type=int, default=TOTAL_TIMESTEPS, help="learn, report: budget per seed")
+    cli.parser.add_argument("--results", type=Path, default=REPO / "benchmark" / "results" / "playground_cartpole.md")
+    args = cli.parse()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.command == "learn":
-        sys.exit(run_queue(learning_runs(args.out, args.total_timesteps), args.workers, one_thread_env(), args.out / "logs"))
-    elif args.command == "speed":
-        speed(args.out, args.rounds, args.num_envs)
-        env_only(args.out, args.rounds, args.num_envs)
-    else:
-        table = report(args.out, args.total_timesteps)
-        atomic.write_text(args.results, f"{measured_at(this_command())}.\n\n{table}\n")
-        print(table)
+    cli.run(args)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,6 @@ benchmark/results/qdagger_reincarnation/ (`report --out` that folder); the teach
 in their run folders under `--out`, where the students read them.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -82,12 +81,12 @@ sys.path.insert(0, str(REPO))
 
 from benchmark.compare.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
 from benchmark.harness import (  # noqa: E402
+    CommandLine,
     QueuedRun,
     Scalars,
-    check_only,
     newest_run_dir,
     one_thread_env,
-    positive_int,
+    report_command,
     result_last_mean,
     run_queue,
     script,
@@ -382,25 +381,30 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "report"])
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "qdagger_reincarnation")
-    parser.add_argument(
-        "--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch/XLA thread each)"
+    cli = CommandLine(
+        __doc__,
+        "qdagger_reincarnation",
+        {
+            "run": lambda args: run(
+                args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds), args.offline_steps
+            ),
+            "report": report_command(report),
+        },
+        only_help="run: only the pairs of these scripts (student or teacher) or env ids",
     )
-    parser.add_argument("--only", nargs="+", help="run: only the pairs of these scripts (student or teacher) or env ids")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs")
-    parser.add_argument(
+    cli.count("--workers", 2, "run: learning runs at a time (one torch/XLA thread each)")
+    cli.parser.add_argument(
+        "--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs"
+    )
+    cli.parser.add_argument(
         "--offline-steps", type=int, nargs="+", help="run: only the budgets with these offline steps (10000: the long ones)"
     )
-    args = parser.parse_args()
-    check_only(parser, args.only, [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)])
+    names = [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)]
+    args = cli.parse(dict.fromkeys(cli.commands, names))
     budgets = sorted({pair.budget.offline for pair in selected(args.only)})  # a count they lack would run nothing
     if missing := [count for count in args.offline_steps or [] if count not in budgets]:
-        parser.error(f"--offline-steps: no budget of these pairs has {missing} offline steps (they have {budgets})")
-    if args.command == "run":
-        sys.exit(run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds), args.offline_steps))
-    print(report(args.out))
+        cli.parser.error(f"--offline-steps: no budget of these pairs has {missing} offline steps (they have {budgets})")
+    cli.run(args)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ file has no checkpoints and a stopped run starts over. The summaries (`*.json` u
 committed under benchmark/results/rnd_exploration/.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -35,7 +34,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import QueuedRun, Scalars, positive_int, run_queue, script, summarize_run, torch_threads_env  # noqa: E402
+from benchmark.harness import (  # noqa: E402
+    CommandLine,
+    QueuedRun,
+    Scalars,
+    queue_command,
+    report_command,
+    script,
+    summarize_run,
+    torch_threads_env,
+)
 
 ENV_ID = "MontezumaRevenge-v5"
 STEPS = 200_000
@@ -101,17 +109,20 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "report"])
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "rnd_exploration")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--workers", type=positive_int, default=1, help="run: learning runs at a time")
-    parser.add_argument("--threads", type=positive_int, default=2, help="run: torch threads per run")
-    args = parser.parse_args()
-    if args.command == "run":
-        env = torch_threads_env(args.threads)
-        sys.exit(run_queue(learning_runs(args.out, args.seeds), args.workers, env, args.out / "logs"))
-    print(report(args.out))
+    cli = CommandLine(
+        __doc__,
+        "rnd_exploration",
+        {
+            "run": queue_command(
+                lambda args: learning_runs(args.out, args.seeds), lambda args: torch_threads_env(args.threads)
+            ),
+            "report": report_command(report),
+        },
+    )
+    cli.parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    cli.count("--workers", 1, "run: learning runs at a time")
+    cli.count("--threads", 2, "run: torch threads per run")
+    cli.run(cli.parse())
 
 
 if __name__ == "__main__":

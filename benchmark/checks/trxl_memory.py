@@ -47,7 +47,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import QueuedRun, check_only, positive_int, run_queue, summarize_run, torch_threads_env  # noqa: E402
+from benchmark.harness import (  # noqa: E402
+    CommandLine,
+    QueuedRun,
+    queue_command,
+    report_command,
+    summarize_run,
+    torch_threads_env,
+)
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9
@@ -236,31 +243,38 @@ def cue(path: Path, episodes: int, seed: int) -> str:
     return cue_report(cue_episodes(env, saved_policy(saved, env), episodes, seed))
 
 
+def cue_command(checkpoint: Path | None, episodes: int, seed: int) -> int | None:
+    """`cue`'s table for a run's checkpoint or model file; exit code 2 for a file it cannot play."""
+    if checkpoint is None or not checkpoint.is_file():
+        print(f"trxl_memory.py: error: cue needs a run's checkpoint or model file, got {checkpoint}", file=sys.stderr)
+        return 2
+    try:
+        print(cue(checkpoint, episodes, seed))
+    except CueError as e:
+        print(f"trxl_memory.py: error: cue: {e}", file=sys.stderr)
+        return 2
+    return None
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "report", "cue"])
-    parser.add_argument("checkpoint", nargs="?", type=Path, help="cue: a MiniGrid run's checkpoint or saved model")
-    parser.add_argument("--episodes", type=positive_int, default=500, help="cue: episodes to play")
-    parser.add_argument("--seed", type=int, default=0, help="cue: seed of the first episode's reset (then +1 each)")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "trxl_memory")
-    parser.add_argument("--only", nargs="+", help="run: only these checks (env ids; env+variant for a variant)")
-    parser.add_argument("--workers", type=positive_int, default=1, help="run: learning runs at a time")
-    parser.add_argument("--threads", type=positive_int, default=2, help="run: torch threads per run")
-    args = parser.parse_args()
-    check_only(parser, args.only, [check.name for check in CHECKS])
-    if args.command == "run":
-        env = torch_threads_env(args.threads)
-        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, env, args.out / "logs"))
-    if args.command == "cue":
-        if args.checkpoint is None or not args.checkpoint.is_file():
-            parser.error(f"cue needs a run's checkpoint or model file, got {args.checkpoint}")
-        try:
-            print(cue(args.checkpoint, args.episodes, args.seed))
-        except CueError as e:
-            print(f"trxl_memory.py: error: cue: {e}", file=sys.stderr)
-            sys.exit(2)
-        return
-    print(report(args.out))
+    cli = CommandLine(
+        __doc__,
+        "trxl_memory",
+        {
+            "run": queue_command(
+                lambda args: learning_runs(args.out, args.only), lambda args: torch_threads_env(args.threads)
+            ),
+            "report": report_command(report),
+            "cue": lambda args: cue_command(args.checkpoint, args.episodes, args.seed),
+        },
+        only_help="run: only these checks (env ids; env+variant for a variant)",
+    )
+    cli.parser.add_argument("checkpoint", nargs="?", type=Path, help="cue: a MiniGrid run's checkpoint or saved model")
+    cli.count("--episodes", 500, "cue: episodes to play")
+    cli.parser.add_argument("--seed", type=int, default=0, help="cue: seed of the first episode's reset (then +1 each)")
+    cli.count("--workers", 1, "run: learning runs at a time")
+    cli.count("--threads", 2, "run: torch threads per run")
+    cli.run(cli.parse(dict.fromkeys(cli.commands, [check.name for check in CHECKS])))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ Returns are whole games' scores (all lives), on both sides. The runs go through 
 their logged speeds are not used (the runs share the CPUs).
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -44,16 +43,15 @@ sys.path.insert(0, str(REPO))
 
 from benchmark.harness import (  # noqa: E402
     SB3_BASELINES,
+    CommandLine,
     QueuedRun,
     SpeedRun,
-    check_only,
-    one_thread_env,
-    positive_int,
+    queue_command,
     random_policy_means,
     record_random_policy,
     recorded_speeds,
+    report_command,
     result_last_mean,
-    run_queue,
     script,
     speed_rounds,
     summarize_run,
@@ -267,27 +265,25 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["random", "run", "speed", "report"])
-    parser.add_argument("--games", type=positive_int, default=RANDOM_GAMES, help="random: games per Atari game")
-    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "atari_vs_sb3")
-    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch thread each)")
-    parser.add_argument("--only", nargs="+", help="run: only these scripts or env ids; speed: only these speed runs")
-    args = parser.parse_args()
-    if args.command == "run":
-        check_only(parser, args.only, [name for check in CHECKS for name in (check.script, check.env_id)])
-    elif args.command == "speed":
-        check_only(parser, args.only, SPEED_RUNS)
-    if args.command == "random":
-        record_random_policy(args.out, sorted({check.env_id for check in CHECKS}), args.games, random_policy_games)
-    elif args.command == "run":
-        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, one_thread_env(), args.out / "logs"))
-    elif args.command == "speed":
-        runs = {name: speed_run(name) for name in SPEED_RUNS}
-        speed_rounds(args.out, args.rounds, runs, args.only, "atari_vs_sb3.py")
-    else:
-        print(report(args.out))
+    cli = CommandLine(
+        __doc__,
+        "atari_vs_sb3",
+        {
+            "random": lambda args: record_random_policy(
+                args.out, sorted({check.env_id for check in CHECKS}), args.games, random_policy_games
+            ),
+            "run": queue_command(lambda args: learning_runs(args.out, args.only)),
+            "speed": lambda args: speed_rounds(
+                args.out, args.rounds, {name: speed_run(name) for name in SPEED_RUNS}, args.only, "atari_vs_sb3.py"
+            ),
+            "report": report_command(report),
+        },
+        only_help="run: only these scripts or env ids; speed: only these speed runs",
+    )
+    cli.count("--games", RANDOM_GAMES, "random: games per Atari game")
+    cli.count("--rounds", 2, "speed: rounds of every speed run")
+    cli.count("--workers", 2, "run: learning runs at a time (one torch thread each)")
+    cli.run(cli.parse({"run": [name for check in CHECKS for name in (check.script, check.env_id)], "speed": SPEED_RUNS}))
 
 
 if __name__ == "__main__":

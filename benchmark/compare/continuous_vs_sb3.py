@@ -20,7 +20,6 @@ configuration (1000 random steps, then 3000 learning steps; PPO: 8 iterations), 
 alternating, one process at a time. The table's speed columns come from those runs when present.
 """
 
-import argparse
 import json
 import statistics
 import sys
@@ -33,10 +32,11 @@ sys.path.insert(0, str(REPO))
 
 from benchmark.harness import (  # noqa: E402
     SB3_BASELINES,
+    CommandLine,
     QueuedRun,
-    check_only,
     one_thread_env,
-    positive_int,
+    queue_command,
+    report_command,
     run_queue,
     script,
     summarize_run,
@@ -172,25 +172,23 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "speed", "report"])
-    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: alternating rounds per comparison")
-    parser.add_argument("--workers", type=positive_int, default=2, help="run: learning runs at a time (one torch thread each)")
-    parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "continuous_vs_sb3")
-    parser.add_argument(
-        "--only", nargs="+", help="only these scripts, SB3 algorithms or env ids (e.g. sac_continuous_action td3 Hopper-v4)"
+    cli = CommandLine(
+        __doc__,
+        "continuous_vs_sb3",
+        {
+            "run": queue_command(
+                lambda args: learning_runs(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
+            ),
+            "speed": lambda args: run_speed(args.out, args.rounds, args.only),
+            "report": report_command(report),
+        },
+        only_help="only these scripts, SB3 algorithms or env ids (e.g. sac_continuous_action td3 Hopper-v4)",
     )
-    args = parser.parse_args()
+    cli.count("--rounds", 2, "speed: alternating rounds per comparison")
+    cli.count("--workers", 2, "run: learning runs at a time (one torch thread each)")
+    cli.parser.add_argument("--impl", choices=["ours", "sb3", "both"], default="both", help="run: which side's runs to do")
     names = [name for c in COMPARISONS for name in (c.script, c.sb3_algo, c.env_id)]
-    check_only(parser, args.only, names)
-    if args.command == "run":
-        runs = learning_runs(["ours", "sb3"] if args.impl == "both" else [args.impl], args.out, args.only)
-        sys.exit(run_queue(runs, args.workers, one_thread_env(), args.out / "logs"))
-    elif args.command == "speed":
-        run_speed(args.out, args.rounds, args.only)
-    else:
-        print(report(args.out))
+    cli.run(cli.parse(dict.fromkeys(cli.commands, names)))
 
 
 if __name__ == "__main__":

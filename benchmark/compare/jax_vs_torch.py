@@ -17,7 +17,6 @@ published results. Every run uses one CPU thread (torch and XLA), so two at a ti
 machine; the runs go through the project's runner (benchmark/harness.py's queue).
 """
 
-import argparse
 import json
 import os
 import re
@@ -32,10 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmark.harness import (  # noqa: E402
+    CommandLine,
     QueuedRun,
-    check_only,
     one_thread_env,
-    positive_int,
+    queue_command,
+    report_command,
     run_queue,
     script,
     summarize_speed,
@@ -159,23 +159,20 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["speed", "learn", "report"])
-    parser.add_argument("--rounds", type=positive_int, default=2, help="speed: rounds of every speed run")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "jax_vs_torch")
-    parser.add_argument("--workers", type=positive_int, default=2, help="learn: runs at a time (one torch/XLA thread each)")
-    parser.add_argument("--only", nargs="+", help="only these scripts")
-    args = parser.parse_args()
-    if args.command == "speed":
-        check_only(parser, args.only, [name for pair in SPEED_PAIRS for name in (pair.jax, pair.torch)])
-    elif args.command == "learn":
-        check_only(parser, args.only, [check.script for check in LEARNING_CHECKS])
-    if args.command == "speed":
-        run_speed(args.out, args.rounds, args.only)
-    elif args.command == "learn":
-        sys.exit(run_queue(learning_runs(args.out, args.only), args.workers, one_thread_env(), args.out / "logs"))
-    else:
-        print(report(args.out))
+    cli = CommandLine(
+        __doc__,
+        "jax_vs_torch",
+        {
+            "speed": lambda args: run_speed(args.out, args.rounds, args.only),
+            "learn": queue_command(lambda args: learning_runs(args.out, args.only)),
+            "report": report_command(report),
+        },
+        only_help="only these scripts",
+    )
+    cli.count("--rounds", 2, "speed: rounds of every speed run")
+    cli.count("--workers", 2, "learn: runs at a time (one torch/XLA thread each)")
+    speed_names = [name for pair in SPEED_PAIRS for name in (pair.jax, pair.torch)]
+    cli.run(cli.parse({"speed": speed_names, "learn": [check.script for check in LEARNING_CHECKS]}))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ project's runner, then `cleanrl_utils.rlops` with the trick as baseline (`<out>/
 exit 1 on a regression). The checks (LEARNING_CHECKS) are sized for a 2-core machine.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -36,11 +35,11 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmark.harness import (  # noqa: E402
+    CommandLine,
     QueuedRun,
-    check_only,
     newest_run_dir,
     one_thread_env,
-    positive_int,
+    report_command,
     run_queue,
     summarize_run,
     write_result,
@@ -252,6 +251,7 @@ def run_one(case: Case, form: str, workdir: Path) -> float:
 
 
 def run(out: Path, rounds: int, only: list[str] | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     for round_ in range(1, rounds + 1):
         for case in CASES:
             if only and case.script.removesuffix(".py") not in only:
@@ -285,29 +285,28 @@ def report(out: Path) -> str:
     return "\n".join(lines)
 
 
+def list_cases() -> None:
+    for case in CASES:
+        print(f"{case.script}: {case.trick}; the file holds the {case.held_form()} form")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["list", "run", "report", "learn"])
-    parser.add_argument("--rounds", type=positive_int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark_runs" / "textbook_forms")
-    parser.add_argument("--only", nargs="+", help="run/learn: only these files (without .py)")
+    cli = CommandLine(
+        __doc__,
+        "textbook_forms",
+        {
+            "list": lambda args: list_cases(),
+            "run": lambda args: run(args.out, args.rounds, args.only),
+            "report": report_command(report),
+            "learn": lambda args: learn(args.out / "learn", args.seeds, args.only, LEARNING_CHECKS),
+        },
+        only_help="run/learn: only these files (without .py)",
+    )
+    cli.count("--rounds", 3, "run: rounds of both forms")
     # one env per file: rlops needs 6 seeds a side before a comparison can be decided
-    parser.add_argument("--seeds", type=positive_int, default=6, help="learn: seeds per form")
-    args = parser.parse_args()
-    if args.command == "run":
-        check_only(parser, args.only, [case.script.removesuffix(".py") for case in CASES])
-    elif args.command == "learn":
-        check_only(parser, args.only, [script.removesuffix(".py") for script in LEARNING_CHECKS])
-    if args.command == "list":
-        for case in CASES:
-            print(f"{case.script}: {case.trick}; the file holds the {case.held_form()} form")
-    elif args.command == "run":
-        args.out.mkdir(parents=True, exist_ok=True)
-        run(args.out, args.rounds, args.only)
-    elif args.command == "learn":
-        sys.exit(learn(args.out / "learn", args.seeds, args.only, LEARNING_CHECKS))
-    else:
-        print(report(args.out))
+    cli.count("--seeds", 6, "learn: seeds per form")
+    cases = [case.script.removesuffix(".py") for case in CASES]
+    cli.run(cli.parse({"run": cases, "learn": [script.removesuffix(".py") for script in LEARNING_CHECKS]}))
 
 
 if __name__ == "__main__":
