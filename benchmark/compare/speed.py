@@ -82,7 +82,13 @@ CASES = (
     Case("sac", "sac_continuous_action", "Hopper-v4", 6_000, OFF_POLICY, "sac", OFF_POLICY, 1.15, 1.3),
     Case("dqn_atari", "dqn_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN, "dqn_atari", ATARI_DQN),
     Case("ppo_atari", "ppo_atari", "BreakoutNoFrameskip-v4", 20_480, sb3_algo="ppo_atari", base_bar=1.25),
+    # the other Atari torch files took the same frames: ours against base only (`--only` them)
+    Case("c51_atari", "c51_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN),
+    Case("rainbow_atari", "rainbow_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN),
+    Case("sac_atari", "sac_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN),
+    Case("ppo_atari_lstm", "ppo_atari_lstm", "BreakoutNoFrameskip-v4", 20_480),
 )
+DEFAULT_CASES = ("ppo", "dqn", "ppo_continuous_action", "ddpg", "td3", "sac", "dqn_atari", "ppo_atari")
 
 
 class RunFailed(Exception):
@@ -213,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ours", type=Path, default=REPO, help="the tree whose files are ours (default: this one)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every budget by this (a quick look: 0.1)")
     parser.add_argument("--rounds", type=positive_int, default=3, help="alternating rounds; medians are reported")
-    parser.add_argument("--only", nargs="+", metavar="CASE", help="these cases (default: all)")
+    parser.add_argument("--only", nargs="+", metavar="CASE", help="these cases (default: the flagship ones)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which sides to run")
     parser.add_argument(
         "--out", type=Path, default=REPO / "benchmark" / "results" / "speed", help="writes OUT.json and OUT.md"
@@ -237,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale <= 0:
         parser.error(f"--scale must be positive, got {args.scale:g}")
     trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale)
-    cases = [case for case in CASES if not args.only or case.name in args.only]
+    cases = [case for case in CASES if case.name in (args.only or DEFAULT_CASES)]
     record = {
         "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "ours_commit": tree_commit(args.ours, MEASURED_CODE),
