@@ -17,6 +17,8 @@ into [-5, 2]).
 import argparse
 import json
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -26,187 +28,159 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
-from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize
 
 from cleanrl_utils import atomic
 
 
-def ppo_model(env_id: str, seed: int) -> PPO:
-    """ppo.py's defaults: 4 envs x 128 steps, 4 minibatches, 4 epochs, lr 2.5e-4 annealed, 64-64 tanh MLPs."""
-    env = make_vec_env(env_id, n_envs=4, seed=seed)
-    return PPO(
-        "MlpPolicy",
-        env,
-        learning_rate=lambda progress_remaining: 2.5e-4 * progress_remaining,
-        n_steps=128,
-        batch_size=128,
-        n_epochs=4,
-        gamma=0.99,
-        gae_lambda=0.95,
-        clip_range=0.2,
-        clip_range_vf=0.2,
-        normalize_advantage=True,
-        ent_coef=0.01,
-        vf_coef=0.5,
-        max_grad_norm=0.5,
-        policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=torch.nn.Tanh),
-        seed=seed,
-        device="cpu",
-    )
+def vec_env(n_envs: int) -> Callable[[str, int], VecEnv]:
+    """`n_envs` copies of a Gymnasium env, each under SB3's Monitor (which records the episodes' returns)."""
+    return lambda env_id, seed: make_vec_env(env_id, n_envs=n_envs, seed=seed)
 
 
-def dqn_model(env_id: str, seed: int) -> DQN:
-    """dqn.py's defaults: 120-84 ReLU MLP, buffer 10k, batch 128, train every 10 steps, target sync every 500."""
-    env = make_vec_env(env_id, n_envs=1, seed=seed)
-    return DQN(
-        "MlpPolicy",
-        env,
-        learning_rate=2.5e-4,
-        buffer_size=10000,
-        learning_starts=10000,
-        batch_size=128,
-        tau=1.0,
-        gamma=0.99,
-        train_freq=10,
-        gradient_steps=1,
-        target_update_interval=500,
-        exploration_fraction=0.5,
-        exploration_initial_eps=1.0,
-        exploration_final_eps=0.05,
-        max_grad_norm=1e10,
-        policy_kwargs=dict(net_arch=[120, 84]),
-        seed=seed,
-        device="cpu",
-    )
+def normalized_env(env_id: str, seed: int) -> VecEnv:
+    """One env with observations and rewards normalised and clipped at 10, as ppo_continuous_action.py does."""
+    return VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.99, clip_obs=10.0, clip_reward=10.0)
 
 
-def ppo_continuous_model(env_id: str, seed: int) -> PPO:
-    """ppo_continuous_action.py's defaults: 1 env x 2048 steps, 32 minibatches, 10 epochs, lr 3e-4 annealed,
-    64-64 tanh MLPs, observations and rewards normalised and clipped at 10."""
-    env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.99, clip_obs=10.0, clip_reward=10.0)
-    return PPO(
-        "MlpPolicy",
-        env,
-        learning_rate=lambda progress_remaining: 3e-4 * progress_remaining,
-        n_steps=2048,
-        batch_size=64,
-        n_epochs=10,
-        gamma=0.99,
-        gae_lambda=0.95,
-        clip_range=0.2,
-        clip_range_vf=0.2,
-        normalize_advantage=True,
-        ent_coef=0.0,
-        vf_coef=0.5,
-        max_grad_norm=0.5,
-        policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=torch.nn.Tanh),
-        seed=seed,
-        device="cpu",
-    )
+def atari_env(n_envs: int) -> Callable[[str, int], VecEnv]:
+    """`n_envs` Atari games under SB3's AtariWrapper (noop reset, max-and-skip 4, a lost life ends the learning
+    episode, fire reset, reward sign: what ours do), 4 frames stacked. Its Monitor sits below the wrapper, so the
+    returns it records are whole games' scores, as ours are."""
+
+    def make(env_id: str, seed: int) -> VecEnv:
+        import ale_py
+        import gymnasium as gym
+
+        gym.register_envs(ale_py)
+        return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), n_stack=4)
+
+    return make
 
 
-def ppo_atari_model(env_id: str, seed: int) -> PPO:
-    """ppo_atari.py's defaults: 8 envs x 128 steps, 4 minibatches, 4 epochs, lr 2.5e-4 annealed, clip 0.1 (values
-    too), Nature CNN on 4 stacked 84x84 gray frames scaled to [0, 1]. SB3's AtariWrapper does what ours does (noop
-    reset, max-and-skip 4, a lost life ends the learning episode, fire reset, reward sign); its Monitor sits below
-    it, so the returns it records are whole games' scores, as ours are."""
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    env = VecFrameStack(make_atari_env(env_id, n_envs=8, seed=seed), n_stack=4)
-    return PPO(
-        "CnnPolicy",
-        env,
-        learning_rate=lambda progress_remaining: 2.5e-4 * progress_remaining,
-        n_steps=128,
-        batch_size=256,
-        n_epochs=4,
-        gamma=0.99,
-        gae_lambda=0.95,
-        clip_range=0.1,
-        clip_range_vf=0.1,
-        normalize_advantage=True,
-        ent_coef=0.01,
-        vf_coef=0.5,
-        max_grad_norm=0.5,
-        seed=seed,
-        device="cpu",
-    )
+def annealed(learning_rate: float) -> Callable[[float], float]:
+    """A learning rate annealed linearly to 0 over the run (SB3 passes the share of the run still to go)."""
+    return lambda progress_remaining: learning_rate * progress_remaining
 
 
-def dqn_atari_model(env_id: str, seed: int, learning_starts: int, buffer_size: int) -> DQN:
-    """dqn_atari.py's defaults: Nature CNN on 4 stacked 84x84 gray frames, lr 1e-4, batch 32, a gradient step every
-    4th step, target copied every 1000, epsilon from 1 to 0.01 over the first 10% of the budget, the same Atari
-    wrappers as ppo_atari_model's."""
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    return DQN(
-        "CnnPolicy",
-        VecFrameStack(make_atari_env(env_id, n_envs=1, seed=seed), n_stack=4),
-        learning_rate=1e-4,
-        buffer_size=buffer_size,
-        learning_starts=learning_starts,
-        batch_size=32,
-        tau=1.0,
-        gamma=0.99,
-        train_freq=4,
-        gradient_steps=1,
-        target_update_interval=1000,
-        exploration_fraction=0.1,
-        exploration_initial_eps=1.0,
-        exploration_final_eps=0.01,
-        max_grad_norm=1e10,
-        seed=seed,
-        device="cpu",
-    )
+def gaussian_action_noise(env: VecEnv) -> dict:
+    """Exploration noise of 0.1 of the (normalised) half-range, as our TD3 and DDPG add."""
+    n_actions = env.action_space.shape[0]
+    return {"action_noise": NormalActionNoise(mean=np.zeros(n_actions), sigma=0.1 * np.ones(n_actions))}
 
 
-def off_policy_kwargs(env_id: str, seed: int, learning_starts: int) -> dict:
-    """What SB3's SAC/TD3/DDPG share with ours: buffer 1e6, batch 256, tau 0.005, gamma 0.99, 256-256 MLPs."""
-    return dict(
-        env=make_vec_env(env_id, n_envs=1, seed=seed),
-        buffer_size=1_000_000,
-        learning_starts=learning_starts,
-        batch_size=256,
-        tau=0.005,
-        gamma=0.99,
-        train_freq=1,
-        gradient_steps=1,
-        seed=seed,
-        device="cpu",
-    )
+def build(algo: type[BaseAlgorithm], settings: NamedTuple, env_id: str, seed: int, **fixed: object) -> BaseAlgorithm:
+    """`algo` on the CPU with `settings`' fields as its keyword arguments (`env` made for `env_id` and `seed`,
+    `per_env` giving those that depend on it), overridden by `fixed`."""
+    own = settings._asdict()
+    env = own.pop("env")(env_id, seed)
+    per_env = own.pop("per_env", None)
+    kwargs = own | (per_env(env) if per_env else {}) | fixed
+    return algo(kwargs.pop("policy"), env, seed=seed, device="cpu", **kwargs)
 
 
-def sac_model(env_id: str, seed: int, learning_starts: int) -> SAC:
-    """sac_continuous_action.py: twin critics, automatic entropy tuning (alpha starts at 1), target entropy -dim(A)."""
-    return SAC(
-        "MlpPolicy",
-        learning_rate=3e-4,
-        ent_coef="auto_1.0",
-        target_update_interval=1,
-        policy_kwargs=dict(net_arch=[256, 256]),
-        **off_policy_kwargs(env_id, seed, learning_starts),
-    )
+def given(learning_starts: int | None, buffer_size: int | None) -> dict:
+    """--learning-starts and --buffer-size where given, over an off-policy baseline's defaults."""
+    pairs = (("learning_starts", learning_starts), ("buffer_size", buffer_size))
+    return {name: value for name, value in pairs if value is not None}
 
 
-def td3_model(env_id: str, seed: int, learning_starts: int, ddpg: bool = False) -> TD3:
-    """td3_continuous_action.py (or, with `ddpg`, ddpg_continuous_action.py: one critic, no target smoothing),
-    Gaussian exploration noise 0.1 of the half-range, actor and targets updated every 2nd critic update."""
-    kwargs = off_policy_kwargs(env_id, seed, learning_starts)
-    n_actions = kwargs["env"].action_space.shape[0]
-    return TD3(
-        "MlpPolicy",
-        learning_rate=3e-4,
-        action_noise=NormalActionNoise(mean=np.zeros(n_actions), sigma=0.1 * np.ones(n_actions)),
-        policy_delay=2,
-        target_policy_noise=0.0 if ddpg else 0.2,
-        target_noise_clip=0.0 if ddpg else 0.5,
-        policy_kwargs=dict(net_arch=[256, 256], n_critics=1 if ddpg else 2),
-        **kwargs,
-    )
+TANH_64_64 = dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=torch.nn.Tanh)
+
+
+class PPOSettings(NamedTuple):
+    """A PPO file's defaults in SB3's names; all share GAE(0.99, 0.95), normalised advantages, value coefficient
+    0.5, gradient norm 0.5, the learning rate annealed to 0 and the value change clipped like the ratio."""
+
+    env: Callable[[str, int], VecEnv]
+    learning_rate: float
+    n_steps: int  # per env and rollout
+    batch_size: int  # the minibatch
+    n_epochs: int
+    clip_range: float
+    ent_coef: float
+    policy: str = "MlpPolicy"  # CnnPolicy: the Nature CNN on frames scaled to [0, 1]
+    policy_kwargs: dict | None = TANH_64_64
+
+    def model(self, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
+        annealing = dict(learning_rate=annealed(self.learning_rate), clip_range_vf=self.clip_range)
+        shared = dict(gamma=0.99, gae_lambda=0.95, normalize_advantage=True, vf_coef=0.5, max_grad_norm=0.5)
+        return build(PPO, self, env_id, seed, **shared, **annealing)
+
+
+class DQNSettings(NamedTuple):
+    """A DQN file's defaults in SB3's names; all share gamma 0.99, hard target copies, epsilon from 1, one gradient
+    step per update and no gradient clipping (SB3 always clips: a huge threshold)."""
+
+    env: Callable[[str, int], VecEnv]
+    learning_rate: float
+    buffer_size: int
+    learning_starts: int
+    batch_size: int
+    train_freq: int  # a gradient step every this many steps
+    target_update_interval: int
+    exploration_fraction: float  # of the budget over which epsilon falls to its final value
+    exploration_final_eps: float
+    policy: str = "MlpPolicy"  # CnnPolicy: the Nature CNN
+    policy_kwargs: dict | None = None
+
+    def model(self, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
+        shared = dict(tau=1.0, gamma=0.99, gradient_steps=1, exploration_initial_eps=1.0, max_grad_norm=1e10)
+        return build(DQN, self, env_id, seed, **shared, **given(learning_starts, buffer_size))
+
+
+# what SAC, TD3 and DDPG share: buffer 1e6, batch 256, tau 0.005, gamma 0.99, an update every step, lr 3e-4
+OFF_POLICY = dict(
+    buffer_size=1_000_000, batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, learning_rate=3e-4
+)
+
+
+class SACSettings(NamedTuple):
+    """sac_continuous_action.py's defaults in SB3's names: twin critics, automatic entropy tuning (alpha starts at 1,
+    target entropy -dim(A))."""
+
+    learning_starts: int = 5000
+    ent_coef: str = "auto_1.0"
+    target_update_interval: int = 1
+    policy_kwargs: dict = dict(net_arch=[256, 256])
+    env: Callable[[str, int], VecEnv] = vec_env(1)
+    policy: str = "MlpPolicy"
+
+    def model(self, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
+        return build(SAC, self, env_id, seed, **(OFF_POLICY | given(learning_starts, buffer_size)))
+
+
+class TD3Settings(NamedTuple):
+    """td3_continuous_action.py's defaults in SB3's names (ddpg_continuous_action.py's: one critic, no target
+    smoothing): Gaussian exploration noise, actor and targets updated every 2nd critic update."""
+
+    policy_kwargs: dict = dict(net_arch=[256, 256], n_critics=2)
+    target_policy_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    learning_starts: int = 25000
+    policy_delay: int = 2
+    per_env: Callable[[VecEnv], dict] = gaussian_action_noise
+    env: Callable[[str, int], VecEnv] = vec_env(1)
+    policy: str = "MlpPolicy"
+
+    def model(self, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
+        return build(TD3, self, env_id, seed, **(OFF_POLICY | given(learning_starts, buffer_size)))
+
+
+BASELINES: dict[str, PPOSettings | DQNSettings | SACSettings | TD3Settings] = {
+    "ppo": PPOSettings(vec_env(4), 2.5e-4, n_steps=128, batch_size=128, n_epochs=4, clip_range=0.2, ent_coef=0.01),
+    "ppo_continuous": PPOSettings(
+        normalized_env, 3e-4, n_steps=2048, batch_size=64, n_epochs=10, clip_range=0.2, ent_coef=0.0
+    ),
+    "ppo_atari": PPOSettings(
+        atari_env(8), 2.5e-4, 128, 256, 4, clip_range=0.1, ent_coef=0.01, policy="CnnPolicy", policy_kwargs=None
+    ),
+    "dqn": DQNSettings(vec_env(1), 2.5e-4, 10_000, 10_000, 128, 10, 500, 0.5, 0.05, policy_kwargs=dict(net_arch=[120, 84])),
+    "dqn_atari": DQNSettings(atari_env(1), 1e-4, 1_000_000, 80_000, 32, 4, 1000, 0.1, 0.01, policy="CnnPolicy"),
+    "sac": SACSettings(),
+    "td3": TD3Settings(),
+    "ddpg": TD3Settings(dict(net_arch=[256, 256], n_critics=1), target_policy_noise=0.0, target_noise_clip=0.0),
+}
 
 
 class EpisodeReturns(BaseCallback):
@@ -222,28 +196,19 @@ class EpisodeReturns(BaseCallback):
 
 
 def make_model(algo: str, env_id: str, seed: int, learning_starts: int | None, buffer_size: int | None) -> BaseAlgorithm:
-    if algo == "dqn_atari":
-        starts = learning_starts if learning_starts is not None else 80000
-        return dqn_atari_model(env_id, seed, starts, buffer_size or 1_000_000)
-    if algo in ("ppo", "dqn"):
-        return ppo_model(env_id, seed) if algo == "ppo" else dqn_model(env_id, seed)
-    if algo == "ppo_continuous":
-        return ppo_continuous_model(env_id, seed)
-    if algo == "ppo_atari":
-        return ppo_atari_model(env_id, seed)
-    starts = learning_starts if learning_starts is not None else (5000 if algo == "sac" else 25000)
-    return sac_model(env_id, seed, starts) if algo == "sac" else td3_model(env_id, seed, starts, ddpg=algo == "ddpg")
+    """The baseline `algo` on `env_id`; an off-policy one with `learning_starts` and `buffer_size` (None: ours' default)."""
+    return BASELINES[algo].model(env_id, seed, learning_starts, buffer_size)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("algo", choices=["ppo", "dqn", "ppo_continuous", "ppo_atari", "dqn_atari", "sac", "td3", "ddpg"])
+    parser.add_argument("algo", choices=list(BASELINES))
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--total-timesteps", type=int, default=500000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave torch's default)")
     parser.add_argument("--learning-starts", type=int, default=None, help="off-policy: steps before learning (ours' default)")
-    parser.add_argument("--buffer-size", type=int, default=None, help="dqn_atari: replay capacity (ours' default)")
+    parser.add_argument("--buffer-size", type=int, default=None, help="off-policy: replay capacity (ours' default)")
     parser.add_argument("--json", default=None, help="write {sps, episodic_returns, ...} to this file")
     args = parser.parse_args()
     if args.threads > 0:
