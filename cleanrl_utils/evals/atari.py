@@ -13,63 +13,40 @@ game in `info["episode"]`, below the life and reward-clipping wrappers. So a ret
 ends, and it is the game's score, not one life's clipped rewards.
 """
 
-from collections.abc import Callable
-
+import gymnasium as gym
 import numpy as np
 import torch
 
 from cleanrl_utils.evals.common import (
+    EvalRun,
+    QValues,
+    evaluator,
     final_info_returns,
     load_distributional,
-    make_eval_env,
-    make_eval_vector_env,
     on_numpy,
-    read_model_file,
-    single_env_returns,
-    vector_env_returns,
+    q_value_evaluator,
     vector_env_returns_with_memory,
-    whole_game_returns,
-    with_weights,
 )
 
 
-def evaluate_ppo(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@evaluator
+def evaluate_ppo(run: EvalRun) -> list[float]:
     """Play a saved PPO Atari agent, sampling its actions; the sub-env's own statistics count the games
     (`final_info_returns`), not statistics around the vector env."""
-    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video, episode_statistics=False)
-    agent = with_weights(Model(envs), read_model_file(model_path, device), device)
-    act = on_numpy(lambda x: agent.act(x)[0], device)
-    return vector_env_returns(envs, act, eval_episodes, seed, returns=final_info_returns)
+    envs = run.vector_env(episode_statistics=False)
+    agent = run.torch_model(envs)
+    return run.returns(envs, on_numpy(lambda x: agent.act(x)[0], run.device), returns=final_info_returns)
 
 
-def evaluate_ppo_lstm(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@evaluator
+def evaluate_ppo_lstm(run: EvalRun) -> list[float]:
     """Play a saved `ppo_atari_lstm.py` agent, its memory carried from step to step.
 
     The LSTM state returned by one step is fed to the next, and zeroed after each episode end as in training
     (each lost life, with these env factories).
     """
-    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video, episode_statistics=False)
-    agent = with_weights(Model(envs), read_model_file(model_path, device), device)
+    envs = run.vector_env(episode_statistics=False)
+    agent, device = run.torch_model(envs), run.device
     lstm_state = agent.initial_state(1, device)
 
     def act(obs: np.ndarray, ended: np.ndarray) -> np.ndarray:
@@ -79,40 +56,18 @@ def evaluate_ppo_lstm(
             action, _, _, lstm_state = agent.act(torch.as_tensor(obs, device=device), lstm_state, start)
         return action.cpu().numpy()
 
-    return vector_env_returns_with_memory(envs, act, eval_episodes, seed, returns=final_info_returns)
+    return vector_env_returns_with_memory(envs, act, run.eval_episodes, run.seed, returns=final_info_returns)
 
 
-def evaluate_dqn(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    epsilon: float = 0.05,
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@q_value_evaluator("whole games")
+def evaluate_dqn(run: EvalRun, env: gym.Env) -> QValues:
     """Play a Q-network saved as a plain state_dict (`dqn_atari.py`, the QDagger student with its IMPALA CNN
     as `Model`), epsilon-greedy."""
-    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
-    model = with_weights(Model(env), read_model_file(model_path, device), device)
-    return whole_game_returns(env, on_numpy(model, device), epsilon, eval_episodes, seed)
+    return on_numpy(run.torch_model(env), run.device)
 
 
-def evaluate_distributional(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    epsilon: float = 0.01,
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@q_value_evaluator("whole games", epsilon=0.01)
+def evaluate_distributional(run: EvalRun, env: gym.Env) -> QValues:
     """Play a saved `c51_atari.py` or `rainbow_atari.py` model, epsilon-greedy on its Q-values (the means of its
     distributions).
 
@@ -120,31 +75,18 @@ def evaluate_distributional(
     network is in eval mode, so Rainbow's noisy layers play their means; its script passes a small `epsilon`
     so that a deterministic policy cannot stall a game.
     """
-    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
-    model = load_distributional(model_path, env, Model, device)
-    return whole_game_returns(env, on_numpy(model, device), epsilon, eval_episodes, seed)
+    return on_numpy(load_distributional(run.model_path, env, run.Model, run.device), run.device)
 
 
-def evaluate_sac(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    capture_video: bool = True,
-    seed: int = 0,
-    deterministic: bool = False,
-) -> list[float]:
+@evaluator
+def evaluate_sac(run: EvalRun, deterministic: bool = False) -> list[float]:
     """Play a saved `sac_atari.py` actor, sampling from the policy (`deterministic=True`: its argmax).
 
     The file is a dict {"actor": state_dict, "qf1": ..., "qf2": ...}; only the actor is needed to act. Discrete
     SAC learns a stochastic policy whose entropy is held near a target, so by default the evaluation samples.
     """
-    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
-    saved = read_model_file(model_path, device, {"actor"}, "holds no actor weights (saved by sac_atari.py?)")
-    actor = with_weights(Model(env), saved["actor"], device)
-    torch.manual_seed(seed)  # the sampled actions
-    policy = on_numpy(lambda x: actor(x).argmax(-1) if deterministic else actor.get_action(x)[0], device)
-    return single_env_returns(env, lambda obs: policy(obs[None]).item(), eval_episodes, seed, whole_games=True)
+    env = run.env()
+    actor = run.torch_model(env, "actor", "holds no actor weights (saved by sac_atari.py?)")
+    torch.manual_seed(run.seed)  # the sampled actions
+    policy = on_numpy(lambda x: actor(x).argmax(-1) if deterministic else actor.get_action(x)[0], run.device)
+    return run.returns(env, lambda obs: policy(obs[None]).item(), whole_games=True)

@@ -1,15 +1,18 @@
-"""What every evaluator family shares, each written once: env construction, episode loops, action rules, and
-reading the model files of the PyTorch scripts.
+"""What every evaluator family shares, each written once: the calling convention, env construction, episode
+loops, action rules, and reading the model files of the PyTorch scripts.
 
 An evaluator only says which of these its algorithm uses: how its env is made, how its model file is read and
-how its policy acts. The rest (seeding, counting returns, Atari whole games, closing the env) is here, so a fix
-to any of it reaches every algorithm.
+how its policy acts. The rest (the arguments, seeding, counting returns, Atari whole games, closing the env) is
+here, so a fix to any of it reaches every algorithm.
 """
 
+import functools
+import inspect
 import random
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -211,3 +214,121 @@ def load_distributional(
     saved = read_model_file(model_path, device, {"model_weights"}, not_it)
     support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
     return with_weights(Model(env, **support), saved["model_weights"], device)
+
+
+# ---------------------------------------------------------------- the calling convention
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """The arguments of one evaluation, as the functions that `evaluator` and `q_value_evaluator` wrap receive them."""
+
+    model_path: str
+    make_env: Callable
+    env_id: str
+    eval_episodes: int
+    run_name: str
+    Model: type
+    device: Any
+    capture_video: bool
+    seed: int
+
+    def env(self) -> gym.Env:
+        """One env of the script's single-env factory (`make_eval_env`)."""
+        return make_eval_env(self.make_env, self.env_id, self.run_name, self.capture_video, self.seed)
+
+    def vector_env(self, *env_args: Any, episode_statistics: bool = True) -> gym.vector.VectorEnv:
+        """One sub-env of the script's vector-env factory (`make_eval_vector_env`)."""
+        return make_eval_vector_env(
+            self.make_env, self.env_id, self.run_name, self.capture_video, *env_args, episode_statistics=episode_statistics
+        )
+
+    def torch_model(self, env: gym.Env | gym.vector.VectorEnv, part: str | None = None, not_it: str = "") -> torch.nn.Module:
+        """`Model(env)` with the weights of the model file (with `part`: of its entry `part`, else ValueError
+        "`model_path` `not_it`"); `env` is closed if that fails."""
+        with closed_on_error(env):
+            saved = read_model_file(self.model_path, self.device, {part} if part else (), not_it)
+            return with_weights(self.Model(env), saved[part] if part else saved, self.device)
+
+    def returns(self, env: gym.Env | gym.vector.VectorEnv, act: Act, **loop_options: Any) -> list[float]:
+        """The returns of `act` played on `env` (one env or a vector env) for `eval_episodes` episodes."""
+        loop = vector_env_returns if isinstance(env, gym.vector.VectorEnv) else single_env_returns
+        return loop(env, act, self.eval_episodes, self.seed, **loop_options)
+
+
+def named_after(evaluate: Callable, play: Callable) -> Callable[..., list[float]]:
+    """`evaluate` under the name and docstring of the function it wraps, keeping its own arguments and annotations
+    (the ones the scripts pass), which `help()` shows."""
+    functools.update_wrapper(evaluate, play, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
+    del evaluate.__wrapped__
+    return evaluate
+
+
+def evaluator(play: Callable[..., list[float]]) -> Callable[..., list[float]]:
+    """The evaluator of the scripts whose policy acts without epsilon: `play(run: EvalRun, **options)` says what
+    differs, and the evaluator takes the arguments the scripts pass, in their order, then `options` by name."""
+
+    def evaluate(
+        model_path: str,
+        make_env: Callable,
+        env_id: str,
+        eval_episodes: int,
+        run_name: str,
+        Model: type,
+        device: torch.device | str | None = "cpu",
+        capture_video: bool = True,
+        seed: int = 0,
+        **options: Any,
+    ) -> list[float]:
+        run = EvalRun(model_path, make_env, env_id, eval_episodes, run_name, Model, device, capture_video, seed)
+        return play(run, **options)
+
+    # the signature shows `play`'s own options by name in the place of **options
+    common = list(inspect.signature(evaluate).parameters.values())[:-1]
+    options = [p.replace(kind=p.KEYWORD_ONLY) for p in list(inspect.signature(play).parameters.values())[1:]]
+    evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=common + options)
+    return named_after(evaluate, play)
+
+
+QValues = Callable[[np.ndarray], Any]
+"""A network's Q-values (array-like, last axis the actions) for an observation: a torch one through `on_numpy`,
+or a jitted JAX function."""
+
+
+def q_value_evaluator(
+    episodes: Literal["single env", "whole games", "vector env"] = "single env", epsilon: float = 0.05
+) -> Callable[[Callable[[EvalRun, Any], QValues]], Callable[..., list[float]]]:
+    """Decorates `q_values(run, env) -> QValues`, which reads the model file, into the epsilon-greedy evaluator of
+    its scripts. They pass `epsilon` (default `epsilon`) in the place where the others pass `capture_video`.
+
+    `episodes`: "single env" (the script's single-env factory), "whole games" (the same, counting whole Atari
+    games, see `single_env_returns`) or "vector env" (one sub-env of its vector-env factory, which the network
+    reads its spaces from).
+    """
+    default_epsilon = epsilon
+
+    def decorate(q_values: Callable[[EvalRun, Any], QValues]) -> Callable[..., list[float]]:
+        def evaluate(
+            model_path: str,
+            make_env: Callable,
+            env_id: str,
+            eval_episodes: int,
+            run_name: str,
+            Model: type,
+            device: torch.device | str | None = "cpu",
+            epsilon: float = default_epsilon,
+            capture_video: bool = True,
+            seed: int = 0,
+        ) -> list[float]:
+            run = EvalRun(model_path, make_env, env_id, eval_episodes, run_name, Model, device, capture_video, seed)
+            env = run.vector_env() if episodes == "vector env" else run.env()
+            env.action_space.seed(seed)  # epsilon's random actions (`run.env()` seeded them already: the same draws)
+            with closed_on_error(env):
+                values = q_values(run, env)
+            if episodes == "whole games":
+                return whole_game_returns(env, values, epsilon, eval_episodes, seed)
+            return run.returns(env, epsilon_greedy_fn(values, env.action_space, epsilon))
+
+        return named_after(evaluate, q_values)
+
+    return decorate

@@ -10,93 +10,42 @@
 Each takes the script's network class and env factory as arguments and imports no algorithm file.
 """
 
-from collections.abc import Callable
-
+import gymnasium as gym
 import torch
 
 from cleanrl_utils.evals.common import (
-    epsilon_greedy,
+    EvalRun,
+    QValues,
+    evaluator,
     load_distributional,
-    make_eval_env,
-    make_eval_vector_env,
     on_numpy,
-    read_model_file,
-    single_env_returns,
-    vector_env_returns,
-    with_weights,
+    q_value_evaluator,
 )
 
 
-def evaluate_ppo(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@evaluator
+def evaluate_ppo(run: EvalRun) -> list[float]:
     """Play a saved `ppo.py` agent, sampling its actions."""
-    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
-    agent = with_weights(Model(envs), read_model_file(model_path, device), device)
-    return vector_env_returns(envs, on_numpy(agent.act, device, torch.float32), eval_episodes, seed)
+    envs = run.vector_env()
+    return run.returns(envs, on_numpy(run.torch_model(envs).act, run.device, torch.float32))
 
 
-def evaluate_dqn(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    epsilon: float = 0.05,
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@q_value_evaluator()
+def evaluate_dqn(run: EvalRun, env: gym.Env) -> QValues:
     """Play a saved `dqn.py` Q-network with epsilon-greedy actions."""
-    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
-    model = with_weights(Model(env), read_model_file(model_path, device), device)
-    return single_env_returns(env, epsilon_greedy(model, env.action_space, epsilon, device), eval_episodes, seed)
+    return on_numpy(run.torch_model(env), run.device, torch.float32)
 
 
-def evaluate_c51(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    epsilon: float = 0.05,
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@q_value_evaluator()
+def evaluate_c51(run: EvalRun, env: gym.Env) -> QValues:
     """Play a saved `c51.py` model, epsilon-greedy on its Q-values (the means of its distributions).
 
     The file holds the training args too: the network's support (n_atoms, v_min, v_max) comes from them.
     """
-    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
-    model = load_distributional(model_path, env, Model, device)
-    return single_env_returns(env, epsilon_greedy(model, env.action_space, epsilon, device), eval_episodes, seed)
+    return on_numpy(load_distributional(run.model_path, env, run.Model, run.device), run.device, torch.float32)
 
 
-def evaluate_pqn(
-    model_path: str,
-    make_env: Callable,
-    env_id: str,
-    eval_episodes: int,
-    run_name: str,
-    Model: type[torch.nn.Module],
-    device: torch.device | str = "cpu",
-    epsilon: float = 0.05,
-    capture_video: bool = True,
-    seed: int = 0,
-) -> list[float]:
+@q_value_evaluator("vector env")
+def evaluate_pqn(run: EvalRun, envs: gym.vector.VectorEnv) -> QValues:
     """Play a saved `pqn.py` Q-network with epsilon-greedy actions (its network reads the vector env's spaces)."""
-    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
-    envs.action_space.seed(seed)
-    model = with_weights(Model(envs), read_model_file(model_path, device), device)
-    return vector_env_returns(envs, epsilon_greedy(model, envs.action_space, epsilon, device), eval_episodes, seed)
+    return on_numpy(run.torch_model(envs), run.device, torch.float32)
