@@ -204,6 +204,20 @@ def measured_at(command: str) -> str:
     return f"Measured at commit {tree_commit()} on {datetime.datetime.now(datetime.UTC).date().isoformat()} with `{command}`"
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table as the reports write them: `header`, its rule, then a line per row (cells as str() gives them)."""
+
+    def line(cells: Sequence[object]) -> str:
+        return f"| {' | '.join(map(str, cells))} |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *map(line, rows)])
+
+
+def speed_cells(rates: list[float]) -> list[str]:
+    """A speed table's cells for rounds of one run: their median, then each round's rate."""
+    return [f"{statistics.median(rates):.0f}", ", ".join(f"{rate:.0f}" for rate in rates)]
+
+
 def write_result(result: Path, summary: dict) -> None:
     """Write a summary as JSON, whole or not at all (temporary file, then rename): its existence means done."""
     atomic.write_text(result, json.dumps(summary))

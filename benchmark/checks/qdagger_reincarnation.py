@@ -84,6 +84,7 @@ from benchmark.harness import (  # noqa: E402
     CommandLine,
     QueuedRun,
     Scalars,
+    markdown_table,
     newest_run_dir,
     one_thread_env,
     report_command,
@@ -352,32 +353,45 @@ def offline_cell(budget: Budget, result: Outcome) -> str:
     return " → ".join(f"{steps(every * (i + 1))}: {mean:.1f}" for i, mean in enumerate(means))
 
 
-def report_row(pair: Pair, result: Outcome) -> str:
+def report_row(pair: Pair, result: Outcome) -> list[str]:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
     # the row's own budget: the student's file runs with more than one
     command = f"`python benchmark/checks/qdagger_reincarnation.py run --only {pair.student} --offline-steps {budget.offline}`"
-    return (
-        f"| {pair.student} ← {pair.teacher} | {pair.env_id} | {TEACHER_STEPS // 1000}k "
-        f"| {steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)} "
-        f"| {', '.join(map(str, result.seeds))} | {result.teacher:.1f} ({result.teacher_training:.1f}) "
-        f"| {offline_cell(budget, result)} | {cell(result.student)} ({cell(result.student_eval)}) "
-        f"| {cell(result.scratch)} | {ratio} | {yes_no(result.reaches_teacher)} | {yes_no(result.beats_scratch)} | {command} |"
-    )
+    return [
+        f"{pair.student} ← {pair.teacher}",
+        pair.env_id,
+        f"{TEACHER_STEPS // 1000}k",
+        f"{steps(budget.teacher_play)} + {steps(budget.offline)} + {steps(budget.online)}",
+        ", ".join(map(str, result.seeds)),
+        f"{result.teacher:.1f} ({result.teacher_training:.1f})",
+        offline_cell(budget, result),
+        f"{cell(result.student)} ({cell(result.student_eval)})",
+        cell(result.scratch),
+        ratio,
+        yes_no(result.reaches_teacher),
+        yes_no(result.beats_scratch),
+        command,
+    ]
 
 
 def report(out: Path) -> str:
-    lines = [
-        f"| student ← teacher | game | teacher steps | student steps: teacher play + offline + online | seeds "
-        f"| teacher: eval (last {LAST_EPISODES} training games) | student after offline phase (long: on the way) "
-        f"| student: last {LAST_EPISODES} (eval) | scratch: last {LAST_EPISODES} | student / teacher "
-        f"| ≥ {OF_TEACHER:g} × teacher | > scratch | command |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    header = [
+        "student ← teacher",
+        "game",
+        "teacher steps",
+        "student steps: teacher play + offline + online",
+        "seeds",
+        f"teacher: eval (last {LAST_EPISODES} training games)",
+        "student after offline phase (long: on the way)",
+        f"student: last {LAST_EPISODES} (eval)",
+        f"scratch: last {LAST_EPISODES}",
+        "student / teacher",
+        f"≥ {OF_TEACHER:g} × teacher",
+        "> scratch",
+        "command",
     ]
-    for pair in PAIRS:
-        if (result := outcome(out, pair)) is not None:
-            lines.append(report_row(pair, result))
-    return "\n".join(lines)
+    return markdown_table(header, [report_row(pair, result) for pair in PAIRS if (result := outcome(out, pair)) is not None])
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ from benchmark.harness import (  # noqa: E402
     CommandLine,
     QueuedRun,
     Scalars,
+    markdown_table,
     queue_command,
     report_command,
     script,
@@ -82,20 +83,17 @@ def learning_runs(out: Path, seeds: list[int]) -> list[QueuedRun]:
 
 def report(out: Path) -> str:
     summaries = [json.loads(p.read_text()) for p in sorted(out.glob("ppo_rnd_envpool__*.json"))]
-    lines = [
-        f"| arm | seed | steps | places per game, last {LAST_GAMES} | places reached in all | rooms reached | games "
-        "| mean game score | SPS |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     per_game: dict[str, list[float]] = {arm: [] for arm in ARMS}
     for s in sorted(summaries, key=lambda s: (list(ARMS).index(s["arm"]), s["seed"])):
         games, places = s["episodic_returns"], s["game_places"][-LAST_GAMES:]
         per_game[s["arm"]].append(statistics.fmean(places))
-        lines.append(
-            f"| {s['arm']} | {s['seed']} | {s['steps'] // 1000}k | {statistics.fmean(places):.1f} "
-            f"| {s['visited_places']:.0f} | {s['visited_rooms']:.0f} | {len(games)} | {statistics.fmean(games):.1f} "
-            f"| {s['sps']:.0f} |"
+        rows.append(
+            [s["arm"], s["seed"], f"{s['steps'] // 1000}k", f"{statistics.fmean(places):.1f}", f"{s['visited_places']:.0f}"]
+            + [f"{s['visited_rooms']:.0f}", len(games), f"{statistics.fmean(games):.1f}", f"{s['sps']:.0f}"]
         )
+    header = ["arm", "seed", "steps", f"places per game, last {LAST_GAMES}", "places reached in all", "rooms reached"]
+    lines = [markdown_table([*header, "games", "mean game score", "SPS"], rows)]
     if all(per_game.values()):
         passes = min(per_game["rnd"]) > max(per_game["no_intrinsic"])
         means = {arm: statistics.fmean(values) for arm, values in per_game.items()}

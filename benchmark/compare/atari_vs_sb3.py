@@ -46,6 +46,7 @@ from benchmark.harness import (  # noqa: E402
     CommandLine,
     QueuedRun,
     SpeedRun,
+    markdown_table,
     queue_command,
     random_policy_means,
     record_random_policy,
@@ -53,6 +54,7 @@ from benchmark.harness import (  # noqa: E402
     report_command,
     result_last_mean,
     script,
+    speed_cells,
     speed_rounds,
     summarize_run,
     torch_threads_env,
@@ -91,21 +93,15 @@ class Check:
 
 # learning from step 20k, epsilon from 1 down over the first 100k of 200k steps
 EPSILON_SCHEDULE = ("--learning-starts", "20000", "--exploration-fraction", "0.5")
+# the same with the target network refreshed every 1k steps (the C51 variants below)
+TARGET_1K = (*EPSILON_SCHEDULE, "--target-network-frequency", "1000")
 CHECKS = [
     Check("ppo_atari", BREAKOUT, 300_000, (1, 2), 3.0, sb3_algo="ppo_atari", of_sb3=0.8),
     Check("dqn_atari", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
     Check("c51_atari", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
     # C51's published target refresh (every 10k steps) gives 18 refreshes in this budget, and its return
     # distributions narrow by only gamma per refresh; dqn_atari.py's default refresh (1k) shows the learning
-    Check(
-        "c51_atari",
-        BREAKOUT,
-        200_000,
-        (1,),
-        2.0,
-        (*EPSILON_SCHEDULE, "--target-network-frequency", "1000"),
-        variant="target1k",
-    ),
+    Check("c51_atari", BREAKOUT, 200_000, (1,), 2.0, TARGET_1K, variant="target1k"),
     # two processes of 4 envs each: the 8 envs and the 300k steps of ppo_atari.py's check
     Check("ppo_atari_multigpu", BREAKOUT, 300_000, (1, 2), 3.0, ("--local-num-envs", "4"), of_ours="ppo_atari", processes=2),
     # the LSTM variant learns more slowly per step than the frame stack; ~90 steps/s on one core: ~90 min, so a
@@ -114,15 +110,7 @@ CHECKS = [
     Check("rainbow_atari", BREAKOUT, 200_000, (1,), 2.0, ("--learning-starts", "20000")),
     # the JAX twins of dqn_atari.py and c51_atari.py: the same checks (their logged SPS sits beside the twin's)
     Check("dqn_atari_jax", BREAKOUT, 200_000, (1,), 2.0, EPSILON_SCHEDULE),
-    Check(
-        "c51_atari_jax",
-        BREAKOUT,
-        200_000,
-        (1,),
-        2.0,
-        (*EPSILON_SCHEDULE, "--target-network-frequency", "1000"),
-        variant="target1k",
-    ),
+    Check("c51_atari_jax", BREAKOUT, 200_000, (1,), 2.0, TARGET_1K, variant="target1k"),
     # ~15 steps/s on one core here: 200k steps take longer than a session, so the run checkpoints
     Check("sac_atari", "BeamRiderNoFrameskip-v4", 200_000, (1,), 2.0, ("--learning-starts", "20000"), checkpoint_every=10_000),
     # BeamRider's sparse rewards left the policy near uniform at 200k. Seaquest, from the published set of
@@ -223,10 +211,7 @@ def speed_run(name: str) -> SpeedRun:
 
 def report(out: Path) -> str:
     random_means = random_policy_means(out)
-    lines = [
-        f"| algorithm | game | steps | seeds | ours: last-{LAST_EPISODES} return | SB3 | random policy | ours / random | passes |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for check in CHECKS:
         ours = [result_last_mean(p, LAST_EPISODES) for s in check.seeds if (p := out / check.result_name("ours", s)).exists()]
         if not ours or check.env_id not in random_means:
@@ -252,16 +237,14 @@ def report(out: Path) -> str:
             noise = statistics.pstdev(theirs)  # the spread the table shows beside the mean
             sb3_cell = f"{check.of_ours}: {mean_std(theirs, 1)}"
             passes = passes and ours_mean >= statistics.fmean(theirs) - noise
-        lines.append(
-            f"| {check.label} | {check.env_id} | {check.total_timesteps // 1000}k | {len(ours)} "
-            f"| {mean_std(ours, 1)} | {sb3_cell} | {random_mean:.2f} | {ours_mean / random_mean:.1f}× "
-            f"| {'yes' if passes else '**no**'} |"
+        rows.append(
+            [check.label, check.env_id, f"{check.total_timesteps // 1000}k", len(ours), mean_std(ours, 1), sb3_cell]
+            + [f"{random_mean:.2f}", f"{ours_mean / random_mean:.1f}×", "yes" if passes else "**no**"]
         )
-    lines += ["", "| speed run (Breakout, 8 iterations of 8 × 128 steps) | SPS, median | rounds |", "|---|---|---|"]
-    for name in SPEED_RUNS:
-        if rates := recorded_speeds(out, name):
-            lines.append(f"| {name} | {statistics.median(rates):.0f} | {', '.join(f'{r:.0f}' for r in rates)} |")
-    return "\n".join(lines)
+    header = ["algorithm", "game", "steps", "seeds", f"ours: last-{LAST_EPISODES} return", "SB3", "random policy"]
+    speed_header = ["speed run (Breakout, 8 iterations of 8 × 128 steps)", "SPS, median", "rounds"]
+    speed_rows = [[name, *speed_cells(rates)] for name in SPEED_RUNS if (rates := recorded_speeds(out, name))]
+    return "\n\n".join([markdown_table([*header, "ours / random", "passes"], rows), markdown_table(speed_header, speed_rows)])
 
 
 def main() -> None:

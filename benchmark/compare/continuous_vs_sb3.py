@@ -34,6 +34,7 @@ from benchmark.harness import (  # noqa: E402
     SB3_BASELINES,
     CommandLine,
     QueuedRun,
+    markdown_table,
     one_thread_env,
     queue_command,
     report_command,
@@ -149,10 +150,7 @@ def load(out: Path, comparison: Comparison, impl: str) -> tuple[list[float], lis
 
 
 def report(out: Path) -> str:
-    lines = [
-        f"| algorithm | env | steps | ours: last-{LAST_EPISODES} return | SB3 | ours ≥ SB3 − 1 sd | ours: median SPS | SB3 | speed-up |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for comparison in COMPARISONS:
         (ours, ours_sps), (sb3, sb3_sps) = load(out, comparison, "ours"), load(out, comparison, "sb3")
         if not ours or not sb3:
@@ -161,14 +159,15 @@ def report(out: Path) -> str:
         quiet_ours, quiet_sb3 = load_speeds(out, comparison, "ours"), load_speeds(out, comparison, "sb3")
         if quiet_ours and quiet_sb3:
             ours_sps, sb3_sps = quiet_ours, quiet_sb3
-        learns = "yes" if ours_mean >= sb3_mean - sb3_sd else "**no**"
-        speed_up = statistics.median(ours_sps) / statistics.median(sb3_sps)
-        lines.append(
-            f"| {comparison.script} | {comparison.env_id} | {comparison.total_timesteps // 1000}k "
-            f"| {mean_std(ours, 1)} ({len(ours)} seeds) | {mean_std(sb3, 1)} ({len(sb3)} seeds) "
-            f"| {learns} | {statistics.median(ours_sps):.0f} | {statistics.median(sb3_sps):.0f} | {speed_up:.2f}× |"
+        ours_median, sb3_median = statistics.median(ours_sps), statistics.median(sb3_sps)
+        rows.append(
+            [comparison.script, comparison.env_id, f"{comparison.total_timesteps // 1000}k"]
+            + [f"{mean_std(ours, 1)} ({len(ours)} seeds)", f"{mean_std(sb3, 1)} ({len(sb3)} seeds)"]
+            + ["yes" if ours_mean >= sb3_mean - sb3_sd else "**no**", f"{ours_median:.0f}", f"{sb3_median:.0f}"]
+            + [f"{ours_median / sb3_median:.2f}×"]
         )
-    return "\n".join(lines)
+    header = ["algorithm", "env", "steps", f"ours: last-{LAST_EPISODES} return", "SB3", "ours ≥ SB3 − 1 sd"]
+    return markdown_table([*header, "ours: median SPS", "SB3", "speed-up"], rows)
 
 
 def main() -> None:

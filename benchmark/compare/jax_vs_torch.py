@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from benchmark.harness import (  # noqa: E402
     CommandLine,
     QueuedRun,
+    markdown_table,
     one_thread_env,
     queue_command,
     report_command,
@@ -122,10 +123,7 @@ def learning_runs(out: Path, only: list[str] | None) -> list[QueuedRun]:
 
 
 def report(out: Path) -> str:
-    lines = [
-        "| JAX file | PyTorch twin | env | steps | JAX SPS (median) | PyTorch SPS | JAX / PyTorch | JAX compile s | PyTorch first-update extra s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    speed_rows = []
     for pair in SPEED_PAIRS:
         jax_runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"speed__{pair.jax}__*.json"))]
         torch_runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"speed__{pair.torch}__*.json"))]
@@ -135,27 +133,30 @@ def report(out: Path) -> str:
         jax_extra, torch_extra = (
             statistics.median(r["first_update_extra_s"] for r in runs) for runs in (jax_runs, torch_runs)
         )
-        lines.append(
-            f"| {pair.jax} | {pair.torch} | {pair.env_id} | {pair.total_timesteps // 1000}k | {jax_sps:.0f} | {torch_sps:.0f} "
-            f"| {jax_sps / torch_sps:.2f}× | {jax_extra:.1f} | {torch_extra:.1f} |"
+        speed_rows.append(
+            [pair.jax, pair.torch, pair.env_id, f"{pair.total_timesteps // 1000}k", f"{jax_sps:.0f}", f"{torch_sps:.0f}"]
+            + [f"{jax_sps / torch_sps:.2f}×", f"{jax_extra:.1f}", f"{torch_extra:.1f}"]
         )
-    lines += [
-        "",
-        f"| file | seeds | best {WINDOW // 1000}k-step window per seed | every seed ≥ {WINDOW_BAR:.0f} | last-100 mean | published |",
-        "|---|---|---|---|---|---|",
-    ]
+    learning_rows = []
     for check in LEARNING_CHECKS:
         runs = [json.loads(p.read_text()) for p in sorted(out.glob(f"learn__{check.script}__*.json"))]
         if not runs:
             continue
         series = [[tuple(point) for point in run["episodic_returns"]] for run in runs]
         windows = [best_window_mean(s, WINDOW)[0] for s in series]
-        lines.append(
-            f"| {check.script} | {len(runs)} | {', '.join(f'{w:.1f}' for w in windows)} "
-            f"| {'yes' if all(w >= WINDOW_BAR for w in windows) else '**no**'} | {mean_std([last_mean(s, 100) for s in series])} "
-            f"| {check.published[0]:.2f} ± {check.published[1]:.2f} |"
+        learning_rows.append(
+            [check.script, len(runs), ", ".join(f"{w:.1f}" for w in windows)]
+            + ["yes" if all(w >= WINDOW_BAR for w in windows) else "**no**", mean_std([last_mean(s, 100) for s in series])]
+            + [f"{check.published[0]:.2f} ± {check.published[1]:.2f}"]
         )
-    return "\n".join(lines)
+    speed_header = ["JAX file", "PyTorch twin", "env", "steps", "JAX SPS (median)", "PyTorch SPS", "JAX / PyTorch"]
+    learning_header = ["file", "seeds", f"best {WINDOW // 1000}k-step window per seed", f"every seed ≥ {WINDOW_BAR:.0f}"]
+    return "\n\n".join(
+        [
+            markdown_table([*speed_header, "JAX compile s", "PyTorch first-update extra s"], speed_rows),
+            markdown_table([*learning_header, "last-100 mean", "published"], learning_rows),
+        ]
+    )
 
 
 def main() -> None:

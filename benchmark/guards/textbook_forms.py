@@ -37,10 +37,12 @@ sys.path.insert(0, str(REPO))
 from benchmark.harness import (  # noqa: E402
     CommandLine,
     QueuedRun,
+    markdown_table,
     newest_run_dir,
     one_thread_env,
     report_command,
     run_queue,
+    speed_cells,
     summarize_run,
     write_result,
 )
@@ -266,23 +268,18 @@ def run(out: Path, rounds: int, only: list[str] | None) -> None:
 
 
 def report(out: Path) -> str:
-    lines = [
-        "| file | trick (vs textbook form) | SPS with the trick, median (rounds) | textbook form | speed-up | keep (≥ 1.10×) |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for case in CASES:
         sps = {form: sorted(out.glob(f"{case.name}__{form}__*.json")) for form in ("trick", "textbook")}
         rates = {form: [json.loads(p.read_text())["sps"] for p in paths] for form, paths in sps.items()}
         if not rates["trick"] or not rates["textbook"]:
             continue  # not measured: no row rather than a made-up one
-        trick, textbook = statistics.median(rates["trick"]), statistics.median(rates["textbook"])
-        ratio = trick / textbook
-        lines.append(
-            f"| {case.script} | {case.trick} | {trick:.0f} ({', '.join(f'{r:.0f}' for r in rates['trick'])}) "
-            f"| {textbook:.0f} ({', '.join(f'{r:.0f}' for r in rates['textbook'])}) | {ratio:.2f}× "
-            f"| {'yes' if ratio >= KEEP_AT else '**no**: use the textbook form'} |"
-        )
-    return "\n".join(lines)
+        trick, textbook = (f"{median} ({rounds})" for median, rounds in (speed_cells(rates[form]) for form in sps))
+        ratio = statistics.median(rates["trick"]) / statistics.median(rates["textbook"])
+        keep = "yes" if ratio >= KEEP_AT else "**no**: use the textbook form"
+        rows.append([case.script, case.trick, trick, textbook, f"{ratio:.2f}×", keep])
+    header = ["file", "trick (vs textbook form)", "SPS with the trick, median (rounds)", "textbook form", "speed-up"]
+    return markdown_table([*header, "keep (≥ 1.10×)"], rows)
 
 
 def list_cases() -> None:
