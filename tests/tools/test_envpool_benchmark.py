@@ -11,6 +11,13 @@ def write_result(path, returns, sps=100.0):
     path.write_text(json.dumps({"sps": sps, "episodic_returns": returns}))
 
 
+def write_rates(out, kind="speed", **rates):
+    """`<kind>__<script>__<round>.json` for each script's rate in each round, as the speed runs write them."""
+    for script, rounds in rates.items():
+        for round_, sps in enumerate(rounds, 1):
+            write_result(out / f"{kind}__{script}__{round_}.json", [], sps=sps)
+
+
 def test_report_applies_three_times_random_to_the_last_20_games(tmp_path):
     from benchmark.checks import envpool_procgen as bench
 
@@ -19,9 +26,7 @@ def test_report_applies_three_times_random_to_the_last_20_games(tmp_path):
     # PPO reaches 3 x random only when the last 20 games count, not the early ones
     write_result(tmp_path / "ours__ppo_atari_envpool__Breakout-v5__1000000__1.json", [0.0] * 30 + [4.5] * 20)
     write_result(tmp_path / "ours__pqn_atari_envpool__Breakout-v5__1000000__1.json", [9.0] * 5 + [4.4] * 20)
-    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=330.0)
-    write_result(tmp_path / "speed__ppo_atari_envpool__2.json", [], sps=310.0)
-    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
+    write_rates(tmp_path, ppo_atari_envpool=[330.0, 310.0], ppo_atari=[200.0])
 
     table = bench.report(tmp_path)
     assert "| ppo_atari_envpool | Breakout-v5 | 1000k | 1 | 4.5 | 1.50 | 3.0× | yes |" in table
@@ -78,11 +83,9 @@ def test_random_policy_scores_whole_games_not_lives():
 def test_report_bounds_the_speedup_by_the_share_of_time_in_the_games(tmp_path):
     from benchmark.checks import envpool_procgen as bench
 
-    write_result(tmp_path / "speed__ppo_atari_envpool__1.json", [], sps=240.0)
-    write_result(tmp_path / "speed__ppo_atari__1.json", [], sps=200.0)
+    write_rates(tmp_path, ppo_atari_envpool=[240.0], ppo_atari=[200.0])
     # ppo_atari.py: 5 ms a step, 1 ms of it in its games (1000 steps/s alone); envpool's games: 0.5 ms
-    write_result(tmp_path / "envonly__ppo_atari__1.json", [], sps=1000.0)
-    write_result(tmp_path / "envonly__ppo_atari_envpool__1.json", [], sps=2000.0)
+    write_rates(tmp_path, "envonly", ppo_atari=[1000.0], ppo_atari_envpool=[2000.0])
     table = bench.report(tmp_path)
     assert "| ppo_atari (BreakoutNoFrameskip-v4) | 1000 | 1000 |" in table
     assert "| ppo_atari_envpool (Breakout-v5) | 2000 | 2000 |" in table
