@@ -172,13 +172,6 @@ def epsilon_greedy_fn(
     return act
 
 
-def epsilon_greedy(
-    q_network: torch.nn.Module, action_space: gym.Space, epsilon: float, device: torch.device | str
-) -> Callable[[np.ndarray], int | np.ndarray]:
-    """`epsilon_greedy_fn` on a PyTorch Q-network of float32 observations."""
-    return epsilon_greedy_fn(on_numpy(q_network, device, torch.float32), action_space, epsilon)
-
-
 def whole_game_returns(
     env: gym.Env, q_values: Callable[[np.ndarray], Any], epsilon: float, eval_episodes: int, seed: int
 ) -> list[float]:
