@@ -17,6 +17,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,19 @@ def one_thread_env() -> dict[str, str]:
 def torch_threads_env(threads: int) -> dict[str, str]:
     """`one_thread_env` with `threads` torch/BLAS threads (2 for one run alone on a 2-core machine)."""
     return one_thread_env() | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
+def one_thread_sps(script: str, args: Sequence[str]) -> float:
+    """The last `charts/SPS` of one run of `cleanrl/<script>.py ARGS` on one torch thread, in a folder of its own.
+
+    A failed run ends the calling study with one line and the run's last stderr."""
+    with tempfile.TemporaryDirectory(prefix=f"{script}-sps-") as tmp:
+        argv = [sys.executable, str(REPO / "cleanrl" / f"{script}.py"), *args]
+        env = torch_threads_env(1) | {"PYTHONPATH": str(REPO)}
+        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"{Path(sys.argv[0]).stem}: error: {script}.py failed:\n{proc.stderr[-2000:]}")
+        return next(read_scalars(d)["charts/SPS"][-1][1] for d in (Path(tmp) / "runs").iterdir())
 
 
 # glibc hands every allocation above 32 MiB straight back to the kernel, so a CNN whose minibatch

@@ -118,9 +118,8 @@ class SoftQNetwork(nn.Module):
 
     def forward(self, x, a):
         x = torch.cat([x, a], 1)
-        # in place: nothing else reads a layer's pre-activation, so ReLU overwrites it instead of copying it
-        x = F.relu(self.fc1(x), inplace=True)
-        x = F.relu(self.fc2(x), inplace=True)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
         return self.fc3(x)
 
 
@@ -141,8 +140,8 @@ class Actor(nn.Module):
         self.register_buffer("action_bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))
 
     def forward(self, x):
-        x = F.relu(self.fc1(x), inplace=True)
-        x = F.relu(self.fc2(x), inplace=True)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
         mean = self.fc_mean(x)
         log_std = torch.tanh(self.fc_logstd(x))
         log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1)  # from (-1, 1) into (-5, 2)

@@ -108,9 +108,8 @@ class QNetwork(nn.Module):
         self.fc3 = nn.Linear(256, 1)
 
     def forward(self, x, a):
-        # in place: nothing else reads a layer's pre-activation, so ReLU overwrites it instead of copying it
-        x = F.relu(self.fc1(torch.cat([x, a], 1)), inplace=True)
-        x = F.relu(self.fc2(x), inplace=True)
+        x = F.relu(self.fc1(torch.cat([x, a], 1)))
+        x = F.relu(self.fc2(x))
         return self.fc3(x).view(-1)
 
 
@@ -131,8 +130,8 @@ class Actor(nn.Module):
         self.register_buffer("action_high", torch.tensor(space.high, dtype=torch.float32), persistent=False)
 
     def forward(self, x):
-        x = F.relu(self.fc1(x), inplace=True)
-        x = F.relu(self.fc2(x), inplace=True)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
         return torch.tanh(self.fc_mu(x)) * self.action_scale + self.action_bias
 
     def explore(self, x, noise):

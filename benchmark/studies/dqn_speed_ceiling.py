@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,25 +30,19 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import measured_at, positive_int, this_command, torch_threads_env  # noqa: E402
+from benchmark.harness import measured_at, one_thread_sps, positive_int, this_command  # noqa: E402
 from cleanrl.dqn import Args, QNetwork, linear_schedule  # noqa: E402
 from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
 
 ENV_ID = "CartPole-v1"
 ACTING_ONLY_TAIL = 200  # the acting-only run learns in its last steps: dqn.py logs its SPS from its updates
 
 
 def run_sps(steps: int, learning_starts: int) -> float:
-    """The last `charts/SPS` of one dqn.py run on one thread, in a folder of its own."""
-    with tempfile.TemporaryDirectory(prefix="dqn-ceiling-") as tmp:
-        argv = [sys.executable, str(REPO / "cleanrl" / "dqn.py"), "--env-id", ENV_ID, "--seed", "1"]
-        argv += ["--total-timesteps", str(steps), "--learning-starts", str(learning_starts)]
-        env = torch_threads_env(1) | {"PYTHONPATH": str(REPO)}
-        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
-        if proc.returncode:
-            raise SystemExit(f"dqn_speed_ceiling: error: dqn.py failed:\n{proc.stderr[-2000:]}")
-        return next(read_scalars(d)["charts/SPS"][-1][1] for d in (Path(tmp) / "runs").iterdir())
+    """The last `charts/SPS` of one dqn.py run on one thread."""
+    return one_thread_sps(
+        "dqn", ["--env-id", ENV_ID, "--seed", "1", "--total-timesteps", str(steps), "--learning-starts", str(learning_starts)]
+    )
 
 
 def seconds_per_call(call, repeats: int = 3000) -> float:

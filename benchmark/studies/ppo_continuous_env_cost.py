@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,21 +27,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmark.harness import markdown_table, measured_at, positive_int, this_command, torch_threads_env  # noqa: E402
+from benchmark.harness import markdown_table, measured_at, one_thread_sps, positive_int, this_command  # noqa: E402
 from cleanrl.ppo_continuous_action import Args, make_vector_env  # noqa: E402
 from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
-
-
-def run_sps(env_id: str, steps: int) -> float:
-    """The last `charts/SPS` of one run of the file, on one thread, in a folder of its own."""
-    with tempfile.TemporaryDirectory(prefix="ppo-env-cost-") as tmp:
-        argv = [sys.executable, str(REPO / "cleanrl" / "ppo_continuous_action.py"), "--env-id", env_id]
-        argv += ["--total-timesteps", str(steps)]
-        proc = subprocess.run(argv, cwd=tmp, env=torch_threads_env(1), capture_output=True, text=True)
-        if proc.returncode:
-            raise SystemExit(f"ppo_continuous_env_cost: error: ppo_continuous_action.py failed:\n{proc.stderr[-2000:]}")
-        return next(read_scalars(d)["charts/SPS"][-1][1] for d in (Path(tmp) / "runs").iterdir())
 
 
 def seconds_per_step(env_id: str, steps: int) -> tuple[float, float]:
@@ -106,7 +92,9 @@ def main() -> int:
         parser.error(f"--steps must be at least one rollout ({Args.num_steps} steps)")
     sps, wrapped, bare = [], [], []
     for round_ in range(options.rounds):
-        sps.append(run_sps(options.env_id, options.steps))
+        sps.append(
+            one_thread_sps("ppo_continuous_action", ["--env-id", options.env_id, "--total-timesteps", str(options.steps)])
+        )
         stack, simulator = seconds_per_step(options.env_id, options.steps)
         wrapped.append(stack)
         bare.append(simulator)
