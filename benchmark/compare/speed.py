@@ -59,10 +59,17 @@ class Case:
     sb3_args: tuple[str, ...] = ()
     base_bar: float | None = None  # ours/base must reach this (the issue's bars)
     sb3_bar: float | None = None
+    teacher: bool = False  # QDagger: both sides learn from one dqn_atari.py model file (Trees.teacher)
 
 
 OFF_POLICY = ("--learning-starts", "1000")
 ATARI_DQN = ("--learning-starts", "1000", "--buffer-size", "20000")
+# QDagger's teacher phases cut short (one scoring game, 1,000 teacher steps, 100 offline updates), so that
+# nearly all of the run is its online phase, whose steps the SPS counts
+QDAGGER = (*ATARI_DQN, "--teacher-eval-episodes", "1", "--teacher-steps", "1000", "--offline-steps", "100")
+# a dqn_atari.py run for the file only: no update, and random play in its 10 scoring games
+TEACHER_RUN = ("--buffer-size", "1000", "--learning-starts", "100", "--total-timesteps", "101", "--start-e", "1")
+TEACHER_RUN += ("--end-e", "1", "--save-model")
 # Cheapest first. Budgets keep a round near 20 minutes on an idle 2-core machine; the off-policy cases
 # learn from step 1000 on, so most of their steps are learning steps.
 CASES = (
@@ -87,6 +94,9 @@ CASES = (
     Case("rainbow_atari", "rainbow_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN),
     Case("sac_atari", "sac_atari", "BreakoutNoFrameskip-v4", 20_000, ATARI_DQN),
     Case("ppo_atari_lstm", "ppo_atari_lstm", "BreakoutNoFrameskip-v4", 20_480),
+    # one process (no torchrun): the same 8 envs as ppo_atari, through the file's own loop
+    Case("ppo_atari_multigpu", "ppo_atari_multigpu", "BreakoutNoFrameskip-v4", 20_480),
+    Case("qdagger_dqn_atari", "qdagger_dqn_atari_impalacnn", "BreakoutNoFrameskip-v4", 20_000, QDAGGER, teacher=True),
 )
 DEFAULT_CASES = ("ppo", "dqn", "ppo_continuous_action", "ddpg", "td3", "sac", "dqn_atari", "ppo_atari")
 
@@ -100,6 +110,7 @@ class Trees:
     ours: Path
     base: Path
     scale: float = 1.0  # of every case's budget
+    teacher: Path | None = None  # the dqn_atari.py model file the QDagger case learns from (make_teacher)
 
 
 def command(case: Case, side: str, trees: Trees, out_json: Path) -> tuple[list[str], dict[str, str]]:
@@ -110,9 +121,24 @@ def command(case: Case, side: str, trees: Trees, out_json: Path) -> tuple[list[s
         argv = [sys.executable, str(SB3_BASELINES), case.sb3_algo, *budget, *case.sb3_args]
         return [*argv, "--json", str(out_json)], os.environ | {"PYTHONPATH": str(REPO)}
     tree = trees.ours if side == "ours" else trees.base
+    if case.teacher:
+        if trees.teacher is None:
+            raise ValueError(f"case {case.name} needs a teacher model file (Trees.teacher)")
+        budget += ["--teacher-model-path", str(trees.teacher)]
     return [sys.executable, str(tree / "cleanrl" / f"{case.script}.py"), *budget, *case.args], os.environ | {
         "PYTHONPATH": str(tree)
     }
+
+
+def make_teacher(ours: Path, folder: Path) -> Path:
+    """A dqn_atari.py model file for the QDagger case, saved by `ours`' dqn_atari.py in `folder`."""
+    argv = [sys.executable, str(ours / "cleanrl" / "dqn_atari.py"), "--env-id", "BreakoutNoFrameskip-v4", *TEACHER_RUN]
+    proc = subprocess.run(argv, cwd=folder, env=os.environ | {"PYTHONPATH": str(ours)}, capture_output=True, text=True)
+    models = sorted(folder.glob("runs/*/dqn_atari.cleanrl_model"))
+    if proc.returncode != 0 or not models:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        raise RunFailed(f"{shlex.join(argv)} (the QDagger teacher) exited with code {proc.returncode}:\n{tail}")
+    return models[0]
 
 
 def measure(case: Case, side: str, trees: Trees) -> dict:
@@ -242,8 +268,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{flag} {tree}: not a checkout of this project (no cleanrl/ folder in it)")
     if args.scale <= 0:
         parser.error(f"--scale must be positive, got {args.scale:g}")
-    trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale)
     cases = [case for case in CASES if case.name in (args.only or DEFAULT_CASES)]
+    teacher_folder = tempfile.TemporaryDirectory(prefix="speed-teacher-")  # removed when the benchmark ends
+    try:
+        teacher = make_teacher(args.ours.resolve(), Path(teacher_folder.name)) if any(c.teacher for c in cases) else None
+    except RunFailed as error:
+        print(f"speed: error: {error}", file=sys.stderr)
+        return 1
+    trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale, teacher)
     record = {
         "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "ours_commit": tree_commit(args.ours, MEASURED_CODE),

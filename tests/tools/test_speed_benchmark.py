@@ -127,6 +127,28 @@ def test_each_side_runs_its_own_trees_file_with_that_trees_utilities(tmp_path):
     assert "--learning-starts" in argv and env["PYTHONPATH"] == str(REPO)
 
 
+def test_the_qdagger_case_gives_both_sides_the_same_teacher_file(tmp_path):
+    (case,) = [case for case in speed.CASES if case.name == "qdagger_dqn_atari"]
+    teacher = tmp_path / "dqn_atari.cleanrl_model"
+    trees = speed.Trees(ours=tmp_path / "ours", base=tmp_path / "base", teacher=teacher)
+    for side in ("ours", "base"):
+        argv, _ = speed.command(case, side, trees, tmp_path / "sb3.json")
+        assert argv[1] == str(tmp_path / side / "cleanrl" / "qdagger_dqn_atari_impalacnn.py")
+        assert argv[argv.index("--teacher-model-path") + 1] == str(teacher)
+    with pytest.raises(ValueError, match="case qdagger_dqn_atari needs a teacher model file"):
+        speed.command(case, "ours", speed.Trees(ours=tmp_path, base=tmp_path), tmp_path / "sb3.json")
+
+
+def test_a_teacher_that_cannot_be_made_stops_the_benchmark_before_any_run(tmp_path, monkeypatch, capsys):
+    (tmp_path / "cleanrl").mkdir()
+    (tmp_path / "cleanrl" / "dqn_atari.py").write_text("raise SystemExit('dqn_atari: error: no ROMs')\n")
+    monkeypatch.setattr(speed, "measure", lambda *a: pytest.fail("no run may start without the teacher"))
+    argv = ["--ours", str(tmp_path), "--base", str(REPO), "--only", "qdagger_dqn_atari", "--out", str(tmp_path / "s")]
+    assert speed.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "(the QDagger teacher) exited with code 1" in err and "dqn_atari: error: no ROMs" in err
+
+
 def test_profile_splits_the_training_loop_into_parts(tmp_path, monkeypatch, capsys):
     from benchmark.compare import speed_profile
 
