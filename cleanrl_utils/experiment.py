@@ -49,6 +49,8 @@ E = TypeVar("E")
 # the extra of pyproject.toml that brings what an env family needs, keyed by its entry-point module
 ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_control": "dm_control", "ALE": "atari"}
 ATARI_INSTALL = 'the Atari games need ale-py: pip install -e ".[atari]"'
+# When set, `start_logging` writes the run's folder name into this file (the benchmark runner sets it per run).
+RUN_NAME_FILE = "CLEANRL_RUN_NAME_FILE"
 
 
 def free_run_name(base: str) -> str:
@@ -203,6 +205,10 @@ class Experiment:
                 os.makedirs(f"runs/{self.run_name}")
             except FileExistsError:
                 self.fail(f"runs/{self.run_name} was made meanwhile by another run of the same name; start this one again")
+        if os.environ.get(RUN_NAME_FILE):  # the benchmark runner learns which folder to --resume if this run stops
+            from cleanrl_utils import atomic
+
+            atomic.write_text(os.environ[RUN_NAME_FILE], self.run_name + "\n")
         if args.track:
             import wandb
 
