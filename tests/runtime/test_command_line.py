@@ -1,15 +1,18 @@
 """Every tool reads its command line as the algorithm scripts do: tyro flags, booleans as flags or as words."""
 
+import dataclasses
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
+import numpy as np
 import pytest
 import tyro
 
 from cleanrl_utils import enjoy, submit_exp
 from cleanrl_utils.benchmark import cli as benchmark_cli
-from cleanrl_utils.command_line import boolean_fields, parse_args
+from cleanrl_utils.command_line import argument_problems, boolean_fields, box_text, parse_args
 
 
 @dataclass
@@ -76,3 +79,127 @@ def test_rlops_refuses_a_missing_exp_name_or_an_unknown_score_table_with_exit_2(
     except SystemExit as stop:  # the parser's own refusal
         code = stop.code
     assert code == 2 and error in capsys.readouterr().err
+
+
+# ---- bad input: one line, exit code 2 ----------------------------------------------------------------------------
+
+
+@dataclass
+class RunArgs:
+    """The fields the generic checks know, as the algorithm scripts declare them."""
+
+    exp_name: str = "ppo"
+    seed: int = 1
+    env_id: str = "CartPole-v1"
+    wandb_project_name: str = "cleanRL"
+    wandb_entity: str | None = None
+    hf_entity: str = ""
+    total_timesteps: int = 500000
+    learning_rate: float = 2.5e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    tau: float = 1.0
+    v_min: float = -10  # a float field with an int default: checked as a float
+    ent_coef: float = 0.01
+    clip_coef: float = 0.2
+    target_kl: float | None = None
+    device_ids: list[int] = field(default_factory=list)
+    resume: str | None = None
+
+
+def test_the_defaults_pass():
+    assert argument_problems(RunArgs()) == []
+    assert argument_problems(RunArgs(env_id="ALE/Breakout-v5", seed=0, tau=1.0, gamma=0.0, target_kl=0.02)) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"seed": -1}, "--seed must be between 0 and 2147483647"),
+        ({"seed": 2**31}, "--seed must be between 0 and 2147483647"),
+        ({"learning_rate": math.nan}, "--learning-rate must be a finite number, got nan"),
+        ({"learning_rate": -0.0}, "--learning-rate must be positive, got -0.0"),
+        ({"v_min": math.inf}, "--v-min must be a finite number, got inf"),
+        ({"gamma": 1.5}, "--gamma must be in [0, 1], got 1.5"),
+        ({"gae_lambda": -math.inf}, "--gae-lambda must be a finite number, got -inf"),
+        ({"tau": 0.0}, "--tau must be in (0, 1], got 0.0"),
+        ({"ent_coef": -1.0}, "--ent-coef must not be negative"),
+        ({"clip_coef": 0.0}, "--clip-coef must be positive"),
+        ({"target_kl": math.nan}, "--target-kl must be a finite number"),
+        ({"total_timesteps": -5}, "--total-timesteps must not be negative, got -5"),
+        ({"total_timesteps": 10**30}, "--total-timesteps must be at most 9223372036854775807 (2**63 - 1), got about 10**30"),
+        ({"device_ids": [0, -1]}, "--device-ids must not be negative, got -1"),
+        ({"resume": "runs/a\0b"}, "--resume contains a NUL character"),
+        ({"exp_name": ""}, "--exp-name is empty"),
+        ({"exp_name": "a/b"}, "--exp-name cannot contain / or \\"),
+        ({"exp_name": ".."}, "--exp-name cannot be '..'"),
+        ({"exp_name": "a\nb"}, "--exp-name contains a control character"),
+        ({"exp_name": "a\udcffb"}, "--exp-name is not valid UTF-8"),
+        ({"exp_name": "x" * 300}, "--exp-name is longer than a file name may be (255 bytes), got 'xxxxxxxxxx"),
+        ({"exp_name": "é" * 120}, "--exp-name is too long for the run's folder name"),  # 240 bytes, with the rest 280
+        ({"env_id": "../CartPole-v1"}, "--env-id cannot be '..'"),
+        ({"env_id": "ALE//Breakout-v5"}, "--env-id is empty"),
+        ({"wandb_project_name": "a/b"}, "--wandb-project-name must be 1 to 128 characters"),
+        ({"wandb_entity": ""}, "--wandb-entity is empty"),
+        ({"hf_entity": "me/you"}, "--hf-entity cannot contain /"),
+    ],
+)
+def test_argument_problems_name_the_flag_and_the_value(changes, problem):
+    problems = argument_problems(dataclasses.replace(RunArgs(), **changes))
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_argument_problems_of_a_mapping_check_the_values_by_their_types():
+    """Arguments read back from a checkpoint: the same checks, NumPy's numbers included."""
+    assert argument_problems({"seed": np.int64(-3), "gamma": np.float32(2.0)}) == [
+        "--seed must be between 0 and 2147483647 (2**31 - 1), got -3",
+        "--gamma must be in [0, 1], got 2.0",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--seed", "-1"], "command_line_test.py: error: --seed must be between 0 and 2147483647 (2**31 - 1), got -1"),
+        (
+            ["--seed", "abc"],
+            "command_line_test.py: error: Error parsing --seed: invalid literal for int() with base 10: 'abc'",
+        ),
+        (["--total-timesteps", "1e30"], "invalid literal for int() with base 10: '1e30'"),
+        (["--learning-rate", "nan", "--gamma", "2"], "--learning-rate must be a finite number, got nan; --gamma must be in"),
+        (["--learnin-rate", "1"], "Unrecognized options: --learnin-rate, 1 (perhaps you meant --learning-rate)"),
+        (["--seed"], "Missing value for argument '--seed'"),
+        (["--exp-name", "x" * 500], "--exp-name is longer than a file name may be"),  # not wrapped by tyro's box
+        (["--device-ids", "a"], "Error parsing --device-ids"),
+    ],
+)
+def test_parse_args_says_what_is_wrong_in_one_line_with_exit_code_2(argv, line, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["/somewhere/command_line_test.py"])
+    with pytest.raises(SystemExit) as stop:
+        parse_args(RunArgs, argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and line in err, err
+    assert err.startswith("command_line_test.py: error: ")
+
+
+def test_a_tool_names_itself_by_its_module(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(RunArgs, ["--gamma", "inf"], prog="python -m cleanrl_utils.submit_exp")
+    assert capsys.readouterr().err == "submit_exp: error: --gamma must be a finite number, got inf\n"
+
+
+def test_help_still_exits_0(capsys):
+    with pytest.raises(SystemExit) as stop:
+        parse_args(RunArgs, ["--help"])
+    assert stop.value.code == 0 and "--learning-rate" in capsys.readouterr().out
+
+
+def test_box_text_reads_tyros_box_with_and_without_box_drawing_characters():
+    utf8 = (
+        "╭─ Unrecognized options ──╮\n│ Unrecognized options: --nn │\n│ ──────── │\n│ Perhaps you meant: │\n"
+        "│     --n INT │\n│         (default: 1) │\n│ ──────── │\n│ For full helptext, run prog --help │\n╰────╯\n"
+    )
+    assert box_text(utf8) == "Unrecognized options: --nn (perhaps you meant --n)"
+    ascii_box = " Value error \n ------------ \n  Error parsing --n: bad\n  ------------\n  For full helptext\n \n"
+    assert box_text(ascii_box) == "Error parsing --n: bad"
+    assert box_text("\x1b[31mnot a box\x1b[0m\n") == ""
