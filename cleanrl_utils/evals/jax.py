@@ -5,6 +5,7 @@
 | `dqn_jax.py` | `evaluate_dqn`: epsilon-greedy on the Q-values |
 | `c51_jax.py` | `evaluate_c51`: epsilon-greedy on the means of the return distributions |
 | `ddpg_continuous_action_jax.py`, `td3_continuous_action_jax.py` | `evaluate_deterministic_actor` |
+| `sac_continuous_action_jax.py` | `evaluate_sac`: the mean action (or sampled) |
 | `dqn_atari_jax.py`, `qdagger_dqn_atari_jax_impalacnn.py` (the student) | `evaluate_dqn_atari`: whole games |
 | `c51_atari_jax.py` | `evaluate_c51_atari`: whole games |
 | `ppo_atari_envpool_xla_jax_scan.py` | `evaluate_ppo_envpool`: whole games of envpool |
@@ -163,6 +164,36 @@ def evaluate_deterministic_actor(run: EvalRun, exploration_noise: float = 0.1) -
             action, key = explore(obs, key)
         else:
             action = act_deterministic(obs)
+        return np.asarray(action)
+
+    return run.returns(envs, act)
+
+
+@evaluator
+def evaluate_sac(run: EvalRun, deterministic: bool = True) -> list[float]:
+    """Play a saved `sac_continuous_action_jax.py` actor with its mean action (`deterministic=False`: sample as in
+    training). `Model` is the script's Flax Actor, built from the env's action bounds.
+
+    The file is the list [actor, qf1, qf2] of parameter trees; only the actor is needed to act. The action is
+    tanh(mean) rescaled to the bounds, the usual way to report SAC's learned policy.
+    """
+    envs = run.vector_env()
+    space = envs.single_action_space
+    actor = run.Model(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
+    init_key, key = jax.random.split(jax.random.key(run.seed))
+    obs_shape = (1, *envs.single_observation_space.shape)
+    with closed_on_error(envs):
+        params = load_actor_params(run.model_path, jax.jit(actor.init)(init_key, np.zeros(obs_shape, np.float32)))
+    chosen = 2 if deterministic else 0  # get_action gives (sampled action, its log-probability, mean action)
+
+    @jax.jit
+    def policy(obs, key):
+        key, sample_key = jax.random.split(key)
+        return actor.apply(params, obs, sample_key, method="get_action")[chosen], key
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        nonlocal key
+        action, key = policy(obs.astype(np.float32), key)
         return np.asarray(action)
 
     return run.returns(envs, act)

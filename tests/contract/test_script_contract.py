@@ -422,6 +422,7 @@ SCRIPTS["ddpg_continuous_action_jax.py"] = jax_twin("ddpg_continuous_action_jax.
 SCRIPTS["td3_continuous_action_jax.py"] = jax_twin(
     "td3_continuous_action_jax.py", "td3_continuous_action.py", bad_input=OFF_POLICY_CONTINUOUS_BAD_INPUT
 )
+SCRIPTS["sac_continuous_action_jax.py"] = jax_twin("sac_continuous_action_jax.py", "sac_continuous_action.py")
 SCRIPTS["dqn_atari_jax.py"] = jax_twin(
     "dqn_atari_jax.py", "dqn_atari.py", bad_input=without_checkpoints(SCRIPTS["dqn_atari.py"].bad_input)
 )
