@@ -42,6 +42,10 @@ class Args:
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest readable one, with its arguments; a checkpoint is trusted input (it chooses what the run does): resume only your own"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Hopper-v4"
@@ -164,6 +168,8 @@ if __name__ == "__main__":
     # Polyak averaging pairs (target, online)
     online_params = [*actor.parameters(), *qf1.parameters()]
     target_params = [*target_actor.parameters(), *qf1_target.parameters()]
+    learners = {"actor": actor, "qf1": qf1, "target_actor": target_actor, "qf1_target": qf1_target}
+    learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
 
     # `dones` in the buffer are terminations only: a time-limit cut still bootstraps from the next state.
     rb = ReplayBuffer(
@@ -175,12 +181,21 @@ if __name__ == "__main__":
         handle_timeout_termination=False,
     )
 
+    first_step = 0
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
-    obs, _ = envs.reset(seed=args.seed)
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
+        rb = checkpoint["replay_buffer"]
+        rb.device = device
+        obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
+        actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
+        first_step = checkpoint["global_step"] + args.num_envs
+    else:
+        obs, _ = envs.reset(seed=args.seed)
     with exp:
         # global_step: environment steps taken before this iteration, summed over the envs
-        for global_step in range(0, args.total_timesteps, args.num_envs):
+        for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
@@ -240,6 +255,12 @@ if __name__ == "__main__":
                     sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
+
+            next_step = global_step + args.num_envs
+            if exp.checkpoint_due(next_step, since=global_step):
+                # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
+                state = {"num_updates": num_updates, "actor_loss": actor_loss, "replay_buffer": rb, "obs": obs}
+                exp.save_checkpoint(next_step, {"global_step": global_step, **state}, learners)
 
         if args.save_model:
             torch.save((actor.state_dict(), qf1.state_dict()), exp.model_path)

@@ -49,6 +49,10 @@ class Args:
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many steps (0: never); it holds the replay buffer too"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest readable one, with its arguments; a checkpoint is trusted input (it chooses what the run does): resume only your own"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "Hopper-v4"
@@ -165,6 +169,13 @@ class ReplayBuffer:
     def sample(self, batch_size):
         return self.data[self.rng.integers(0, self.size, batch_size)]
 
+    def state_dict(self):
+        return {"data": self.data[: self.size], "pos": self.pos, "size": self.size, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state):
+        self.data[: state["size"]] = state["data"]
+        self.pos, self.size, self.rng.bit_generator.state = state["pos"], state["size"], state["rng"]
+
 
 class ActorCriticState(TrainState):
     target_params: flax.core.FrozenDict
@@ -196,11 +207,11 @@ if __name__ == "__main__":
 
     actor = Actor(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
     qf = QNetwork()
-    obs, _ = envs.reset(seed=args.seed)
-    obs = obs.astype(np.float32)
-    actor_params = jax.jit(actor.init)(actor_key, obs)
-    qf_init, zero_actions = jax.jit(qf.init), np.zeros((args.num_envs, space.shape[0]), np.float32)
-    qf1_params, qf2_params = qf_init(qf1_key, obs, zero_actions), qf_init(qf2_key, obs, zero_actions)
+    obs_dim, action_dim = obs_space.shape[0], space.shape[0]
+    zero_obs = np.zeros((args.num_envs, obs_dim), np.float32)  # the networks' input shapes
+    actor_params = jax.jit(actor.init)(actor_key, zero_obs)
+    qf_init, zero_actions = jax.jit(qf.init), np.zeros((args.num_envs, action_dim), np.float32)
+    qf1_params, qf2_params = qf_init(qf1_key, zero_obs, zero_actions), qf_init(qf2_key, zero_obs, zero_actions)
     actor_state = ActorCriticState.create(
         apply_fn=actor.apply, params=actor_params, target_params=actor_params, tx=optax.adam(args.learning_rate)
     )
@@ -210,7 +221,6 @@ if __name__ == "__main__":
         apply_fn=qf.apply, params=qf_params, target_params=qf_params, tx=optax.adam(args.learning_rate)
     )
     # The stored termination flag is the only "done": a time-limit cut still bootstraps from the next state.
-    obs_dim, action_dim = obs.shape[1], space.shape[0]
     rb = ReplayBuffer(args.buffer_size, args.num_envs, obs_dim, action_dim, args.seed)
 
     @jax.jit
@@ -260,17 +270,29 @@ if __name__ == "__main__":
 
     # compile before the clock starts: the SPS counts training only
     compile_start = time.time()
-    explore.lower(actor_state.params, obs, explore_key).compile()
+    explore.lower(actor_state.params, zero_obs, explore_key).compile()
     batch_shape = jax.ShapeDtypeStruct((args.batch_size, rb.data.shape[1]), np.float32)
     update_critics.lower(actor_state, qf_state, batch_shape, update_key).compile()
     update_actor.lower(actor_state, qf_state, batch_shape).compile()
     print(f"jit compile time: {time.time() - compile_start:.2f} s")
 
+    first_step = 0
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state({"replay_buffer": rb})
+        actor_state = flax.serialization.from_state_dict(actor_state, checkpoint["actor_state"])  # weights, targets, Adam
+        qf_state = flax.serialization.from_state_dict(qf_state, checkpoint["qf_state"])
+        explore_key, update_key = (jax.random.wrap_key_data(checkpoint[k]) for k in ("explore_key", "update_key"))
+        obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
+        actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
+        first_step = checkpoint["global_step"] + args.num_envs
+    else:
+        obs, _ = envs.reset(seed=args.seed)
+        obs = obs.astype(np.float32)
     with exp:
         # global_step: environment steps taken before this iteration, summed over the envs
-        for global_step in range(0, args.total_timesteps, args.num_envs):
+        for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
             if global_step < args.learning_starts:
                 actions = envs.action_space.sample()
@@ -315,6 +337,16 @@ if __name__ == "__main__":
                     sps = int(global_step / exp.elapsed)
                     print("SPS:", sps)
                     writer.add_scalar("charts/SPS", sps, global_step)
+
+            next_step = global_step + args.num_envs
+            if exp.checkpoint_due(next_step, since=global_step):
+                # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
+                states = {"actor_state": actor_state, "qf_state": qf_state, "actor_loss": actor_loss}
+                state = flax.serialization.to_state_dict(jax.device_get(states))
+                keys = {"explore_key": explore_key, "update_key": update_key}
+                state |= {name: np.asarray(jax.random.key_data(key)) for name, key in keys.items()}
+                state |= {"num_updates": num_updates, "global_step": global_step, "obs": obs}
+                exp.save_checkpoint(next_step, state, {"replay_buffer": rb})
 
         if args.save_model:
             with open(exp.model_path, "wb") as f:

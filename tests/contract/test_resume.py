@@ -43,6 +43,10 @@ QDAGGER_TINY = (
     "--offline-steps", "60", "--offline-eval-frequency", "30", "--buffer-size", "300", "--learning-starts", "100",
     "--total-timesteps", "240", "--train-frequency", "5", "--batch-size", "8", "--end-e", "0.5",
 )  # fmt: skip
+# the SAC, TD3 and DDPG files on Hopper (see the SAC and TD3 cases)
+HOPPER_TINY = ("--total-timesteps", "1000", "--batch-size", "32", "--buffer-size", "1000")
+OFF_POLICY_HOPPER = (*HOPPER_TINY, "--learning-starts", "101")
+SAC_HOPPER = (*HOPPER_TINY, "--learning-starts", "100", *EVERY_3RD)
 TINY_TRXL = ("--trxl-num-layers", "2", "--trxl-dim", "16", "--trxl-num-heads", "2", "--trxl-memory-length", "8")
 
 KILL_CASES = {
@@ -63,20 +67,16 @@ KILL_CASES = {
     # the actor updates every 3rd step, so the checkpoints a resume starts from (after steps 499 and 749: the kill
     # comes after the 2nd) and most log steps (every 100) fall between two actor updates, where the last actor and
     # alpha losses are logged (with 2, every log step is an update step)
-    "sac_continuous_action.py": KillCase(
-        "sac_continuous_action.py",
-        ("--total-timesteps", "1000", "--learning-starts", "100", "--batch-size", "32", "--buffer-size", "1000", *EVERY_3RD),
-        "250",
-        1000,
-    ),
+    "sac_continuous_action.py": KillCase("sac_continuous_action.py", SAC_HOPPER, "250", 1000),
     # Hopper: a checkpoint (actor, twin critics, targets, two optimisers, buffer) every 200 steps; learning from
     # step 102 on, so the losses logged every 100 steps fall between actor updates (the last actor loss is logged)
-    "td3_continuous_action.py": KillCase(
-        "td3_continuous_action.py",
-        ("--total-timesteps", "1000", "--learning-starts", "101", "--batch-size", "32", "--buffer-size", "1000"),
-        "200",
-        1000,
-    ),
+    "td3_continuous_action.py": KillCase("td3_continuous_action.py", OFF_POLICY_HOPPER, "200", 1000),
+    # the JAX twins of these two (train states and Adam as Flax state dicts, the JAX keys, the in-file ring buffer
+    # with its generator) on the same budgets, and DDPG (one critic, its target) on TD3's
+    "sac_continuous_action_jax.py": KillCase("sac_continuous_action_jax.py", SAC_HOPPER, "250", 1000),
+    "td3_continuous_action_jax.py": KillCase("td3_continuous_action_jax.py", OFF_POLICY_HOPPER, "200", 1000),
+    "ddpg_continuous_action.py": KillCase("ddpg_continuous_action.py", OFF_POLICY_HOPPER, "200", 1000),
+    "ddpg_continuous_action_jax.py": KillCase("ddpg_continuous_action_jax.py", OFF_POLICY_HOPPER, "200", 1000),
     # Breakout: 16 iterations of 2 x 32 steps, a checkpoint (with each emulator's state) every 2
     "ppo_atari.py": KillCase(
         "ppo_atari.py",
