@@ -96,6 +96,9 @@ ZOO: dict[str, ZooEntry] = {
     "td3_continuous_action_jax": ZooEntry(
         "cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_deterministic_actor"
     ),
+    "sac_continuous_action_jax": ZooEntry(
+        "cleanrl.sac_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_sac"
+    ),
     "dqn_atari_jax": ZooEntry(
         "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_dqn_atari", {"epsilon": 0.01}
     ),

@@ -175,7 +175,9 @@ def test_evaluator_rejects_other_files_and_other_envs(tmp_path):
         )
 
 
-@pytest.mark.parametrize("script", ["ddpg_continuous_action_jax.py", "td3_continuous_action_jax.py"])
+@pytest.mark.parametrize(
+    "script", ["ddpg_continuous_action_jax.py", "td3_continuous_action_jax.py", "sac_continuous_action_jax.py"]
+)
 def test_missing_jax_is_one_line_naming_the_extra(script, tmp_path):
     stub = tmp_path / "blocked" / "jax"
     stub.mkdir(parents=True)

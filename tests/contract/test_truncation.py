@@ -41,6 +41,7 @@ FAST_Q_LEARNING = {
     "c51_jax.py": DQN_FAMILY,
     "ddpg_continuous_action_jax.py": DETERMINISTIC_ACTOR,
     "td3_continuous_action_jax.py": DETERMINISTIC_ACTOR,
+    "sac_continuous_action_jax.py": SAC_NO_ENTROPY,
 }
 # continuous-action scripts play the Box-action version of the task, and log their Q-values under another tag
 CONTINUOUS_Q_TAG = {
@@ -49,6 +50,7 @@ CONTINUOUS_Q_TAG = {
     "td3_continuous_action.py": "losses/qf1_values",
     "ddpg_continuous_action_jax.py": "losses/qf1_values",
     "td3_continuous_action_jax.py": "losses/qf1_values",
+    "sac_continuous_action_jax.py": "losses/qf1_values",
 }
 
 

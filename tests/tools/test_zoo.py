@@ -23,7 +23,8 @@ SAVING_SCRIPTS = sorted(
 DETERMINISTIC_ACTORS = ("ddpg_continuous_action", "td3_continuous_action")  # save (actor, critic...) state dicts
 # played in Pendulum-v1, whose returns are negative
 CONTINUOUS = ("ppo_continuous_action", "rpo_continuous_action", "sac_continuous_action", *DETERMINISTIC_ACTORS)
-PLAYED_IN_PENDULUM = (*CONTINUOUS, "ddpg_continuous_action_jax", "td3_continuous_action_jax")
+FLAX_ACTORS = ("ddpg_continuous_action_jax", "td3_continuous_action_jax", "sac_continuous_action_jax")  # [actor, critics]
+PLAYED_IN_PENDULUM = (*CONTINUOUS, *FLAX_ACTORS)
 # played in BreakoutNoFrameskip-v4, whose untrained scores can be 0
 ATARI = tuple(name for name in ZOO if "atari" in name)
 RETURN_LINE = re.compile(r"^eval_episode=\d+, episodic_return=[\d.]+$", re.M)
@@ -96,7 +97,7 @@ def save_untrained(exp_name: str, path: Path) -> Path:
             support = {"n_atoms": 11, "v_min": -10.0, "v_max": 10.0}
             params = model_class(action_dim=2, n_atoms=11).init(key, obs)
             path.write_bytes(flax.serialization.to_bytes({"model_weights": params, "args": support}))
-    elif exp_name in ("ddpg_continuous_action_jax", "td3_continuous_action_jax"):  # Flax [actor, critic(s)] params
+    elif exp_name in FLAX_ACTORS:  # Flax [actor, critic(s)] params
         import flax
         import gymnasium as gym
         import jax
@@ -105,8 +106,9 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
         space = envs.single_action_space
         obs, action = np.zeros((1, 3), np.float32), np.zeros((1, 1), np.float32)  # Pendulum-v1: 3 numbers, 1 action
-        critic = importlib.import_module(entry(exp_name).algorithm).QNetwork()
-        keys = jax.random.split(jax.random.PRNGKey(0), 3 if exp_name.startswith("td3") else 2)
+        algorithm = importlib.import_module(entry(exp_name).algorithm)
+        critic = algorithm.SoftQNetwork() if exp_name.startswith("sac") else algorithm.QNetwork()
+        keys = jax.random.split(jax.random.PRNGKey(0), 2 if exp_name.startswith("ddpg") else 3)
         params = [model_class(action_low=space.low, action_high=space.high).init(keys[0], obs)]
         params += [critic.init(key, obs, action) for key in keys[1:]]
         path.write_bytes(flax.serialization.to_bytes(params))
