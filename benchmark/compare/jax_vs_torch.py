@@ -59,6 +59,7 @@ SPEED_PAIRS = [
     SpeedPair("dqn_jax", "dqn", "CartPole-v1", 30_000, 10_000),
     SpeedPair("td3_continuous_action_jax", "td3_continuous_action", "Hopper-v4", 30_000, 25_000),
     SpeedPair("ddpg_continuous_action_jax", "ddpg_continuous_action", "Hopper-v4", 30_000, 25_000),
+    SpeedPair("sac_continuous_action_jax", "sac_continuous_action", "Hopper-v4", 30_000, 25_000),
     # the Atari twins: 4k steps of learning (an update every 4th step) after 2k of filling the memory
     SpeedPair("dqn_atari_jax", "dqn_atari", "BreakoutNoFrameskip-v4", 6_000, 2_000),
     SpeedPair("c51_atari_jax", "c51_atari", "BreakoutNoFrameskip-v4", 6_000, 2_000),
