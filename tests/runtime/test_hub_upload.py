@@ -76,6 +76,7 @@ UPLOADS = {
     "c51_jax.py": Upload("CartPole-v1", ("--total-timesteps", "300", "--learning-starts", "100"), "C51", "some-org"),
     "ddpg_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "DDPG", "some-org"),
     "td3_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "TD3"),
+    "sac_continuous_action_jax.py": Upload("Hopper-v4", (*HOPPER, *OFF_POLICY), "SAC", "some-org"),
     # evaluated at epsilon 0.5: an untrained greedy network idles after each lost life until a random FIRE. Batches
     # of 8, as in its smoke run (tests/contract/test_script_contract.py): the same shapes, so the test session's JAX
     # compilation cache gives whichever of the two runs second the programs the first compiled
