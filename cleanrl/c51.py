@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.discrete import evaluate_c51
 from cleanrl_utils.experiment import Experiment
 
@@ -151,8 +152,6 @@ if __name__ == "__main__":
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
     exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")
-    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1
-    exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -164,6 +163,8 @@ if __name__ == "__main__":
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="c51_atari.py")
+    problem = replay_memory_problem(args, np.zeros(env.observation_space.shape, env.observation_space.dtype).nbytes)
+    exp.require(not problem, problem)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 

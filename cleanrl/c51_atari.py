@@ -19,6 +19,7 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.atari import evaluate_distributional
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
@@ -173,8 +174,8 @@ if __name__ == "__main__":
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_atari.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
     exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")
-    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1
-    exp.require(valid, "need --learning-starts >= 0 and 0 < --exploration-fraction <= 1")
+    problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     exp.seed_global_rngs()

@@ -16,6 +16,7 @@ import optax
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.jax import evaluate_c51_atari
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
@@ -167,8 +168,8 @@ if __name__ == "__main__":
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_atari_jax.py runs a single environment")
     exp.require(args.n_atoms >= 2 and args.v_min < args.v_max, "need --n-atoms >= 2 and --v-min < --v-max")
-    exp.require(args.learning_starts >= 0, "--learning-starts must be 0 or positive")
-    exp.require(0 < args.exploration_fraction <= 1, "need 0 < --exploration-fraction <= 1")
+    problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     exp.seed_global_rngs()

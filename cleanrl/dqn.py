@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.discrete import evaluate_dqn
 from cleanrl_utils.experiment import Experiment
 
@@ -117,8 +118,6 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn.py runs a single environment")
-    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
-    exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -130,6 +129,8 @@ if __name__ == "__main__":
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="dqn_atari.py")
+    problem = replay_memory_problem(args, np.zeros(env.observation_space.shape, env.observation_space.dtype).nbytes)
+    exp.require(not problem, problem)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 

@@ -20,6 +20,7 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.atari import evaluate_dqn
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
@@ -140,8 +141,8 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_atari.py runs a single environment")
-    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
-    exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
+    problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     exp.seed_global_rngs()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -169,8 +170,6 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_jax.py runs a single environment")
-    valid = args.learning_starts >= 0 and 0 < args.exploration_fraction <= 1 and 0 < args.tau <= 1
-    exp.require(valid, "need --learning-starts >= 0, 0 < --exploration-fraction <= 1 and 0 < --tau <= 1")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -182,6 +181,8 @@ if __name__ == "__main__":
     env = exp.make_envs(make_env(args.env_id, 0, args.capture_video, run_name), args.env_id)
     exp.require_action_space(env.action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(env.observation_space, see="dqn_atari_jax.py")
+    problem = replay_memory_problem(args, np.zeros(env.observation_space.shape, env.observation_space.dtype).nbytes)
+    exp.require(not problem, problem)
     env.action_space.seed(args.seed)
     writer = exp.start_logging()
 

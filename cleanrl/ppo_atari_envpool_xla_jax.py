@@ -207,6 +207,8 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size
     exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
+    updates = args.num_iterations * args.num_minibatches * args.update_epochs  # JAX counts them in 32 bits
+    exp.require(updates < 2**31, f"--total-timesteps {args.total_timesteps} takes {updates} updates, more than 2**31 - 1")
 
     exp.seed_global_rngs()
     key = jax.random.PRNGKey(args.seed)

@@ -21,6 +21,7 @@ import tyro
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.jax import evaluate_dqn_atari
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
@@ -265,14 +266,13 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     exp.require_positive("teacher_eval_episodes")
-    for name in ("teacher_steps", "offline_steps", "offline_eval_frequency", "learning_starts"):
-        exp.require(getattr(args, name) >= 0, f"--{name.replace('_', '-')} must be 0 or positive, got {getattr(args, name)}")
     exp.require(args.teacher_steps or not args.offline_steps, "--offline-steps needs --teacher-steps (the teacher's memory)")
     exp.require(
         args.num_envs == 1, f"--num-envs {args.num_envs}: qdagger_dqn_atari_jax_impalacnn.py runs a single environment"
     )
-    exp.require(0 < args.exploration_fraction <= 1, "need 0 < --exploration-fraction <= 1")
-    exp.require(0 < args.tau <= 1 and args.temperature > 0, "need 0 < --tau <= 1 and --temperature > 0")
+    exp.require(args.temperature > 0, f"--temperature must be positive, got {args.temperature}")
+    problem = replay_memory_problem(args, 84 * 84, copies=2)  # the student's and the teacher's memories of 84x84 frames
+    exp.require(not problem, problem)
     teacher_source = args.teacher_model_path or f"cleanrl/{args.env_id}-{args.teacher_model_exp_name}-seed1"
     no_file = is_local_file(teacher_source) and not os.path.isfile(teacher_source)
     exp.require(not no_file, f"--teacher-model-path: no teacher model file at {teacher_source}")

@@ -23,6 +23,7 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.atari import evaluate_distributional
 from cleanrl_utils.experiment import Experiment, check_atari_game
 
@@ -357,10 +358,10 @@ if __name__ == "__main__":
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
     exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")
     exp.require(args.learning_starts >= args.n_step, "need --learning-starts >= --n-step (a first transition to sample)")
-    exp.require(0 < args.tau <= 1, f"need 0 < --tau <= 1, got {args.tau}")
-    exp.require(args.prioritized_replay_alpha >= 0, "need --prioritized-replay-alpha >= 0")
     exp.require(0 <= args.prioritized_replay_beta <= 1, "need 0 <= --prioritized-replay-beta <= 1")
     exp.require(args.prioritized_replay_eps > 0, "need --prioritized-replay-eps > 0")
+    problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     exp.seed_global_rngs()

@@ -15,6 +15,7 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 from torch.distributions.categorical import Categorical
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.atari import evaluate_sac
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
@@ -172,8 +173,9 @@ def temperature_loss(log_alpha, action_probs, log_probs, target_entropy):
 if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "buffer_size", "batch_size", "update_frequency", "target_network_frequency")
-    exp.require(args.learning_starts >= 0 and 0 < args.tau <= 1, "need --learning-starts >= 0 and 0 < --tau <= 1")
-    exp.require(args.alpha >= 0 and args.target_entropy_scale >= 0, "need --alpha >= 0 and --target-entropy-scale >= 0")
+    exp.require(args.target_entropy_scale >= 0, "--target-entropy-scale must not be negative")
+    problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     exp.seed_global_rngs()

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.continuous import evaluate_sac
 from cleanrl_utils.experiment import Experiment
 
@@ -170,8 +171,6 @@ if __name__ == "__main__":
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require_positive("target_network_frequency")
     exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
-    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
-    exp.require(args.learning_starts >= 0 and args.alpha >= 0, "--learning-starts and --alpha must not be negative")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -183,6 +182,9 @@ if __name__ == "__main__":
     exp.require_action_space(action_space, gym.spaces.Box, see="dqn.py")
     bounded = np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
     exp.require(bounded, f"{args.env_id} has unbounded actions {action_space}; the tanh-squashed policy needs finite bounds")
+    obs_space = envs.single_observation_space
+    problem = replay_memory_problem(args, np.zeros(obs_space.shape, obs_space.dtype).nbytes)
+    exp.require(not problem, problem)
     envs.action_space.seed(args.seed)
     writer = exp.start_logging()
 

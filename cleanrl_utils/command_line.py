@@ -160,7 +160,7 @@ def argument_problems(args: Any) -> list[str]:
     """What is wrong with the values of `args` (a dataclass of flags, or a mapping of them), one line each; empty
     when nothing is. Checked by field name and value, for every script and tool:
 
-    - every float is finite (no nan or inf), every int is 0 or more and fits 64 bits; `seed` (and `*_seed`) lies
+    - every float is finite (no nan or inf), every int is 0 or more and fits 64 bits; `seed` (and `start_seed`) lies
       in 0 to 2**31 - 1, what every random generator of the scripts accepts;
     - known ranges: learning rates, `clip_coef`, `max_grad_norm` and `target_kl` are positive; other `*_coef`,
       `*alpha` and `*noise*` are not negative; `gamma`, `gae_lambda`, `q_lambda`, `start_e`, `end_e` in [0, 1],
@@ -230,7 +230,7 @@ def text_problems(name: str, text: str | bytes) -> list[str]:
 
 
 def int_problems(name: str, value: int) -> list[str]:
-    if name == "seed" or name.endswith("_seed"):
+    if name in ("seed", "start_seed"):  # the benchmark runner's first seed
         if not 0 <= value <= SEED_MAX:
             return [f"{flag(name)} must be between 0 and {SEED_MAX} (2**31 - 1), got {shown(value)}"]
         return []
@@ -307,3 +307,40 @@ def run_name_problems(env_id: str, exp_name: str, seed: Any) -> list[str]:
     return [
         f"{flag('exp_name')} is too long for the run's folder name {{env_id}}__{{exp_name}}__{{seed}}__{{time}}: at most {max(room, 0)} bytes with this env id, got {len(os.fsencode(exp_name))}"
     ]
+
+
+# ---- what one script allocates up front ---------------------------------------------------------------------------
+
+
+def machine_memory() -> tuple[int, int]:
+    """This machine's memory and swap, in bytes (swap 0 where /proc/meminfo does not say)."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    swap = 0
+    with contextlib.suppress(OSError):
+        with open("/proc/meminfo") as meminfo:
+            swap = next((int(line.split()[1]) * 1024 for line in meminfo if line.startswith("SwapTotal:")), 0)
+    return ram, swap
+
+
+def replay_memory_problem(args: Any, observation_bytes: int, copies: int = 2) -> str:
+    """Why a replay memory of `args.buffer_size` transitions cannot be used here; empty when it can.
+
+    A transition keeps `copies` observations of `observation_bytes` each: 2, its observation and the next one;
+    1 in a frame replay memory, which keeps each Atari frame once. The arrays are allocated whole when the run
+    starts (more than memory and swap together cannot be) and filled with up to `args.total_timesteps`
+    transitions (which must fit in memory).
+    """
+    ram, swap = machine_memory()
+    size = copies * observation_bytes + 64  # and each transition's action, reward, flags (and priorities)
+    allocated, filled = args.buffer_size * size, min(args.buffer_size, args.total_timesteps) * size
+    if allocated <= ram + swap and filled <= ram:
+        return ""
+    need = allocated if allocated > ram + swap else filled
+    return (
+        f"--buffer-size {args.buffer_size}: a replay memory of {gigabytes(need)} ({size} bytes per transition),"
+        f" more than this machine's {gigabytes(ram)} of memory" + (f" and {gigabytes(swap)} of swap" if swap else "")
+    )
+
+
+def gigabytes(size: int) -> str:
+    return f"{size / 2**30:.3g} GiB" if size < 2**40 else f"{size / 2**40:,.0f} TiB"
