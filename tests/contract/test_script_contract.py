@@ -10,12 +10,14 @@ import math
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import (
+    REPO,
     Run,
     SignalAfterLines,
     egl_missing,
@@ -78,9 +80,54 @@ def cases(*names: str) -> dict[str, tuple[tuple[str, ...], str]]:
     return {name: SHARED_CASES[name] for name in names}
 
 
-COMMON_BAD_INPUT = cases(
-    "unknown env id", "continuous actions", "zero timesteps", "missing optional dependency", "upload-model without save-model"
-)
+# Bad values of the flags every script has: refused by the check every script's command line goes through
+# (cleanrl_utils/command_line.py: tyro's errors in one line, then argument_problems), before any work (issue 51)
+ARGUMENT_BAD_INPUT = {
+    "seed below 0": (("--seed", "-1"), "--seed must be between 0 and 2147483647 (2**31 - 1), got -1"),
+    "gamma not a number": (("--gamma", "nan"), "--gamma must be a finite number, got nan"),
+    "gamma above 1": (("--gamma", "1.5"), "--gamma must be in [0, 1], got 1.5"),
+    "timesteps written as a float": (("--total-timesteps", "1e30"), "Error parsing --total-timesteps: invalid literal"),
+    "timesteps beyond 64 bits": (
+        ("--total-timesteps", "1" + "0" * 30),
+        "--total-timesteps must be at most 9223372036854775807",
+    ),
+    "exp name with a slash": (("--exp-name", "a/b"), "--exp-name cannot contain / or \\ (it becomes a folder name)"),
+    "exp name '..'": (("--exp-name", ".."), "--exp-name cannot be '..'"),
+    "empty exp name": (("--exp-name", ""), "--exp-name is empty"),
+    "exp name longer than a file name": (("--exp-name", "x" * 300), "--exp-name is longer than a file name may be"),
+    "exp name with a newline": (("--exp-name", "a\nb"), "--exp-name contains a control character"),
+    "misspelt flag": (
+        ("--total-timestep", "1"),
+        "Unrecognized options: --total-timestep, 1 (perhaps you meant --total-timesteps",
+    ),
+    "flag without its value": (("--seed",), "Missing value for argument '--seed'"),
+}
+
+
+def learning_rate_bad_input(flag: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """The learning rate's cases, for the script's name of it (--learning-rate, --policy-lr, --init-lr)."""
+    return {
+        "learning rate not a number": ((flag, "nan"), f"{flag} must be a finite number, got nan"),
+        "learning rate infinite": ((flag, "inf"), f"{flag} must be a finite number, got inf"),
+        "learning rate -0": ((flag, "-0"), f"{flag} must be positive, got -0.0"),
+    }
+
+
+# where a replay memory is allocated when the run starts: more than this machine holds is refused before it is
+REPLAY_MEMORY_BAD_INPUT = {
+    "replay memory beyond this machine": (("--buffer-size", str(10**12)), "--buffer-size 1000000000000: a replay memory of"),
+}
+COMMON_BAD_INPUT = {
+    **cases(
+        "unknown env id",
+        "continuous actions",
+        "zero timesteps",
+        "missing optional dependency",
+        "upload-model without save-model",
+    ),
+    **ARGUMENT_BAD_INPUT,
+    **learning_rate_bad_input("--learning-rate"),
+}
 # scripts with --checkpoint-frequency and --resume
 CHECKPOINT_BAD_INPUT = {
     "negative checkpoint frequency": (("--checkpoint-frequency", "-1"), "--checkpoint-frequency"),
@@ -134,13 +181,18 @@ SCRIPTS = {
         name="dqn.py",
         smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
         tags=DQN_TAGS,
-        bad_input={**COMMON_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **cases("zero batch size", "several envs")},
+        bad_input={
+            **COMMON_BAD_INPUT,
+            **CHECKPOINT_BAD_INPUT,
+            **REPLAY_MEMORY_BAD_INPUT,
+            **cases("zero batch size", "several envs"),
+        },
     ),
     "c51.py": Script(
         name="c51.py",
         smoke_args=("--total-timesteps", "1500", "--learning-starts", "500"),
         tags=EPISODE_TAGS | {"losses/loss", "losses/q_values"},
-        bad_input={**COMMON_BAD_INPUT, **cases("empty support", "several envs")},
+        bad_input={**COMMON_BAD_INPUT, **REPLAY_MEMORY_BAD_INPUT, **cases("empty support", "several envs")},
     ),
     "pqn.py": Script(
         name="pqn.py",
@@ -199,12 +251,13 @@ OFF_POLICY_CONTINUOUS_BAD_INPUT = {
     "discrete actions": (("--env-id", "CartPole-v1"), "see dqn.py"),
     **cases("zero batch size", "negative envs"),
     "zero policy frequency": (("--policy-frequency", "0"), "--policy-frequency"),
+    **REPLAY_MEMORY_BAD_INPUT,
 }
 SCRIPTS["sac_continuous_action.py"] = Script(
     name="sac_continuous_action.py",
     smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
     tags=SAC_TAGS,
-    bad_input={**OFF_POLICY_CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
+    bad_input={**OFF_POLICY_CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **learning_rate_bad_input("--policy-lr")},
     env_id=MUJOCO_ENV,
 )
 
@@ -268,13 +321,18 @@ SCRIPTS["dqn_atari.py"] = Script(
     name="dqn_atari.py",
     smoke_args=DQN_ATARI_ARGS,
     tags=DQN_TAGS,
-    bad_input={**ATARI_BAD_INPUT, **cases("zero batch size", "several envs", "replay memory too small")},
+    bad_input={
+        **ATARI_BAD_INPUT,
+        **REPLAY_MEMORY_BAD_INPUT,
+        **cases("zero batch size", "several envs", "replay memory too small"),
+    },
     **BREAKOUT,
 )
 
 DISTRIBUTIONAL_ATARI_BAD_INPUT = {  # no checkpoints in these two: the checkpoint cases do not apply
     **without_checkpoints(ATARI_BAD_INPUT),
     **cases("zero batch size", "several envs", "replay memory too small", "empty support"),
+    **REPLAY_MEMORY_BAD_INPUT,
 }
 ATARI_EPISODE_TAGS = EPISODE_TAGS | {"losses/q_values"}
 # 25 updates (half of dqn_atari.py's): a distributional update costs more, Rainbow's (3 forward passes) most
@@ -297,7 +355,7 @@ SCRIPTS["rainbow_atari.py"] = Script(
     },
     **BREAKOUT,
 )
-REPLAY_BAD_INPUT = cases("zero batch size", "replay memory too small")
+REPLAY_BAD_INPUT = {**cases("zero batch size", "replay memory too small"), **REPLAY_MEMORY_BAD_INPUT}
 SAC_ATARI_ARGS = ("--env-id", "BreakoutNoFrameskip-v4", "--buffer-size", "1000", "--learning-starts", "200", *SMALL_BATCH)
 SCRIPTS["sac_atari.py"] = Script(
     name="sac_atari.py",
@@ -306,6 +364,7 @@ SCRIPTS["sac_atari.py"] = Script(
     bad_input={
         **ATARI_BAD_INPUT,
         **REPLAY_BAD_INPUT,
+        **learning_rate_bad_input("--policy-lr"),
         "zero update frequency": (("--update-frequency", "0"), "--update-frequency"),
     },
     **BREAKOUT,
@@ -395,6 +454,8 @@ SCRIPTS["ppo_trxl/ppo_trxl.py"] = Script(
     ),
     bad_input={
         **{case: COMMON_BAD_INPUT[case] for case in ("unknown env id", "continuous actions", "zero timesteps")},
+        **ARGUMENT_BAD_INPUT,
+        **learning_rate_bad_input("--init-lr"),
         **CHECKPOINT_BAD_INPUT,
         "checkpoints of Memory Gym": (("--env-id", "MortarMayhem-Grid-v0", "--checkpoint-frequency", "2"), "cannot be saved"),
         **cases("minibatches do not divide the batch"),
@@ -473,6 +534,10 @@ XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "
 XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
 XLA_JAX_BAD_INPUT = {
     **MISSING_ENVPOOL,
+    **ARGUMENT_BAD_INPUT,
+    **learning_rate_bad_input("--learning-rate"),
+    # the learning rate's schedule counts the updates in JAX's 32-bit ints
+    "more updates than 32 bits count": (("--total-timesteps", str(2**62)), "updates, more than 2**31 - 1"),
     **cases(
         "unknown env id", "continuous actions", "zero timesteps", "not an Atari game", "minibatches do not divide the batch"
     ),
@@ -497,6 +562,8 @@ SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
 )
 # the PPO scripts on envpool's Atari games: envpool's own message for an id that is not one of its Atari games
 ENVPOOL_PPO_BAD_INPUT = {
+    **ARGUMENT_BAD_INPUT,
+    **learning_rate_bad_input("--learning-rate"),
     **NORM_ADV_BAD_INPUT,
     **MISSING_ENVPOOL,
     **cases("unknown env id"),
@@ -528,6 +595,8 @@ PQN_ENVPOOL_TAGS = frozenset(
     }
 )
 PQN_ENVPOOL_BAD_INPUT = {
+    **ARGUMENT_BAD_INPUT,
+    **learning_rate_bad_input("--learning-rate"),
     **MISSING_ENVPOOL,
     **cases("unknown env id"),
     "not an envpool env": (("--env-id", "BreakoutNoFrameskip-v4"), "not an envpool env"),
@@ -575,6 +644,8 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
 # Procgen through envpool (the `procgen` extra): no --save-model (none in the reference), --capture-video
 # accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
 PROCGEN_BAD_INPUT = {
+    **ARGUMENT_BAD_INPUT,
+    **learning_rate_bad_input("--learning-rate"),
     "missing envpool": ((), '.[procgen]"'),
     **cases("unknown env id"),
     "envpool id instead of a game": (("--env-id", "StarpilotHard-v0"), "--env-id starpilot --distribution-mode hard"),
@@ -610,6 +681,8 @@ SCRIPTS["ppg_procgen.py"] = Script(
             case: PROCGEN_BAD_INPUT[case]
             for case in ("missing envpool", "unknown env id", "zero timesteps", "minibatches do not divide the batch")
         },
+        **ARGUMENT_BAD_INPUT,
+        **learning_rate_bad_input("--learning-rate"),
         "less than one phase": (("--total-timesteps", "100000"), "less than one phase"),
         "value epochs other than 1": (("--v-value", "2"), "--v-value must be 1"),
         # the default 64 × 32 stored rollouts in minibatches of 3: 683 minibatches (the last of 2)
@@ -641,6 +714,8 @@ if importlib.util.find_spec("mujoco_playground") is not None or os.environ.get("
             "minibatches do not divide the batch": (("--num-minibatches", "3"), "does not divide"),
             "missing mujoco": ((), '.[playground]"'),  # mujoco is blocked: mujoco_playground cannot be imported
             "upload-model without save-model": (("--upload-model",), "add --save-model"),
+            **ARGUMENT_BAD_INPUT,
+            **learning_rate_bad_input("--learning-rate"),
         },
         env_id="CartpoleBalance",
         returns_are_lengths=False,
@@ -798,8 +873,24 @@ SECOND_REAL_PROCESS = {
     if {"missing ale-py", "missing mujoco"} & set(SCRIPTS[name].bad_input)
     and "missing optional dependency" in SCRIPTS[name].bad_input
 }
+# Checks these files do not have yet (they are being rewritten): expected to fail until they do (issue 51)
+NOT_CHECKED_YET = {
+    (name, "replay memory beyond this machine")
+    for name in (
+        "ddpg_continuous_action.py",
+        "ddpg_continuous_action_jax.py",
+        "td3_continuous_action_jax.py",
+        "sac_continuous_action_jax.py",
+    )
+}
+NOT_CHECKED = pytest.mark.xfail(reason="the file does not check this yet (issue 51)", strict=True)
 BAD_INPUT_CASES = [
-    pytest.param(name, case, marks=[pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [])
+    pytest.param(
+        name,
+        case,
+        marks=([pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [])
+        + ([NOT_CHECKED] if (name, case) in NOT_CHECKED_YET else []),
+    )
     for name in sorted(SCRIPTS)
     for case in sorted(SCRIPTS[name].bad_input)
 ]
@@ -824,6 +915,30 @@ def test_bad_input_is_one_clear_line(name, case, tmp_path, blocked_imports):
     else:
         run = run_in_process(name, *args, cwd=tmp_path)
     assert_one_clear_line(name, run, expected)
+
+
+# every algorithm file, those tested elsewhere too (ppo_pettingzoo_ma_atari.py)
+ALGORITHM_FILES = sorted(
+    str(path.relative_to(REPO / "cleanrl"))
+    for path in (REPO / "cleanrl").rglob("*.py")
+    if "Args" in path.read_text() and path.name != "enjoy.py"
+)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_FILES)
+def test_bad_arguments_are_refused_before_any_work(name, tmp_path):
+    """Each case of ARGUMENT_BAD_INPUT: one line, exit code 2, no run folder, within a second of the script's start.
+
+    The script's imports (torch, JAX: seconds in a new process, before any line of it can check anything) are
+    done once first, by --help; what is timed is the script from its first line on, as a new process runs it.
+    """
+    assert run_in_process(name, "--help", cwd=tmp_path).returncode == 0
+    for case, (args, expected) in ARGUMENT_BAD_INPUT.items():
+        start = time.perf_counter()
+        run = run_in_process(name, *args, cwd=tmp_path)
+        took = time.perf_counter() - start
+        assert_one_clear_line(name, run, expected)
+        assert took < 1.0, f"{name} {case}: refused after {took:.2f} s"
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
