@@ -41,8 +41,12 @@ DEFAULT_WANDB_HOST = "api.wandb.ai"
 API_RETRY_ATTEMPTS = 5
 # AWS Batch limits: job timeouts start at 60 s, a job may be attempted 1 to 10 times.
 MIN_TIMEOUT_SECONDS = 60
+MAX_TIMEOUT_SECONDS = 2**31 - 1  # AWS Batch's attemptDurationSeconds is a 32-bit integer
 MAX_JOB_ATTEMPTS = 10
 MAX_NAME_LENGTH = 128
+# names AWS takes: a job queue's name (else its ARN), a Secrets Manager secret's name
+JOB_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}|arn:aws[a-z-]*:batch:\S+")
+SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 DEFAULT_SECRET_NAME = "cleanrl/wandb-api-key"
 
 
@@ -111,17 +115,28 @@ def validate(args: Args) -> None:
         raise BadInput(f"cannot split --command {args.command!r}: {error}") from None
     if not args.docker_tag.strip():
         raise BadInput("--docker-tag is empty")
+    if any(c.isspace() for c in args.docker_tag):
+        raise BadInput(f"--docker-tag cannot contain spaces, got {args.docker_tag!r}")
     for flag, value in (("--num-seed", args.num_seed), ("--num-vcpu", args.num_vcpu), ("--num-memory", args.num_memory)):
         if value <= 0:
             raise BadInput(f"{flag} must be positive, got {value}")
     if args.num_gpu < 0:
         raise BadInput(f"--num-gpu must be 0 or more, got {args.num_gpu}")
-    if args.num_hours * 3600 < MIN_TIMEOUT_SECONDS:
-        raise BadInput(f"--num-hours must give at least {MIN_TIMEOUT_SECONDS} seconds, got {args.num_hours}")
+    if not MIN_TIMEOUT_SECONDS <= args.num_hours * 3600 <= MAX_TIMEOUT_SECONDS:  # also false for nan
+        raise BadInput(
+            f"--num-hours must give {MIN_TIMEOUT_SECONDS} to {MAX_TIMEOUT_SECONDS} seconds (AWS Batch's limits), got {args.num_hours}"
+        )
     if not 1 <= args.aws_num_retries <= MAX_JOB_ATTEMPTS:
         raise BadInput(f"--aws-num-retries must be between 1 and {MAX_JOB_ATTEMPTS}, got {args.aws_num_retries}")
     if not platforms(args.archs):
         raise BadInput("--archs names no platform")
+    if not JOB_QUEUE_NAME.fullmatch(args.job_queue):
+        raise BadInput(f"--job-queue must be a job queue's name (letters, digits, - and _) or ARN, got {args.job_queue!r}")
+    if not SECRET_NAME.fullmatch(args.wandb_secret_name):
+        raise BadInput(f"--wandb-secret-name must be 1 to 512 of A-Z a-z 0-9 / _ + = . @ -, got {args.wandb_secret_name!r}")
+    for flag, arn in (("--wandb-secret", args.wandb_secret), ("--execution-role-arn", args.execution_role_arn)):
+        if arn and not re.fullmatch(r"arn:aws[a-z-]*:[a-z0-9-]+:\S+", arn):
+            raise BadInput(f"{flag} must be an ARN (arn:aws:...), got {arn!r}")
 
 
 def platforms(archs: str) -> list[str]:

@@ -288,6 +288,18 @@ def test_without_track_and_key_the_lines_carry_no_key(tmp_path):
     [
         (["--num-seed", "0"], "--num-seed"),
         (["--num-hours", "0.001"], "--num-hours"),
+        # refused before the W&B key is stored in AWS: nan and inf by the command line, too many hours here
+        (["--num-hours", "nan"], "--num-hours must be a finite number, got nan"),
+        (["--num-hours", "inf"], "--num-hours must be a finite number, got inf"),
+        (["--num-hours", "1e30"], "--num-hours must give 60 to 2147483647 seconds"),
+        (["--num-seed", "-1"], "--num-seed must not be negative"),
+        (["--num-memory", str(2**64)], "--num-memory must be at most"),
+        (["--num-hours", "abc"], "Error parsing --num-hours"),
+        (["--docker-tag", "me/cleanrl latest"], "--docker-tag cannot contain spaces"),
+        (["--job-queue", "my queue"], "--job-queue must be a job queue's name"),
+        (["--wandb-secret-name", "a secret"], "--wandb-secret-name must be 1 to 512"),
+        (["--execution-role-arn", "my-role"], "--execution-role-arn must be an ARN"),
+        (["--wandb-secret", "cleanrl/wandb"], "--wandb-secret must be an ARN"),
         (["--aws-num-retries", "11"], "--aws-num-retries"),
         (["--command", "  "], "--command"),
     ],
