@@ -26,6 +26,7 @@ See docs/advanced/hyperparameter-tuning.md.
 import glob
 import importlib.util
 import json
+import math
 import os
 import random
 import re
@@ -49,6 +50,7 @@ from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
 
 from cleanrl_utils.benchmark.common import describe_exit
 from cleanrl_utils.benchmark.local import stop_process_group
+from cleanrl_utils.command_line import run_name_problems
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
@@ -129,6 +131,8 @@ def check_target_scores(target_scores: Mapping[str, Sequence[float] | None]) -> 
         if len(target) != 2:
             raise ValueError(f"target_scores[{env_id!r}] must be [low, high] or None, got {target!r}")
         low, high = float(target[0]), float(target[1])
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError(f"target_scores[{env_id!r}] = {target!r}: low and high must be finite numbers")
         if low == high:
             raise ValueError(f"target_scores[{env_id!r}] = {target!r}: low and high must differ to normalise by them")
         checked[env_id] = (low, high)
@@ -303,6 +307,11 @@ class Tuner:
         self.pruner = pruner
         self.storage = storage
         self.study_name = study_name or f"tuner_{int(time.time())}"
+        for env_id in self.target_scores:  # every trial's runs must have a folder name that fits
+            if run_name_problems(env_id, exp_name_of(self.study_name, 10**6), 2**31 - 1):
+                raise ValueError(
+                    f"study_name {self.study_name!r} is too long for the run folders {env_id}__<study>-trial<N>__..."
+                )
         self.wandb_kwargs = dict(wandb_kwargs or {})
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period
@@ -511,8 +520,7 @@ class Tuner:
     # One training run
 
     def _exp_name(self, trial: Trial) -> str:
-        # The run folder is found by this name, so keep it to characters that need no escaping.
-        return re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.study_name}-trial{trial.number}")
+        return exp_name_of(self.study_name, trial.number)
 
     def _run_once(self, trial: Trial, env_id: str, seed: int, params: Mapping[str, Any]) -> float:
         """Train once and return the mean of the last `metric_last_n_average_window` logged values of `metric`."""
@@ -557,6 +565,11 @@ class Tuner:
             "config": {**json_safe(params), "trial_number": trial.number},
         }
         return wandb.init(**{**settings, **self.wandb_kwargs})
+
+
+def exp_name_of(study_name: str, trial_number: int) -> str:
+    """The --exp-name of a trial's runs. Their folder is found by it, so it keeps to characters that need no escaping."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{study_name}-trial{trial_number}")
 
 
 def run_in_own_group(command: list[str]) -> tuple[str, int]:
