@@ -148,6 +148,8 @@ def box_text(text: str) -> str:
     if not paragraphs:
         return ""
     message = " ".join(paragraphs[0])
+    if paragraphs[0][0].startswith("Missing from"):  # the required flags, each with its help: name them only
+        message = "missing " + ", ".join(line.split()[0] for line in paragraphs[0][1:] if line.startswith("-"))
     suggestions = next((p[1:] for p in paragraphs if p[0] == "Perhaps you meant:"), [])
     flags = [line.split()[0] for line in suggestions if line.startswith("-")]
     return message + (f" (perhaps you meant {' or '.join(flags)})" if flags else "")

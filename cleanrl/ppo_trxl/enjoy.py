@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 import torch
-import tyro
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ppo_trxl.py lies beside this file
 from ppo_trxl import Agent, make_env  # noqa: E402
+
+from cleanrl_utils.command_line import parse_args  # noqa: E402
 
 
 @dataclass
@@ -40,7 +41,7 @@ def fail(message: str):
 
 
 if __name__ == "__main__":
-    args = tyro.cli(Args)
+    args = parse_args(Args)  # bad values: one line, exit code 2
     try:
         from cleanrl_utils.evals.common import read_model_file
         from cleanrl_utils.evals.special import load_agent, memory_policy

@@ -203,3 +203,39 @@ def test_box_text_reads_tyros_box_with_and_without_box_drawing_characters():
     ascii_box = " Value error \n ------------ \n  Error parsing --n: bad\n  ------------\n  For full helptext\n \n"
     assert box_text(ascii_box) == "Error parsing --n: bad"
     assert box_text("\x1b[31mnot a box\x1b[0m\n") == ""
+    required = "╭─ Required options ─╮\n│ Missing from prog: │\n│     --env-ids [STR [STR ...]] │\n│ (required) │\n│ --command STR │\n╰──╯\n"
+    assert box_text(required) == "missing --env-ids, --command"
+
+
+@pytest.mark.parametrize(
+    ("tool", "argv", "line"),
+    [
+        ("benchmark", [], "benchmark: error: missing --env-ids, --command"),
+        ("benchmark", ["--env-ids", "A", "--command", "true", "--start-seed", "-1"], "benchmark: error: --start-seed must be"),
+        (
+            "benchmark",
+            ["--env-ids", "A", "--command", "true", "--num-seeds", "1e3"],
+            "benchmark: error: Error parsing --num-seeds",
+        ),
+        (
+            "rlops",
+            ["--tags", "a", "--exp-name", "x", "--confidence", "nan"],
+            "rlops: error: --confidence must be a finite number",
+        ),
+        ("rlops", ["--tags", "a", "--exp-name", "x", "--seed", "-1"], "rlops: error: --seed must be between 0 and 2147483647"),
+        ("report", ["--smooth", "abc"], "report: error: Error parsing --smooth: invalid literal for int()"),
+        ("report", ["--metric-last-n-average-window", "-5"], "report: error: --metric-last-n-average-window must not be"),
+        ("enjoy", ["--exp-name", "dqn", "--seed", "-1"], "enjoy: error: --seed must be between 0 and 2147483647"),
+        ("submit_exp", ["--num-hours", "nan"], "submit_exp: error: --num-hours must be a finite number, got nan"),
+        ("submit_exp", ["--num-hours", "inf"], "submit_exp: error: --num-hours must be a finite number, got inf"),
+    ],
+)
+def test_every_tool_refuses_bad_arguments_in_one_line(tool, argv, line, capsys):
+    from cleanrl_utils import report, rlops
+
+    mains = {"benchmark": benchmark_cli.main, "rlops": rlops.main, "report": report.main, "enjoy": enjoy.main}
+    mains["submit_exp"] = submit_exp.main
+    with pytest.raises(SystemExit) as stop:
+        mains[tool](argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(line) and len(err.splitlines()) == 1, err
