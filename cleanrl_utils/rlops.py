@@ -4,16 +4,18 @@
         --env-ids CartPole-v1 Acrobot-v1 --output-filename compare
 
 Runs are found in local TensorBoard folders (`--runs-dir`, default `runs`; a run's tags are the
-`WANDB_TAGS` it was started with) or in a Weights & Biases project (`--wandb-project-name`). Per env,
-it prints each tag's mean ± std over seeds of every run's last-N average, runtime and median SPS; across
-envs, aggregate scores of normalised runs (IQM, median, mean, optimality gap) and each tag's probability
-of improvement (PoI) over the baseline, with stratified-bootstrap confidence intervals, a studentized
-permutation test corrected for the number of tags (Holm), the same per env, and a verdict per tag:
-regression, improvement, no detectable difference, or inconclusive when the seeds cannot reach the test's
-level. `--fail-on-regression` exits 1 on a regression and 3 on an inconclusive comparison. The Markdown,
-the learning curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
+`WANDB_TAGS` it was started with) or in a Weights & Biases project (`--wandb-project-name`); each (tag, env,
+seed) counts once. Per env, it prints each tag's mean ± std over seeds of every run's last-N average, runtime
+and median SPS; across envs, aggregate scores of normalised runs (IQM, median, mean, optimality gap) and each
+tag's probability of improvement (PoI) over the baseline, with stratified-bootstrap confidence intervals. The
+gate tests each tag against the baseline across envs and on every env, in one Holm family, with a test whose
+false-alarm rate is bounded for any score distributions (`rlstats.improvement_p_value`); a tag fails when it
+regressed across envs or on any env, and is inconclusive when its seeds cannot reach the test's level.
+`--fail-on-regression` exits 1 on a regression and 3 on an inconclusive comparison. The Markdown, the learning
+curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
 
+import functools
 import os
 import shlex
 import sys
@@ -36,9 +38,11 @@ from cleanrl_utils.rlops_runs import (
     LeftOut,
     RlopsError,
     check_coverage,
+    check_evidence,
     check_finite,
     check_metric,
     check_progress,
+    check_speeds,
     check_window,
     describe,
     exp_names_per_tag,
@@ -56,11 +60,11 @@ FIGURES = {"profile": "performance profile", "aggregates": "aggregate scores", "
 
 @dataclass(frozen=True)
 class Test:
-    """One comparison of a tag with the baseline: across envs, or on one env."""
+    """One test of the gate: a tag against the baseline, across envs or on one env."""
 
-    improvement: rlstats.Estimate  # P(tag's run beats the baseline's), averaged over the envs compared
-    p_value: float  # 1.0 when untestable (a group with a single run)
-    adjusted: float  # Holm-adjusted over its family
+    improvement: rlstats.Estimate  # PoI (P(tag's run beats the baseline's)), averaged over the envs tested
+    p_value: float
+    adjusted: float  # Holm-adjusted over the gate's family (every tag, across envs and on each env)
     counts: list[tuple[int, int]]  # (tag's runs, baseline's runs) per env
     smallest_p: float  # the smallest p these counts allow
     reachable: bool  # whether the adjusted p could reach alpha at all
@@ -70,9 +74,9 @@ class Test:
 @dataclass(frozen=True)
 class Verdict:
     tag: str
-    overall: Test
-    per_env: list[Test]  # in --env-ids order
-    detectable: rlstats.Detectable | None  # the effect found four times in five; None when out of reach
+    overall: Test  # across envs
+    per_env: list[Test]  # in --env-ids order; with one env, the test across envs itself
+    gate: str  # regression (across envs or on any env), inconclusive or pass
 
 
 # ---------------------------------------------------------------- coming from openrlbenchmark
@@ -158,6 +162,8 @@ def parse_target_scores(items: list[str], lower_is_better: bool) -> dict[str, tu
                 f"--target-scores {item}: LOW ({low:g}) must be below HIGH ({high:g}), or the normalised scores would "
                 "turn a regression into an improvement; if lower scores are better, pass --lower-is-better"
             )
+        if env_id in targets:
+            raise RlopsError(f"--target-scores gives {env_id} twice: give one LOW,HIGH per env")
         targets[env_id] = (low, high)
     return targets
 
@@ -232,55 +238,86 @@ def normalization(
 # ---------------------------------------------------------------- verdicts
 
 
-def label(test_p: float, improvement: rlstats.Estimate, reachable: bool, alpha: float) -> str:
-    """Regression / improvement when the adjusted p is at most alpha and the PoI interval lies on that side of 0.5."""
+def label(adjusted: float, improvement: float, reachable: bool, alpha: float) -> str:
+    """Regression / improvement when the Holm-adjusted p is at most alpha, by the side of 1/2 the PoI lies on."""
     if not reachable:
         return "inconclusive"
-    if test_p <= alpha and improvement.defined and improvement.high < 0.5:
-        return "regression"
-    if test_p <= alpha and improvement.defined and improvement.low > 0.5:
-        return "improvement"
+    if adjusted <= alpha:
+        return "regression" if improvement < 0.5 else "improvement"
     return "no detectable difference"
 
 
-def _raw_test(x: rlstats.Scores, y: rlstats.Scores, reps: int, confidence: float, rng: np.random.Generator):
-    improvement = rlstats.improvement_estimate(x, y, reps, confidence, rng)
-    counts = [(len(a), len(b)) for a, b in zip(x, y)]
-    p_value = 1.0 if rlstats.single_run(x, y) else rlstats.improvement_p_value(x, y, reps, rng)
-    return improvement, p_value, counts, rlstats.smallest_p(counts, reps)
+def gate_outcome(overall: Test, per_env: list[Test]) -> str:
+    """A tag fails the gate when it regressed across envs or on any env; it is inconclusive when some of these
+    tests cannot reach alpha with its seeds (a regression there would go unseen); else it passes."""
+    tests = [overall, *per_env]
+    if any(test.label == "regression" for test in tests):
+        return "regression"
+    if any(test.label == "inconclusive" for test in tests):
+        return "inconclusive"
+    return "pass"
 
 
-def family(
-    pairs: list[tuple[rlstats.Scores, rlstats.Scores]], reps: int, confidence: float, rng: np.random.Generator
-) -> list[Test]:
-    """Tests of one Holm family, one per (tag's scores, baseline's scores) pair, each with its label."""
-    alpha = 1 - confidence
-    raw = [_raw_test(x, y, reps, confidence, rng) for x, y in pairs]
-    adjusted = rlstats.holm([p for _, p, _, _ in raw])
-    reach = rlstats.reachable([smallest for _, _, _, smallest in raw], alpha)
-    return [
-        Test(improvement, p, adj, counts, smallest, ok, label(adj, improvement, ok, alpha))
-        for (improvement, p, counts, smallest), adj, ok in zip(raw, adjusted, reach)
-    ]
+def family_pairs(scores: dict[str, list[np.ndarray]], baseline: str) -> list[tuple[str, int | None, list, list]]:
+    """The gate's tests: per tag, (tag, None, ...) across envs, then (tag, env index, ...) per env when there are
+    several envs (with one, the test across envs is the env's own)."""
+    base = scores[baseline]
+    pairs = []
+    for tag, per_env in scores.items():
+        if tag == baseline:
+            continue
+        pairs.append((tag, None, per_env, base))
+        if len(base) > 1:
+            pairs += [(tag, env, [per_env[env]], [base[env]]) for env in range(len(base))]
+    return pairs
+
+
+def family_smallest(tags: int, envs: int, seeds: int) -> list[float]:
+    """The smallest p of each of the gate's tests with `seeds` runs per tag on every env."""
+    across = rlstats.smallest_p([(seeds, seeds)] * envs)
+    alone = [rlstats.smallest_p([(seeds, seeds)])] * envs if envs > 1 else []
+    return [across, *alone] * tags
+
+
+def family_size(tags: int, envs: int) -> int:
+    """How many tests the gate makes: per tag, one across envs and, with several envs, one per env."""
+    return tags * (envs + 1 if envs > 1 else 1)
+
+
+def least_seeds(tags: int, envs: int, alpha: float) -> int:
+    """The fewest seeds per tag on every env with which every test of the gate could reach alpha."""
+    seeds = 1
+    while not all(rlstats.reachable(family_smallest(tags, envs, seeds), alpha)):
+        seeds += 1
+    return seeds
 
 
 def compare(scores: dict[str, list[np.ndarray]], baseline: str, reps: int, confidence: float, seed: int) -> list[Verdict]:
-    """Each tag against the baseline: across envs (Holm over the tags) and per env (Holm over every tag × env)."""
+    """Each tag against the baseline, across envs and on each env, all in one Holm family (the gate's)."""
     rng = np.random.default_rng(seed)
-    tags = [tag for tag in scores if tag != baseline]
-    base = scores[baseline]
-    overall = family([(scores[tag], base) for tag in tags], reps, confidence, rng)
-    envs = len(base)
-    per_env = family([([scores[tag][e]], [base[e]]) for tag in tags for e in range(envs)], reps, confidence, rng)
-    return [
-        Verdict(
-            tag,
-            overall[i],
-            per_env[i * envs : (i + 1) * envs],
-            rlstats.detectable_effect(overall[i].counts, 1 - confidence, tests=len(tags)) if overall[i].reachable else None,
-        )
-        for i, tag in enumerate(tags)
-    ]
+    alpha = 1 - confidence
+    pairs = family_pairs(scores, baseline)
+    p_values = [rlstats.improvement_p_value(x, y) for _, _, x, y in pairs]
+    counts = [[(len(a), len(b)) for a, b in zip(x, y)] for _, _, x, y in pairs]
+    smallest = [rlstats.smallest_p(c) for c in counts]
+    adjusted = rlstats.holm(p_values)
+    reach = rlstats.reachable(smallest, alpha)
+    tests = []
+    for (_, _, x, y), p, adj, c, low, ok in zip(pairs, p_values, adjusted, counts, smallest, reach):
+        improvement = rlstats.improvement_estimate(x, y, reps, confidence, rng)
+        tests.append(Test(improvement, p, adj, c, low, ok, label(adj, improvement.value, ok, alpha)))
+    verdicts = []
+    for tag in dict.fromkeys(tag for tag, _, _, _ in pairs):
+        own = [test for (t, _, _, _), test in zip(pairs, tests) if t == tag]
+        overall, per_env = own[0], own[1:] or own[:1]
+        verdicts.append(Verdict(tag, overall, per_env, gate_outcome(overall, per_env)))
+    return verdicts
+
+
+@functools.lru_cache(maxsize=64)
+def detectable(counts: tuple[tuple[int, int], ...], level: float) -> float | None:
+    """`rlstats.detectable_shift`, once per seed counts (tags with the same counts share it)."""
+    return rlstats.detectable_shift(list(counts), level)
 
 
 def seeds_text(counts: list[tuple[int, int]]) -> str:
@@ -291,30 +328,50 @@ def seeds_text(counts: list[tuple[int, int]]) -> str:
     return f"{', '.join(f'{a} vs {b}' for a, b in counts)} seeds on {env_text}"
 
 
-def why_inconclusive(test: Test, alpha: float, tests: int) -> str:
-    if any(min(pair) < 2 for pair in test.counts):
-        return f"{seeds_text(test.counts)}: a group with a single run gives the test nothing to go on"
+def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> str:
+    """Which of the tag's tests its seeds cannot decide, and how many seeds would decide them all."""
+    tests = family_size(tags, envs)
     family = f" (Holm over {tests} tests)" if tests > 1 else ""
-    least = rlstats.least_seeds(len(test.counts), alpha, tests)
+    least = f"{least_seeds(tags, envs, alpha)} seeds per tag on every env is the least that can"
+    overall = verdict.overall
+    if not overall.reachable:
+        return (
+            f"{seeds_text(overall.counts)} can reach p = {overall.smallest_p:.2g} at best, too large for "
+            f"α = {alpha:.2g}{family}: no effect of any size can be detected; {least}"
+        )
+    blind = [test for test in verdict.per_env if not test.reachable]
+    best = min(test.smallest_p for test in blind)
     return (
-        f"{seeds_text(test.counts)} can reach p = {test.smallest_p:.2g} at best, too large for α = {alpha:.2g}{family}: "
-        f"no effect of any size can be detected; {least} seeds per tag on every env is the least that can"
+        f"{len(blind)} of {len(verdict.per_env)} envs alone can reach p = {best:.2g} at best, too large for "
+        f"α = {alpha:.2g}{family}: a regression on one env alone would go unseen; {least}"
     )
 
 
-def detectable_text(verdict: Verdict, alpha: float, tests: int) -> str:
+def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str:
     """What these seed counts can find: the sentence under the verdicts."""
     test = verdict.overall
     if not test.reachable:
-        return why_inconclusive(test, alpha, tests)
-    found = verdict.detectable
+        return why_inconclusive(verdict, alpha, tags, envs)
     reach = f"{seeds_text(test.counts)} can reach p = {test.smallest_p:.2g}"
-    if found is None:
-        return f"{reach}, but only an effect near complete separation on every env is found four times in five"
-    return (
-        f"{reach}; the smallest effect found four times in five is a PoI of {found.improvement:.2f} "
-        f"(for normal scores, a shift of {found.shift:.1f} seed-to-seed standard deviations; normal approximation)"
-    )
+    level = alpha / family_size(tags, envs)  # Holm's strictest step: what every test can count on
+    shift = detectable(tuple(test.counts), level)
+    if shift is None:
+        found = "no shift of normal scores on every env is found four times in five"
+    else:
+        found = (
+            f"a shift of {shift:.1f} seed-to-seed standard deviations on every env (PoI "
+            f"{rlstats.shift_improvement(shift):.2f}) is found four times in five"
+        )
+    text = f"{reach}; {found}"
+    if envs > 1:
+        fewest = min(verdict.per_env, key=lambda t: min(t.counts[0]))
+        one = detectable(tuple(fewest.counts), level)
+        text += (
+            "; on one env alone, no shift is found four times in five"
+            if one is None
+            else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f}"
+        )
+    return text + " (simulated normal scores, at α divided by the number of tests)"
 
 
 # ---------------------------------------------------------------- Markdown
@@ -336,6 +393,31 @@ def normalization_note(
     return f"Scores are normalised per env: {'; '.join(parts)}.{direction}"
 
 
+TEST_NOTE = (
+    'p: two-sided, of "P(X > Y) = 1/2 on every env tested", whatever the two score distributions and seed counts '
+    "(hit-or-miss seeds, heavy tails, unequal spreads, ties): the mean PoI's distance from 1/2 is compared, by the "
+    "matched-pairs bound (Hoeffding, 1963; Markov's inequality on (|u| - c)+), with the most spread mean of fair coin "
+    "flips, min(the tag's seeds, the baseline's) per env; computed exactly, no random draws."
+)
+
+
+def gate_note(tags: int, envs: int, alpha: float) -> str:
+    tests = family_size(tags, envs)
+    where = "across envs and on each env" if envs > 1 else "on its env"
+    return (
+        f"Holm p: adjusted over the gate's {tests} test{'s' if tests != 1 else ''} (each tag {where}). A test is a "
+        f"**regression** when its Holm p ≤ {alpha:.2g} and its PoI is below 0.5, an **improvement** when above, "
+        f"**inconclusive** when its seed counts cannot reach p ≤ {alpha:.2g} even at a complete separation, and "
+        "otherwise shows **no detectable difference**. **Gate**: a tag fails (*regression*) when it regressed across "
+        "envs or on any env, is *inconclusive* when any of its tests is, and otherwise passes."
+    )
+
+
+def cell(text: str) -> str:
+    """Text inside a Markdown table cell: a `|` would end the cell."""
+    return text.replace("|", "\\|")
+
+
 def verdict_section(
     verdicts: list[Verdict],
     estimates: dict[str, dict[str, rlstats.Estimate]],
@@ -349,7 +431,7 @@ def verdict_section(
 ) -> str:
     alpha = 1 - confidence
     level = f"{confidence:.0%}"
-    tags = len(verdicts)
+    tags, envs = len(verdicts), len(env_ids)
 
     def iqm(tag: str) -> str:
         return interval(estimates[tag]["IQM"]) if estimates else "—"
@@ -360,32 +442,29 @@ def verdict_section(
         f"Each run's score is the mean of its last {window} `{metric}` values. {note} IQM: the mean of the middle half "
         f"of the normalised run scores, every env weighing the same. PoI: the probability that a run of the tag beats "
         f"a run of the baseline `{baseline}` on the same env (ties half), averaged over envs. Brackets: {level} "
-        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env). p: a two-sided test of PoI = 0.5 on "
-        f"Brunner–Munzel's statistic, the largest of its permutation p (labels shuffled within each env), its t "
-        f"approximation's p and 2^(1 − the smaller group's seeds summed over envs); Holm p: adjusted "
-        f"over the {tags} tag{'s' if tags != 1 else ''} compared. A tag is a **regression** when its Holm p ≤ {alpha:.2g} "
-        f"and its PoI interval lies wholly below 0.5, an **improvement** when it lies wholly above, **inconclusive** "
-        f"when its seed counts cannot reach p ≤ {alpha:.2g}, and otherwise shows **no detectable difference**.",
+        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env); they describe, the "
+        f"verdicts do not use them. {TEST_NOTE} {gate_note(tags, envs, alpha)}",
         "",
-        "| tag | IQM (normalised) | PoI over baseline | p | Holm p | verdict |",
-        "|---|---|---|---|---|---|",
-        f"| {baseline} | {iqm(baseline)} | — | — | — | baseline |",
+        "| tag | IQM (normalised) | PoI over baseline | p | Holm p | across envs | gate |",
+        "|---|---|---|---|---|---|---|",
+        f"| {cell(baseline)} | {iqm(baseline)} | — | — | — | baseline | — |",
     ]
     for v in verdicts:
         t = v.overall
         lines.append(
-            f"| {v.tag} | {iqm(v.tag)} | {interval(t.improvement)} | {t.p_value:.3g} | {t.adjusted:.3g} | {t.label} |"
+            f"| {cell(v.tag)} | {iqm(v.tag)} | {interval(t.improvement)} | {t.p_value:.3g} | {t.adjusted:.3g} | "
+            f"{t.label} | {v.gate} |"
         )
     if verdicts:
         lines += ["", "What these seeds can detect:", ""]
-        lines += [f"- `{v.tag}`: {detectable_text(v, alpha, tags)}." for v in verdicts]
-        family = len(verdicts) * len(env_ids)
+        lines += [f"- `{v.tag}`: {detectable_text(v, alpha, tags, envs)}." for v in verdicts]
         lines += [
             "",
             "## Per env",
             "",
-            f"The same test on each env alone; Holm p is adjusted over all {family} per-env tests, so an env is "
-            "called different only when it stands out after looking at every env (and tag).",
+            "The same test on each env alone, Holm p from the same family: an env is called different only when it "
+            "stands out after looking at every env and tag."
+            + (" With one env, this is the test across envs." if envs == 1 else ""),
             "",
             "| tag | env id | seeds | PoI over baseline | p | Holm p | verdict |",
             "|---|---|---|---|---|---|---|",
@@ -393,7 +472,7 @@ def verdict_section(
         for v in verdicts:
             for env_id, t in zip(env_ids, v.per_env):
                 lines.append(
-                    f"| {v.tag} | {env_id} | {t.counts[0][0]} vs {t.counts[0][1]} | {interval(t.improvement)} | "
+                    f"| {cell(v.tag)} | {cell(env_id)} | {t.counts[0][0]} vs {t.counts[0][1]} | {interval(t.improvement)} | "
                     f"{t.p_value:.3g} | {t.adjusted:.3g} | {t.label} |"
                 )
     return "\n".join(lines)
@@ -410,7 +489,7 @@ def aggregates_section(estimates: dict[str, dict[str, rlstats.Estimate]], confid
         "| tag | " + " | ".join(names) + " |",
         "|---" * (len(names) + 1) + "|",
     ]
-    lines += [f"| {tag} | " + " | ".join(interval(e[name]) for name in names) + " |" for tag, e in estimates.items()]
+    lines += [f"| {cell(tag)} | " + " | ".join(interval(e[name]) for name in names) + " |" for tag, e in estimates.items()]
     return "\n".join(lines)
 
 
@@ -513,20 +592,35 @@ class Args:
     confidence: float = 0.95
     """level of the intervals; the tests' alpha is 1 minus it"""
     bootstrap_samples: Annotated[int, tyro.conf.arg(metavar="N")] = 5000
-    """bootstrap and permutation draws"""
+    """bootstrap draws of the intervals (the test takes none)"""
     seed: int = 0
-    """seed of the bootstrap and permutation draws"""
+    """seed of the bootstrap draws"""
     smooth: int = 5
     """curves: rolling mean over this many values per run"""
     fail_on_regression: bool = False
-    """exit 1 when a tag is a regression, 3 when a comparison is inconclusive"""
+    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive"""
+
+
+def repeated(values: list[str]) -> list[str]:
+    return sorted({value for value in values if values.count(value) > 1})
 
 
 def check_args(args: Args) -> None:
     if not args.exp_names or not args.tags:
         raise RlopsError("--exp-name and --tags are needed: the runs to compare and the tags that group them")
-    if len(set(args.tags)) != len(args.tags):
-        raise RlopsError("--tags repeats a tag")
+    if repeated(args.tags):
+        raise RlopsError(f"--tags repeats {', '.join(map(repr, repeated(args.tags)))}: each group counts once")
+    if args.env_ids and repeated(args.env_ids):
+        raise RlopsError(
+            f"--env-ids repeats {', '.join(repeated(args.env_ids))}: an env's runs count once, or the same seeds would "
+            "count as more evidence"
+        )
+    if len(args.tags) == 1 and (args.baseline is not None or args.fail_on_regression):
+        given = "--baseline" if args.baseline is not None else "--fail-on-regression"
+        raise RlopsError(
+            f"{given} with the one tag {args.tags[0]!r} compares nothing: give the tags to compare with it "
+            "(one tag alone, without these flags, gives its tables and figures)"
+        )
     args.baseline = args.baseline or args.tags[-1]
     if args.baseline not in args.tags:
         raise RlopsError(f"--baseline {args.baseline!r} is not one of --tags")
@@ -568,6 +662,12 @@ def load_runs(args: Args, exp_names: dict[str, set[str]]) -> list[Run]:
 def normalization_targets(args: Args, env_ids: list[str]) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
     """{env: (score → 0, score → 1)} on the higher-is-better scale, and where each env's pair comes from."""
     given = parse_target_scores(args.target_scores, args.lower_is_better)
+    stray = [env for env in given if env not in env_ids]
+    if stray:
+        raise RlopsError(
+            f"--target-scores names {', '.join(stray)}, which is not compared (envs: {', '.join(env_ids)}): "
+            "a misspelt env id would leave its env on the baseline's scale unseen"
+        )
     targets, sources = {}, {}
     if args.reference_scores:
         found, missing = reference_scores(args.reference_scores, [env for env in env_ids if env not in given])
@@ -594,6 +694,8 @@ def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[L
     runs = check_metric(runs, args.metric)
     check_finite(runs, args.metric)
     runs, left_out = check_progress(runs, env_ids, args.min_progress, args.strict)
+    check_evidence(runs, args.metric)
+    runs = check_speeds(runs)
     check_coverage(runs, args.tags, env_ids)  # again: dropping runs may empty a cell
     short = check_window(runs, args.metric, args.metric_last_n_average_window)
     return runs, env_ids, left_out, short
@@ -620,7 +722,7 @@ def output_paths(args: Args) -> tuple[Path, Path]:
     return output, args.output_markdown or output.with_name(output.name + ".md")
 
 
-def build(args: Args) -> tuple[str, list[Verdict]]:
+def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     check_args(args)
     window, metric = args.metric_last_n_average_window, args.metric
     runs, env_ids, left_out, short = choose_runs(args)
@@ -647,14 +749,14 @@ def build(args: Args) -> tuple[str, list[Verdict]]:
             "iqm_steps": rlfigures.iqm_over_steps(curves, lows, highs, args.smooth, reps, level, rng),
         }
         note = normalization_note(env_ids, lows, highs, sources, args.lower_is_better)
-    column_of: Callable[[Run], str] = lambda run: run.group  # noqa: E731 - one column per tag
+    column_of: Callable[[Run], str] = lambda run: cell(run.group)  # noqa: E731 - one column per tag
     figures["curves"] = plot_learning_curves(runs, metric, env_ids, args.tags, args.smooth, "std", column_of)
     images = {
         name: rlfigures.save(figure, output if name == "curves" else output.with_name(f"{output.name}_{name}"))[0]
         for name, figure in figures.items()
     }
     sections = [
-        report_tables(runs, env_ids, args.tags, metric, window, column_of),
+        report_tables(runs, env_ids, [cell(tag) for tag in args.tags], metric, window, column_of),
         left_out_section(left_out, short, window),
         verdict_section(verdicts, estimates, args.baseline, env_ids, args.confidence, reps, note, metric, window),
         aggregates_section(estimates, args.confidence) if estimates else "",
@@ -662,17 +764,41 @@ def build(args: Args) -> tuple[str, list[Verdict]]:
     ]
     markdown = "\n\n".join(section for section in sections if section)
     write_text(markdown_path, markdown + "\n")
-    return markdown, verdicts
+    return markdown, verdicts, env_ids
 
 
 def exit_code(verdicts: list[Verdict], fail_on_regression: bool) -> int:
     if not fail_on_regression:
         return 0
-    if any(v.overall.label == "regression" for v in verdicts):
+    if any(v.gate == "regression" for v in verdicts):
         return EXIT_REGRESSION
-    if any(v.overall.label == "inconclusive" for v in verdicts):
+    if any(v.gate == "inconclusive" for v in verdicts):
         return EXIT_INCONCLUSIVE
     return 0
+
+
+def numbers(test: Test) -> str:
+    return f"PoI {interval(test.improvement)}, p={test.p_value:.3g}, Holm p={test.adjusted:.3g}"
+
+
+def summary_line(verdict: Verdict, baseline: str, env_ids: list[str], alpha: float, tags: int) -> str:
+    """The console's last word on a tag: the gate's outcome first, the verdict across envs beside it."""
+    overall, envs = verdict.overall, len(env_ids)
+    across = f"across envs: {overall.label} ({numbers(overall)})"
+    head = f"rlops: {verdict.tag} vs {baseline}:"
+    if verdict.gate == "inconclusive":
+        return f"{head} inconclusive ({why_inconclusive(verdict, alpha, tags, envs)})" + (
+            f"; {across}" if envs > 1 and overall.reachable else ""
+        )
+    if envs == 1:
+        return f"{head} {overall.label} ({numbers(overall)})"
+    if verdict.gate == "regression":
+        worse = [(env, test) for env, test in zip(env_ids, verdict.per_env) if test.label == "regression"]
+        if not worse:
+            return f"{head} regression across envs ({numbers(overall)})"
+        where = "; ".join(f"{env} ({numbers(test)})" for env, test in worse)
+        return f"{head} regression on {where}; {across}"
+    return f"{head} {overall.label} across envs ({numbers(overall)}); no env regressed"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -683,21 +809,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     args = parse_args(Args, argv, prog="python -m cleanrl_utils.rlops")
     try:
-        markdown, verdicts = build(args)
+        markdown, verdicts, env_ids = build(args)
     except (RlopsError, OSError) as e:
         print(f"rlops: error: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(markdown)
     print()
-    alpha = 1 - args.confidence
-    for v in verdicts:
-        t = v.overall
-        detail = (
-            why_inconclusive(t, alpha, len(verdicts))
-            if t.label == "inconclusive"
-            else f"PoI {interval(t.improvement)}, p={t.p_value:.3g}, Holm p={t.adjusted:.3g}"
-        )
-        print(f"rlops: {v.tag} vs {args.baseline}: {t.label} ({detail})")
+    for verdict in verdicts:
+        print(summary_line(verdict, args.baseline, env_ids, 1 - args.confidence, len(verdicts)))
     return exit_code(verdicts, args.fail_on_regression)
 
 

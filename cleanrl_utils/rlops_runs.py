@@ -1,7 +1,8 @@
 """The runs RLops compares: read from local TensorBoard folders or a W&B project, grouped by tag, and checked so
-that a broken run stops the comparison (a non-finite score, a run in two groups) or is named and left out
-(a run that stopped early) instead of quietly moving a verdict."""
+that a broken run stops the comparison (a non-finite score, a run in two groups, a run counted twice) or is named
+and left out (a run that stopped early, a non-finite speed) instead of quietly moving a verdict."""
 
+import itertools
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -197,6 +198,56 @@ def check_finite(runs: list[Run], metric: str) -> None:
                 f"{describe(run)}: {metric} is {value} at step {step} ({bad.size} non-finite of {values.size} values); "
                 "a score must be a finite number: fix the run or leave it out"
             )
+
+
+def check_evidence(runs: list[Run], metric: str) -> None:
+    """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
+    one tag or a copy given another seed would count the same evidence twice and shrink every p.
+
+    Two tags' runs of one seed may log the same values: a change that alters nothing, run deterministically.
+    """
+    by_key: dict[tuple[str, str, str], list[Run]] = {}
+    by_values: dict[tuple, list[Run]] = {}
+    for run in runs:
+        if run.seed == "?":
+            raise RlopsError(
+                f"{describe(run)}: no seed in its hyperparameters or folder name; runs are told apart by seed, so "
+                "a run without one could be a copy of another"
+            )
+        by_key.setdefault((run.group, run.env_id, run.seed), []).append(run)
+        by_values.setdefault(tuple(run.scalars[metric]), []).append(run)
+    for (group, env_id, seed), same in by_key.items():
+        if len(same) > 1:
+            raise RlopsError(
+                f"tag {group!r} has {len(same)} runs of seed {seed} on {env_id}: "
+                f"{', '.join(str(run.path) for run in same)}; the unit of evidence is one run per tag, env and seed "
+                "(a copied folder or a seed run twice): remove the extra runs or tag them apart"
+            )
+    for same in by_values.values():
+        for first, second in itertools.combinations(same, 2):
+            if first.group == second.group or first.seed != second.seed:
+                raise RlopsError(
+                    f"{describe(first)} and {describe(second)} logged the same {metric} values at the same steps: "
+                    "copies of one run, which would count twice; remove the copy"
+                )
+
+
+def check_speeds(runs: list[Run]) -> list[Run]:
+    """The runs with their non-finite `charts/SPS` values dropped, each named in a warning: the speed table only
+    describes, so a NaN or infinite speed is no reason to stop, but it must not reach the table's arithmetic."""
+    kept = []
+    for run in runs:
+        series = run.scalars.get(SPS_TAG, [])
+        finite = [(step, value) for step, value in series if np.isfinite(value)]
+        if len(finite) < len(series):
+            step, value = next((s, v) for s, v in series if not np.isfinite(v))
+            warn(
+                f"{describe(run)}: {SPS_TAG} is {value} at step {step} ({len(series) - len(finite)} non-finite of "
+                f"{len(series)} values): left out of its median SPS"
+            )
+            run = replace(run, scalars={**run.scalars, SPS_TAG: finite})
+        kept.append(run)
+    return kept
 
 
 def last_step(run: Run) -> int:

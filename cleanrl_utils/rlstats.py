@@ -1,8 +1,10 @@
 """Statistics for comparing RL runs across tasks and seeds, after Agarwal et al. (2021), "Deep RL at the
 Edge of the Statistical Precipice": aggregate scores (IQM, median, mean, optimality gap) and the probability
-of improvement, each with a stratified-bootstrap confidence interval; plus a test of "no difference" that
-holds its false-alarm rate when the two groups differ in spread or seed count (Brunner–Munzel's statistic,
-judged by permutation, by its t approximation and by a floor for small groups), Holm's correction for several tests, and what a set of seed counts can detect.
+of improvement (PoI), each with a stratified-bootstrap confidence interval; the test RLops gates on, whose
+false-alarm rate is bounded for any two score distributions with a PoI of 1/2 at any run count (a matched-pairs
+bound after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
+Brunner–Munzel's studentized statistic, with its permutation and t p-values, is kept for checks that compare
+two samples of one evaluation and as the calibration study's reference; it is not the gate's test.
 
 Scores come as one array per task (env), one value per run (seed); tasks may have different numbers
 of runs. "Stratified" means every resample draws runs within each task, never across tasks. Leading axes
@@ -169,12 +171,116 @@ def improvement_estimate(x: Scores, y: Scores, reps: int, confidence: float, rng
     return Estimate(value, *percentile_interval(draws, confidence))
 
 
-# ---------------------------------------------------------------- the test
+# ---------------------------------------------------------------- the test RLops uses
+
+
+LATTICE_POINTS = 1 << 16  # the finest grid the bound's distribution is kept on (exact whenever it fits)
+TOLERANCE = 1e-12  # a distance this close above an atom of the bound counts as that atom
+
+
+@dataclass(frozen=True)
+class NullBound:
+    """A variable at least as spread as the mean PoI's distance from 1/2 when no task differs.
+
+    D = the mean over tasks of (B_k / m_k - 1/2), B_k ~ Binomial(m_k, 1/2) independent, m_k the smaller
+    group's run count on task k: the mean PoI of m_k matched (x, y) pairs per task when each pair is a fair coin.
+    Stored as the distinct values of |D| (ascending), their probabilities, and E(|D| - value)+ at each.
+    """
+
+    atoms: np.ndarray
+    probabilities: np.ndarray
+    stop_loss: np.ndarray
+
+    def p_value(self, distance: np.ndarray | float) -> np.ndarray:
+        """The bound on P(|mean PoI - 1/2| >= distance) with no difference, for any array of distances.
+
+        By Markov's inequality on the convex function (|u| - c)+, P(|U| >= t) <= E(|D| - c)+ / (t - c) for every
+        c < t; the best c is an atom of |D| (between atoms the ratio is monotone), and 1 caps it.
+        """
+        distance = np.asarray(distance, dtype=float)[..., None]
+        below = self.atoms < distance - TOLERANCE
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(below, self.stop_loss / (distance - self.atoms), np.inf)
+        return np.minimum(1.0, ratios.min(axis=-1))
+
+
+def matched_pairs(counts: Sequence[tuple[int, int]]) -> list[int]:
+    """Per task, how many disjoint (x, y) pairs its runs make: the smaller group's count."""
+    return [min(n_x, n_y) for n_x, n_y in counts]
+
+
+def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distribution of the sum of two independent lattice variables; `b` has few non-zero points."""
+    out = np.zeros(len(a) + len(b) - 1)
+    for shift in np.flatnonzero(b):
+        out[shift : shift + len(a)] += b[shift] * a
+    return out
+
+
+def null_bound(counts: Sequence[tuple[int, int]]) -> NullBound:
+    """The bound for these (runs of X, runs of Y) per task.
+
+    The sum of the B_k / m_k lives on a grid of step 1 / lcm(m_k) (1 / step below): exact when that grid has at most
+    LATTICE_POINTS points. On a coarser grid a value between two points is split between them keeping its mean,
+    which only spreads the variable further (a mean-preserving spread), so the bound stays a bound.
+    """
+    matched = matched_pairs(counts)
+    tasks = len(matched)
+    step = math.lcm(*matched)
+    if tasks * step > LATTICE_POINTS:
+        step = max(1, LATTICE_POINTS // tasks)
+    total = np.ones(1)
+    for m in matched:
+        wins = np.arange(m + 1)
+        weights = np.array([math.comb(m, int(k)) for k in wins], dtype=float) / 2.0**m
+        low, rest = np.divmod(wins * step, m)
+        share = rest / m
+        term = np.zeros(step + 1)
+        np.add.at(term, low, weights * (1 - share))
+        np.add.at(term, np.minimum(low + 1, step), weights * share)
+        total = _convolve(total, term)
+    size = tasks * step
+    twice_distance = np.abs(2 * np.arange(size + 1) - size)  # 2 * size * |D|
+    mass = np.bincount(twice_distance, weights=total)
+    present = np.flatnonzero(mass > 0)
+    atoms, probabilities = present / (2 * size), mass[present]
+    at_or_above = np.cumsum(probabilities[::-1])[::-1]
+    # E(|D| - a_j)+ = sum over i > j of (a_i - a_{i-1}) P(|D| >= a_i): positive terms, no cancellation
+    gains = np.diff(atoms) * at_or_above[1:]
+    stop_loss = np.append(np.cumsum(gains[::-1])[::-1], 0.0)
+    return NullBound(atoms, probabilities, stop_loss)
+
+
+def improvement_p_value(x: Scores, y: Scores) -> float:
+    """Two-sided p of "no task differs": P(X > Y) = 1/2 on every task, whatever the two distributions.
+
+    The mean PoI over tasks is a U-statistic; Hoeffding (1963, section 5) writes it as the average, over every
+    way of matching runs into disjoint (x, y) pairs (m_k pairs per task), of the mean PoI of the matched pairs.
+    With no difference each pair scores 1, 1/2 or 0 with mean 1/2, so each matching's mean is distributed as a
+    sum of independent coin-like terms no more spread than D's; an average of them is no more spread than one
+    (Jensen), so E f(mean PoI - 1/2) <= E f(D) for every convex f, and `NullBound.p_value` bounds the tail. The
+    bound is reached when one group's runs either beat all of the other's or lose to all (hit-or-miss).
+    Deterministic: no draws. With the same run counts on every task it also holds when tasks differ in
+    opposite directions with a mean PoI of 1/2 (Hoeffding, 1956: a binomial is the most spread sum of
+    independent Bernoulli variables of a given mean).
+    """
+    counts = [(np.shape(a)[-1], np.shape(b)[-1]) for a, b in zip(x, y)]
+    distance = abs(average_improvement(x, y) - 0.5)
+    return float(null_bound(counts).p_value(distance))
+
+
+def smallest_p(counts: Sequence[tuple[int, int]]) -> float:
+    """The smallest p `improvement_p_value` can give with these run counts: every task completely separated one
+    way, 2 ** (1 - the matched pairs summed over tasks) when the grid is exact."""
+    return float(null_bound(counts).p_value(0.5))
+
+
+# ---------------------------------------------------------------- Brunner–Munzel's statistic (not the gate's test)
 
 
 @dataclass(frozen=True)
 class Studentized:
-    """The test's statistic and what its t approximation needs (arrays over any leading draw axes)."""
+    """Brunner–Munzel's statistic and what its t approximation needs (arrays over any leading draw axes)."""
 
     statistic: np.ndarray  # (average P(X > Y) - 1/2) / its standard error
     df: np.ndarray  # Welch–Satterthwaite degrees of freedom of that standard error
@@ -233,7 +339,7 @@ def studentize(x: Scores, y: Scores) -> Studentized:
 
 
 def studentized_improvement(x: Scores, y: Scores) -> np.ndarray:
-    """(average P(X > Y) - 1/2) divided by its estimated standard error: the test's statistic."""
+    """(average P(X > Y) - 1/2) divided by its estimated standard error: Brunner–Munzel's statistic."""
     return studentize(x, y).statistic
 
 
@@ -264,10 +370,10 @@ def permutation_p_value(x: Scores, y: Scores, reps: int, rng: np.random.Generato
     """Two-sided p-value of the studentized statistic by permutation.
 
     Each draw shuffles the X/Y labels of the runs within every task and recomputes the statistic; p counts
-    the draws at least as far from 0 as the observed one (itself included, so p > 0). When X and Y are the
-    same algorithm this is exact; studentizing keeps it near its level when they only tie on average but
-    differ in spread or seed count (Neubert and Brunner, 2007), where the plain probability of improvement
-    does not.
+    the draws at least as far from 0 as the observed one (itself included, so p > 0). Exact when X and Y
+    are one distribution; when they only share a PoI of 1/2 it is near its level for large groups only
+    (Neubert and Brunner, 2007): with hit-or-miss runs at 7 a side it calls about 1 in 10 comparisons
+    different at 0.05 (benchmark/results/rlops_calibration.md), so RLops does not use it.
     """
     observed = abs(float(studentized_improvement(x, y)))
     drawn = np.abs(_combine([_shuffled_task(np.asarray(a), np.asarray(b), reps, rng) for a, b in zip(x, y)]).statistic)
@@ -312,31 +418,6 @@ def student_t_p_value(statistic: float, df: float) -> float:
     return regularized_beta(df / 2.0, 0.5, df / (df + statistic**2))
 
 
-def separation_floor(counts: Sequence[tuple[int, int]]) -> float:
-    """How likely a complete separation can be with no difference on average: 2 ** (1 - sum of the smaller groups).
-
-    "No difference on average" lets the groups differ in spread. If one group's runs spread far wider than
-    the other's, each of its runs lands above or below all of the other's by a coin flip, so all of them do,
-    on every task in one direction, with probability 2 × 2 ** -(its runs, summed over tasks). No p below
-    that can be trusted, whatever the permutations say.
-    """
-    return 2.0 ** (1 - sum(min(pair) for pair in counts))
-
-
-def improvement_p_value(x: Scores, y: Scores, reps: int, rng: np.random.Generator) -> float:
-    """Two-sided p of "the average P(X > Y) is 1/2": the largest of the permutation p, the Brunner–Munzel t
-    approximation's p and the separation floor, so it holds its level when any of them does.
-
-    Measured (benchmark/results/rlops_calibration.md), 3 runs of spread 3 against 8 of spread 1 with the same
-    median: the permutation alone says p <= 0.05 in 8.6% of comparisons on 3 envs and 15.7% on one; the t
-    approximation brings the first to 3.3%, the floor the second to 0.
-    """
-    counts = [(len(a), len(b)) for a, b in zip(x, y)]
-    studentized = studentize(x, y)
-    t_p = student_t_p_value(float(studentized.statistic), float(studentized.df))
-    return max(permutation_p_value(x, y, reps, rng), t_p, separation_floor(counts))
-
-
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment: reject where the adjusted p is at most alpha, and the chance of any false
     rejection among the tests stays at most alpha."""
@@ -352,21 +433,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------------- what seed counts allow
 
 
-def smallest_p(counts: Sequence[tuple[int, int]], reps: int) -> float:
-    """The smallest p `improvement_p_value` can give with these (runs of X, runs of Y) per task.
-
-    Every part is smallest at a complete separation in one direction on every task: the permutation p is
-    then 2 splits in all (or 1 / (reps + 1)), the t approximation sees the floored variance with its fewest
-    degrees of freedom. With a single run in a group the test has nothing to go on.
-    """
-    if any(min(pair) < 2 for pair in counts):
-        return 1.0
-    splits = math.prod(math.comb(n_x + n_y, n_x) for n_x, n_y in counts)
-    std_error = math.sqrt(sum(_floor(n_x, n_y) for n_x, n_y in counts)) / len(counts)
-    t_p = student_t_p_value(0.5 / std_error, min(min(pair) for pair in counts) - 1)
-    return min(1.0, max(2.0 / splits, 1.0 / (1 + reps), t_p, separation_floor(counts)))
-
-
 def reachable(smallest: Sequence[float], alpha: float) -> list[bool]:
     """Which tests of a Holm family could reject at all: those rejected when every p is its smallest.
 
@@ -377,30 +443,45 @@ def reachable(smallest: Sequence[float], alpha: float) -> list[bool]:
 
 def least_seeds(tasks: int, alpha: float, tests: int = 1) -> int:
     """The fewest seeds per group (the same in every group and task) with which a test can reach alpha / tests."""
-    seeds = 2
-    while smallest_p([(seeds, seeds)] * tasks, reps=10**9) > alpha / tests:
+    seeds = 1
+    while smallest_p([(seeds, seeds)] * tasks) > alpha / tests:
         seeds += 1
     return seeds
 
 
-@dataclass(frozen=True)
-class Detectable:
-    improvement: float  # the probability of improvement found with the given power
-    shift: float  # the same, as a shift of a normal score in standard deviations of the seed-to-seed spread
+def shift_improvement(shift: float) -> float:
+    """P(X > Y) of two normal scores whose means differ by `shift` standard deviations."""
+    return NormalDist().cdf(shift / math.sqrt(2))
 
 
-def detectable_effect(
-    counts: Sequence[tuple[int, int]], alpha: float, power: float = 0.8, tests: int = 1
-) -> Detectable | None:
-    """The smallest effect the test finds with probability `power`, by a normal approximation; None past reach.
+def detectable_shift(
+    counts: Sequence[tuple[int, int]], level: float, power: float = 0.8, draws: int = 1000, seed: int = 0
+) -> float | None:
+    """The smallest shift of normal scores (in seed-to-seed standard deviations, the same on every task) that the test
+    at `level` calls an improvement with probability `power`, by simulation; None when no shift reaches it.
 
-    Under no difference a task's P(X > Y) estimate varies by (n_x + n_y + 1) / (12 n_x n_y) (continuous
-    scores); the average over tasks must clear its two-sided alpha / tests threshold. For normal scores a
-    shift of d standard deviations has P(X > Y) = Phi(d / sqrt(2)).
+    The draws are fixed by `seed` and shared by every shift tried, so the share found grows with the shift and a
+    bisection finds it to within 0.001 std.
     """
-    normal = NormalDist()
-    variance = sum((n_x + n_y + 1) / (12 * n_x * n_y) for n_x, n_y in counts) / len(counts) ** 2
-    margin = (normal.inv_cdf(1 - alpha / tests / 2) + normal.inv_cdf(power)) * math.sqrt(variance)
-    if margin >= 0.5:
+    bound = null_bound(counts)
+    if bound.p_value(0.5) > level:
         return None
-    return Detectable(0.5 + margin, math.sqrt(2) * normal.inv_cdf(0.5 + margin))
+    rng = np.random.default_rng(seed)
+    seeds = [int(s) for s in rng.integers(1 << 31, size=len(counts))]
+
+    def found(shift: float) -> float:
+        improvement = np.zeros(draws)
+        for (n_x, n_y), task_seed in zip(counts, seeds):
+            task_rng = np.random.default_rng(task_seed)  # the same draws at every shift
+            x, y = task_rng.normal(size=(draws, n_x)), task_rng.normal(size=(draws, n_y))
+            improvement += probability_of_improvement(x + shift, y) / len(counts)
+        p = bound.p_value(np.abs(improvement - 0.5))
+        return float(np.mean((p <= level) & (improvement > 0.5)))
+
+    low, high = 0.0, 12.0
+    if found(high) < power:
+        return None
+    while high - low > 1e-3:
+        middle = (low + high) / 2
+        low, high = (low, middle) if found(middle) >= power else (middle, high)
+    return high

@@ -7,6 +7,8 @@ a group: on one env fewer cannot reach p <= 0.05, see test_what_seed_counts_can_
 `base` and the untagged runs learn at learning rate 2.5e-3, so a few thousand steps tell them from `broken`.
 """
 
+import itertools
+import math
 import re
 import shutil
 import subprocess
@@ -137,51 +139,124 @@ def test_holm_adjusts_step_down_and_keeps_order():
     assert rlstats.holm([0.5]) == [0.5]
 
 
+def exact_bound(matched: list[int]) -> dict[float, float]:
+    """{|D|: probability} by listing every outcome of the coin flips: D = mean over tasks of (B_k / m_k - 1/2)."""
+    law: dict[float, float] = {}
+    for wins in itertools.product(*(range(m + 1) for m in matched)):
+        chance = math.prod(math.comb(m, k) / 2**m for m, k in zip(matched, wins))
+        distance = round(abs(np.mean([k / m - 0.5 for m, k in zip(matched, wins)])), 12)
+        law[distance] = law.get(distance, 0.0) + chance
+    return law
+
+
+def stop_loss_p(law: dict[float, float], distance: float) -> float:
+    """min over c < distance of E(|D| - c)+ / (distance - c), written out from the definition."""
+    candidates = [c for c in law if c < distance - 1e-12]
+    ratios = [sum(max(a - c, 0.0) * p for a, p in law.items()) / (distance - c) for c in candidates]
+    return min([1.0, *ratios])
+
+
+@pytest.mark.parametrize("counts", [[(5, 5)], [(7, 3)], [(2, 3), (3, 5)], [(4, 4), (6, 9), (1, 2)]])
+def test_the_null_bound_is_the_coin_flip_distribution_written_out(counts):
+    bound = rlstats.null_bound(counts)
+    law = exact_bound(rlstats.matched_pairs(counts))
+    assert bound.atoms == pytest.approx(sorted(law)) and bound.probabilities == pytest.approx([law[a] for a in sorted(law)])
+    for distance in [0.01, 0.1, 0.17, 0.25, 0.333, 0.4, 0.49, 0.5]:
+        assert bound.p_value(distance) == pytest.approx(stop_loss_p(law, distance), rel=1e-9, abs=1e-15)
+
+
+def test_a_coarse_grid_only_makes_the_bound_larger(monkeypatch):
+    counts = [(7, 9), (11, 13), (13, 13)]  # lcm(7, 11, 13) = 1001: 3003 points, exact
+    exact = rlstats.null_bound(counts)
+    monkeypatch.setattr(rlstats, "LATTICE_POINTS", 90)  # 30 points per task: values split between neighbours
+    coarse = rlstats.null_bound(counts)
+    assert len(coarse.atoms) < len(exact.atoms) and coarse.probabilities.sum() == pytest.approx(1.0)
+    distances = np.linspace(0.0, 0.5, 201)
+    assert np.all(coarse.p_value(distances) >= exact.p_value(distances) - 1e-12)
+    assert coarse.p_value(0.3) > exact.p_value(0.3)  # and it does cost something
+
+
+def test_hit_or_miss_seeds_get_the_sign_tests_answer_not_the_t_approximations():
+    """The issue's case: 7 seeds of one version either far above or far below all 7 of the other's, 6 of 7 above.
+    Brunner–Munzel's t approximation said p = 0.047; the chance of 6 or more of 7 coin flips one way is 0.125."""
+    rng = np.random.default_rng(0)
+    baseline = rng.normal(size=7)
+    tag = np.array([10.0] * 6 + [-10.0]) + rng.normal(size=7)
+    studentized = rlstats.studentize([tag], [baseline])
+    assert rlstats.student_t_p_value(float(studentized.statistic), float(studentized.df)) < 0.05
+    p = rlstats.improvement_p_value([tag], [baseline])
+    assert p >= 0.125 and p == pytest.approx(0.140625)  # the bound at 5/14 from 1/2: (36 / 1792) / (2 / 14)
+
+
+@pytest.mark.parametrize(("n_tag", "n_base"), [(7, 7), (5, 20), (20, 5), (13, 13)])
+def test_hit_or_miss_nulls_keep_the_false_alarm_rate(n_tag, n_base):
+    """4,000 comparisons in which each of the tag's seeds is ±10 by a coin flip and the baseline's are N(0, 1):
+    P(X > Y) = 1/2 exactly, and the share with p <= 0.05 must stay within 2 standard errors of 0.05."""
+    rng = np.random.default_rng([n_tag, n_base])
+    trials = 4000
+    tag = rng.choice([-10.0, 10.0], size=(trials, n_tag)) + rng.normal(size=(trials, n_tag))
+    base = rng.normal(size=(trials, n_base))
+    p = rlstats.null_bound([(n_tag, n_base)]).p_value(np.abs(rlstats.probability_of_improvement(tag, base) - 0.5))
+    assert np.mean(p <= 0.05) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
+    if min(n_tag, n_base) >= 13:  # where the bound can bite, it is not vacuous: some comparisons reach it
+        assert np.mean(p <= 0.05) > 0.005
+
+
+def test_the_p_value_takes_no_draws_and_a_complete_separation_gives_the_smallest():
+    x, y = [np.arange(10.0, 16.0), np.arange(10.0, 13.0)], [np.arange(0.0, 6.0), np.arange(5.0, 9.0)]
+    assert rlstats.improvement_p_value(x, y) == rlstats.improvement_p_value(x, y) == rlstats.smallest_p([(6, 6), (3, 4)])
+    assert rlstats.smallest_p([(6, 6), (3, 4)]) == pytest.approx(2.0 ** (1 - 9))
+    assert rlstats.improvement_p_value([np.ones(8)], [np.ones(5)]) == 1.0  # all tied: PoI 1/2
+
+
 def test_what_seed_counts_can_reach():
-    # one env: a group of n runs wholly above the other happens with chance up to 2 ** -n when spreads differ
-    assert rlstats.smallest_p([(3, 3)], reps=5000) == pytest.approx(0.25)
-    assert rlstats.smallest_p([(6, 9)], reps=5000) == pytest.approx(2**-5)
-    assert rlstats.smallest_p([(1, 5)], reps=5000) == 1.0  # a single run: nothing to test
-    # three envs of 3: the permutations reach 2 / 20 ** 3, the separation floor 2 ** -8
-    assert rlstats.smallest_p([(3, 3)] * 3, reps=10**6) == pytest.approx(2**-8)
-    assert rlstats.smallest_p([(2, 2)] * 3, reps=10**6) > 0.05  # the t approximation with 1 df binds
-    assert rlstats.least_seeds(1, 0.05) == 6 and rlstats.least_seeds(3, 0.05) == 3
-    assert rlstats.least_seeds(1, 0.05, tests=2) == 7  # 2 ** -5 = 0.031 > 0.025
-    five_on_three = rlstats.detectable_effect([(5, 5)] * 3, 0.05)
-    assert 0.75 < five_on_three.improvement < 0.85 and 1.0 < five_on_three.shift < 1.5
-    assert rlstats.detectable_effect([(5, 5)], 0.05) is None  # past reach at 80% power on one env
+    # one env: n matched coin flips all one way has chance 2 ** (1 - n): the hit-or-miss worst case
+    assert rlstats.smallest_p([(3, 3)]) == pytest.approx(0.25)
+    assert rlstats.smallest_p([(6, 9)]) == pytest.approx(2**-5)
+    assert rlstats.smallest_p([(1, 5)]) == 1.0  # a single run: one coin flip
+    assert rlstats.smallest_p([(3, 3)] * 3) == pytest.approx(2**-8)
+    assert rlstats.smallest_p([(1, 1)] * 6) == pytest.approx(2**-5)  # one seed on each of six envs: a sign test
+    # the gate: one tag on one env needs 6 seeds; two tags 7 (2 ** -5 > 0.025); on 3 envs each env alone must
+    # reach Holm's alpha / 3 after the test across envs: 7 seeds; on 5 envs, alpha / 5: 8
+    assert rlops.least_seeds(1, 1, 0.05) == 6 and rlops.least_seeds(2, 1, 0.05) == 7
+    assert rlops.least_seeds(1, 3, 0.05) == 7 and rlops.least_seeds(1, 5, 0.05) == 8
+    shift = rlstats.detectable_shift([(5, 5)] * 3, 0.05)
+    assert 1.0 < shift < 2.0 and 0.75 < rlstats.shift_improvement(shift) < 0.93
+    assert rlstats.detectable_shift([(5, 5)], 0.05) is None  # 5 vs 5 on one env never reaches 0.05
+    assert rlstats.detectable_shift([(20, 20)], 0.05) < rlstats.detectable_shift([(10, 10)], 0.05)
 
 
 def false_alarms(draw, trials: int, seed: int) -> float:
-    """Share of `trials` comparisons of two groups with no difference on average that the verdict calls different."""
+    """Share of `trials` comparisons with no difference on any env in which the gate called some test different."""
     rng = np.random.default_rng(seed)
     alarms = 0
     for _ in range(trials):
         x, y = draw(rng)
-        verdict = rlops.compare({"x": x, "y": y}, "y", reps=500, confidence=0.95, seed=int(rng.integers(1 << 30)))[0]
-        alarms += verdict.overall.label in ("regression", "improvement")
+        verdict = rlops.compare({"x": x, "y": y}, "y", reps=100, confidence=0.95, seed=int(rng.integers(1 << 30)))[0]
+        alarms += any(t.label in ("regression", "improvement") for t in [verdict.overall, *verdict.per_env])
     return alarms / trials
 
 
-def test_unequal_spreads_and_seed_counts_keep_the_false_alarm_rate():
-    """The review's case: 3 seeds with spread 3 against 8 seeds with spread 1, equal medians. An unstudentized
-    permutation of the PoI called 15% of 400 such pairs different; the studentized test stays near 5%."""
+def test_the_gate_keeps_its_false_alarm_rate_with_hit_or_miss_seeds_and_unequal_spreads():
+    """Through the gate's whole family (across two envs and on each): on one env the tag's 7 seeds hit or miss
+    (±10 by a coin flip) against 7 normal ones, on the other 8 seeds of spread 3 meet 12 of spread 1."""
 
     def draw(rng):
-        return [rng.normal(0, 3, size=3)], [rng.normal(0, 1, size=8)]
+        tag = [rng.choice([-10.0, 10.0], size=7) + rng.normal(size=7), rng.normal(0, 3, size=8)]
+        return tag, [rng.normal(size=7), rng.normal(size=12)]
 
-    rate = false_alarms(draw, trials=400, seed=7)
-    assert rate <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400), rate
+    rate = false_alarms(draw, trials=600, seed=7)
+    assert rate <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 600), rate
 
 
 def test_verdicts_rarely_cry_wolf_when_nothing_changed():
     def draw(rng):
-        return [rng.normal(size=5), rng.normal(size=5)], [rng.normal(size=5), rng.normal(size=5)]
+        return [rng.normal(size=8), rng.normal(size=8)], [rng.normal(size=8), rng.normal(size=8)]
 
-    assert false_alarms(draw, trials=200, seed=123) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 200)
+    assert false_alarms(draw, trials=300, seed=123) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 300)
 
 
-def test_opposite_effects_on_two_envs_cancel_in_the_aggregate_and_show_per_env():
+def test_opposite_effects_on_two_envs_cancel_in_the_aggregate_but_fail_the_gate():
     scores = {
         "new": [np.arange(5.0, 12.0), np.arange(0.0, 0.7, 0.1)],  # better on E1, worse on E2
         "base": [np.arange(1.0, 4.5, 0.5)] * 2,
@@ -190,9 +265,10 @@ def test_opposite_effects_on_two_envs_cancel_in_the_aggregate_and_show_per_env()
     assert new.overall.improvement.value == pytest.approx(0.5)
     assert new.overall.label == "no detectable difference"
     assert [t.improvement.value for t in new.per_env] == [1.0, 0.0]
-    # 7 vs 7 runs on each env separate completely: p = 2 ** -6, still below 0.05 after Holm over the two
+    # 7 vs 7 runs on each env separate completely: p = 2 ** -6, 0.047 after Holm over the three tests
     assert [t.label for t in new.per_env] == ["improvement", "regression"]
-    assert all(t.adjusted >= t.p_value for t in new.per_env)
+    assert [t.adjusted for t in new.per_env] == pytest.approx([3 * 2**-6] * 2)
+    assert new.gate == "regression"
 
 
 def test_tags_are_split_on_commas():
@@ -210,7 +286,7 @@ def test_atari_env_ids_find_their_game():
 # ---------------------------------------------------------------- the gate, on small runs written here
 
 
-def write_run(root: Path, env_id: str, tags: str, seed: int, returns, steps=None, exp_name: str = "ppo") -> Path:
+def write_run(root: Path, env_id: str, tags: str, seed: int, returns, steps=None, exp_name: str = "ppo", sps=None) -> Path:
     """A run folder as the scripts write it: hyperparameters and tags texts, returns and SPS at their steps."""
     from torch.utils.tensorboard import SummaryWriter
 
@@ -221,7 +297,8 @@ def write_run(root: Path, env_id: str, tags: str, seed: int, returns, steps=None
         writer.add_text("tags", tags)
         for step, value in zip(steps, returns):
             writer.add_scalar("charts/episodic_return", value, step)
-            writer.add_scalar("charts/SPS", 1000.0, step)
+        for step, value in zip(steps, sps if sps is not None else [1000.0] * len(steps)):
+            writer.add_scalar("charts/SPS", value, step)
     return folder
 
 
@@ -252,7 +329,7 @@ def test_a_group_with_one_seed_is_inconclusive_and_fails_the_gate_with_3(tmp_pat
     write_group(tmp_path, "A-v1", "new", [1], 50)
     code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
     assert code == 3, err
-    assert "rlops: new vs base: inconclusive (1 vs 5 seeds on 1 env: a group with a single run" in out
+    assert "rlops: new vs base: inconclusive (1 vs 5 seeds on 1 env can reach p = 1 at best" in out
     assert gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")[0] == 0  # without the gate: a report
 
 
@@ -285,8 +362,9 @@ def test_a_clear_regression_over_envs_shows_per_env_intervals_and_holm_p(tmp_pat
     assert code == 1, err
     rows = [line for line in out.splitlines() if re.match(r"\| new \| [AB]-v1 \| 7 vs 7 \| 0\.00 \[0\.00, 0\.00\] \|", line)]
     assert len(rows) == 2 and all(row.endswith("| regression |") for row in rows), out
-    assert "Holm p is adjusted over all 2 per-env tests" in out
-    assert "the smallest effect found four times in five is a PoI of" in out
+    assert "Holm p: adjusted over the gate's 3 tests (each tag across envs and on each env)" in out
+    assert "rlops: new vs base: regression on A-v1 (PoI 0.00 [0.00, 0.00], p=0.0156, Holm p=0.0312); B-v1" in out
+    assert re.search(r"a shift of \d\.\d seed-to-seed standard deviations on every env \(PoI 0\.\d\d\) is found", out)
     for name in ("compare", "compare_profile", "compare_aggregates", "compare_iqm_steps"):
         for suffix in (".png", ".svg"):
             assert (tmp_path / "out" / f"{name}{suffix}").stat().st_size > 0
@@ -336,6 +414,163 @@ def test_a_run_carrying_both_compared_tags_is_an_error(tmp_path, capsys):
     assert code == 2
     line = one_line_error(err)
     assert str(both) in line and "carries the tags 'new' and 'base'" in line
+
+
+# ---------------------------------------------------------------- the unit of evidence: (tag, env, seed)
+
+
+def test_a_copied_run_folder_is_refused_naming_both(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 7), 90)
+    original = next(tmp_path.glob("A-v1__ppo__3__new"))
+    copy = tmp_path / "backup" / original.name
+    shutil.copytree(original, copy)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    line = one_line_error(err)
+    assert code == 2 and "tag 'new' has 2 runs of seed 3 on A-v1" in line
+    assert str(original) in line and str(copy) in line
+
+
+def test_a_seed_run_twice_under_one_tag_is_refused(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 7), 90)
+    write_run(tmp_path / "again", "A-v1", "new", 2, np.linspace(0, 70, 30))  # other values, same tag and seed
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base")
+    assert code == 2 and "tag 'new' has 2 runs of seed 2 on A-v1" in one_line_error(err)
+
+
+def test_a_copy_under_another_seed_is_refused_but_a_deterministic_rerun_under_another_tag_is_not(tmp_path, capsys):
+    returns = [np.linspace(0, 100, 30) + seed for seed in range(1, 7)]
+    for seed, values in enumerate(returns, start=1):
+        write_run(tmp_path, "A-v1", "base", seed, values)
+        write_run(tmp_path, "A-v1", "same", seed, values)  # a change that alters nothing, run deterministically
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "same", "base", "--fail-on-regression")
+    assert code == 0, err
+    assert "rlops: same vs base: no detectable difference" in out and "| same | A-v1 | 6 vs 6 | 0.50 " in out
+    write_run(tmp_path, "A-v1", "same", 9, returns[0])  # seed 1's values again, as seed 9
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "same", "base")
+    line = one_line_error(err)
+    assert code == 2 and "seed 1, A-v1) and " in line and "seed 9, A-v1) logged the same" in line
+
+
+def test_an_env_id_given_twice_is_refused(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 6), 50)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--env-ids", "A-v1", "A-v1", "A-v1")
+    assert code == 2 and "--env-ids repeats A-v1" in one_line_error(err)
+
+
+def test_one_tag_compares_nothing_so_a_baseline_or_a_gate_is_an_error(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
+    for flags in (["--baseline", "base"], ["--fail-on-regression"]):
+        code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "base", *flags)
+        assert code == 2 and "with the one tag 'base' compares nothing" in one_line_error(err)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "base")  # its tables and figures alone
+    assert code == 0, err
+    assert "| env id | base |" in out and "rlops: base" not in out
+
+
+def test_target_scores_for_an_env_not_compared_or_given_twice_are_errors(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 7), 90)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--target-scores", "A-v2=0,100")
+    assert code == 2 and "--target-scores names A-v2, which is not compared (envs: A-v1)" in one_line_error(err)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--target-scores", "A-v1=0,100", "A-v1=0,50")
+    assert code == 2 and "--target-scores gives A-v1 twice" in one_line_error(err)
+
+
+def test_a_non_finite_sps_is_named_and_left_out_of_the_speed_table(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "new", range(1, 6), 100)
+    odd = write_run(tmp_path, "A-v1", "new", 6, np.linspace(0, 100, 30), sps=[float("nan")] * 29 + [float("inf")])
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code in (0, 3), err  # a verdict, not a crash or the regression code
+    warning = next(line for line in err.splitlines() if str(odd) in line)
+    assert "charts/SPS is nan at step 100 (30 non-finite of 30 values): left out of its median SPS" in warning
+    sps_table = out.split("## Median SPS")[1].split("##")[0]
+    assert "| A-v1 | 1000 ± 0 (n=5) | 1000 ± 0 (n=6) |" in sps_table and "nan" not in sps_table and "inf" not in sps_table
+
+
+def table_rows(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("|")]
+
+
+def test_a_pipe_in_a_tag_does_not_break_the_tables(tmp_path, capsys):
+    write_group(tmp_path, "A-v1", "base", range(1, 7), 100)
+    write_group(tmp_path, "A-v1", "lr|0.1", range(1, 7), 50)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "lr|0.1", "base", "--fail-on-regression")
+    assert code == 1, err
+    assert "| env id | lr\\|0.1 | base |" in out and "| lr\\|0.1 | A-v1 | 6 vs 6 |" in out
+    markdown = (tmp_path / "out" / "compare.md").read_text()
+    for table in markdown.split("\n\n"):
+        rows = table_rows(table)
+        cells = {len(re.split(r"(?<!\\)\|", row)) for row in rows}  # cells split on unescaped pipes only
+        assert len(cells) <= 1, table
+    assert "rlops: lr|0.1 vs base: regression" in out
+
+
+def test_a_collapse_on_one_env_of_five_fails_the_gate(tmp_path, capsys):
+    """Four envs gain a little, one collapses: across envs nothing is detected, but a regression gate must fail.
+    10 seeds a side on 5 envs: each env alone can reach 2 ** -9, below Holm's 0.05 / 5."""
+    envs = ["A-v1", "B-v1", "C-v1", "D-v1", "E-v1"]
+    for env in envs:
+        write_group(tmp_path, env, "base", range(1, 11), 100)
+        write_group(tmp_path, env, "new", range(1, 11), 10 if env == "C-v1" else 101)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 1, err
+    summary = next(line for line in out.splitlines() if line.startswith("rlops: new vs base:"))
+    assert summary.startswith("rlops: new vs base: regression on C-v1 (PoI 0.00 [0.00, 0.00], p=0.00195")
+    assert "; across envs: no detectable difference (PoI 0.5" in summary
+    assert re.search(r"\| new \| C-v1 \| 10 vs 10 \| 0\.00 \[0\.00, 0\.00\] \| 0\.00195 \| 0\.0\d+ \| regression \|", out)
+    assert re.search(r"\| new \| .* \| no detectable difference \| regression \|", out)  # across envs, gate
+
+
+def test_several_envs_with_too_few_seeds_for_one_env_alone_are_inconclusive(tmp_path, capsys):
+    """5 seeds on each of 4 envs decide the comparison across envs, but no env alone can reach p <= 0.05 / 4:
+    a collapse on one env would pass unseen, so the gate does not pass."""
+    for env in ("A-v1", "B-v1", "C-v1", "D-v1"):
+        write_group(tmp_path, env, "base", range(1, 6), 100)
+        write_group(tmp_path, env, "new", range(1, 6), 100)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3, err
+    summary = next(line for line in out.splitlines() if line.startswith("rlops: new vs base:"))
+    assert "inconclusive (4 of 4 envs alone can reach p = 0.062 at best" in summary
+    assert "a regression on one env alone would go unseen; 8 seeds per tag on every env" in summary
+    assert "; across envs: " in summary
+
+
+def test_a_parse_error_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.rlops", "--tags", "a", "b", "--exp-name", "ppo", "--confidence", "high"],
+        cwd=tmp_path,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "--confidence" in one_line_error(proc.stderr) and "Traceback" not in proc.stderr
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_an_untracked_file_makes_the_runners_tag_dirty(tmp_path, monkeypatch):
+    """RLops groups runs by the tag the benchmark runner gives them: a tree with a new, untracked module (that a
+    script may import) is not the commit's code, so its runs must not join the commit's group."""
+    from cleanrl_utils.benchmark.common import git_tag
+
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "t@example.com")
+    git(tmp_path, "config", "user.name", "t")
+    (tmp_path / "algo.py").write_text("print(1)\n")
+    git(tmp_path, "add", "algo.py")
+    git(tmp_path, "commit", "-qm", "one")
+    git(tmp_path, "tag", "v1.0")
+    monkeypatch.chdir(tmp_path)
+    assert git_tag() == "v1.0"
+    (tmp_path / "helper.py").write_text("x = 2\n")
+    assert git_tag() == "v1.0-dirty"
 
 
 def test_target_scores_in_the_wrong_order_are_an_error_unless_lower_is_better(tmp_path, capsys):
@@ -455,7 +690,7 @@ def benchmark_runs(cwd: Path, tags: str | None, seeds: range, *extra: str) -> No
             "2",
             "--no-auto-tag",
             "--log-dir",
-            str(cwd / "logs"),
+            str(cwd / "logs" / f"{tags or 'untagged'}-{seeds.start}"),  # one benchmark per log folder
         ],
         cwd=cwd,
         env=env,
