@@ -170,7 +170,8 @@ def argument_problems(args: Any) -> list[str]:
     - strings are valid UTF-8 without NUL characters; `exp_name` and `env_id` make a run's folder name
       (`runs/{env_id}__{exp_name}__{seed}__{time}`): no empty part, `.` or `..`, no control characters, no `/`
       in `exp_name`, and the folder name fits in 255 bytes; `wandb_entity`, `hf_entity` and
-      `teacher_model_exp_name` are one name each, `wandb_project_name` one W&B accepts.
+      `teacher_model_exp_name` are one name each, `wandb_project_name` one W&B accepts;
+    - a `batch_size` sampled from a replay memory of `buffer_size` is at most that.
 
     What depends on one script (sizes that must divide, a replay memory that must fit in memory) stays in it.
     Pass the dataclass where there is one: a mapping's values are checked by their own types, so an int given for a
@@ -179,7 +180,7 @@ def argument_problems(args: Any) -> list[str]:
     values = dict(args) if isinstance(args, Mapping) else {f.name: getattr(args, f.name) for f in fields(args)}
     floats = set() if isinstance(args, Mapping) else float_fields(type(args))
     problems = [problem for name, value in values.items() for problem in value_problems(name, value, name in floats)]
-    return problems or name_problems(values)  # names once their characters are known to be valid
+    return problems or name_problems(values) + relation_problems(values)  # once each value is valid on its own
 
 
 def float_fields(Args: type) -> set[str]:
@@ -258,6 +259,14 @@ def float_problems(name: str, value: Any) -> list[str]:
         return [f"{flag(name)} must be positive, got {value}"]
     if (name.endswith(("_coef", "alpha")) or "noise" in name or name == "final_lr") and value < 0:
         return [f"{flag(name)} must not be negative, got {value}"]
+    return []
+
+
+def relation_problems(values: Mapping[str, Any]) -> list[str]:
+    """Values that do not go together, whatever the script."""
+    batch, memory = values.get("batch_size"), values.get("buffer_size")
+    if isinstance(batch, numbers.Integral) and isinstance(memory, numbers.Integral) and batch > memory > 0:
+        return [f"--batch-size {batch} is more than the replay memory holds (--buffer-size {memory})"]
     return []
 
 

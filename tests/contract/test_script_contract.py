@@ -116,6 +116,10 @@ def learning_rate_bad_input(flag: str) -> dict[str, tuple[tuple[str, ...], str]]
 # where a replay memory is allocated when the run starts: more than this machine holds is refused before it is
 REPLAY_MEMORY_BAD_INPUT = {
     "replay memory beyond this machine": (("--buffer-size", str(10**12)), "--buffer-size 1000000000000: a replay memory of"),
+    "batch larger than the replay memory": (
+        ("--batch-size", "2000", "--buffer-size", "1000"),
+        "--batch-size 2000 is more than",
+    ),
 }
 COMMON_BAD_INPUT = {
     **cases(

@@ -149,6 +149,14 @@ def test_argument_problems_name_the_flag_and_the_value(changes, problem):
     assert len(problems) == 1 and problems[0].startswith(problem), problems
 
 
+def test_a_batch_larger_than_the_replay_memory_is_refused():
+    assert argument_problems({"batch_size": 256, "buffer_size": 1000}) == []
+    assert argument_problems({"batch_size": 2000, "buffer_size": 1000}) == [
+        "--batch-size 2000 is more than the replay memory holds (--buffer-size 1000)"
+    ]
+    assert argument_problems({"batch_size": 0, "minibatch_size": 0}) == []  # PPO's, set at start-up
+
+
 def test_argument_problems_of_a_mapping_check_the_values_by_their_types():
     """Arguments read back from a checkpoint: the same checks, NumPy's numbers included."""
     assert argument_problems({"seed": np.int64(-3), "gamma": np.float32(2.0)}) == [
