@@ -394,10 +394,10 @@ def normalization_note(
 
 
 TEST_NOTE = (
-    'p: two-sided, of "P(X > Y) = 1/2 on every env tested", whatever the two score distributions and seed counts '
-    "(hit-or-miss seeds, heavy tails, unequal spreads, ties): the mean PoI's distance from 1/2 is compared, by the "
-    "matched-pairs bound (Hoeffding, 1963; Markov's inequality on (|u| - c)+), with the most spread mean of fair coin "
-    "flips, min(the tag's seeds, the baseline's) per env; computed exactly, no random draws."
+    'p: two-sided, of "the mean PoI is 1/2", whatever the score distributions and seed counts (hit-or-miss seeds, '
+    "heavy tails, unequal spreads, ties): the mean PoI's distance from 1/2 is compared, by the matched-pairs bound "
+    "(Hoeffding, 1963; Markov's inequality on (|u| - c)+), with the most spread mean of fair coin flips, as many as "
+    "the envs times the fewest seeds of a group on any env; computed exactly, no random draws."
 )
 
 

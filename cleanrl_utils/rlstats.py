@@ -1,7 +1,7 @@
 """Statistics for comparing RL runs across tasks and seeds, after Agarwal et al. (2021), "Deep RL at the
 Edge of the Statistical Precipice": aggregate scores (IQM, median, mean, optimality gap) and the probability
 of improvement (PoI), each with a stratified-bootstrap confidence interval; the test RLops gates on, whose
-false-alarm rate is bounded for any two score distributions with a PoI of 1/2 at any run count (a matched-pairs
+false-alarm rate is bounded for any score distributions with a mean PoI of 1/2 at any run count (a matched-pairs
 bound after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
 Brunner–Munzel's studentized statistic, with its permutation and t p-values, is kept for checks that compare
 two samples of one evaluation and as the calibration study's reference; it is not the gate's test.
@@ -174,17 +174,15 @@ def improvement_estimate(x: Scores, y: Scores, reps: int, confidence: float, rng
 # ---------------------------------------------------------------- the test RLops uses
 
 
-LATTICE_POINTS = 1 << 16  # the finest grid the bound's distribution is kept on (exact whenever it fits)
 TOLERANCE = 1e-12  # a distance this close above an atom of the bound counts as that atom
 
 
 @dataclass(frozen=True)
 class NullBound:
-    """A variable at least as spread as the mean PoI's distance from 1/2 when no task differs.
+    """A variable at least as spread as the mean PoI's distance from 1/2 when the mean PoI is 1/2.
 
-    D = the mean over tasks of (B_k / m_k - 1/2), B_k ~ Binomial(m_k, 1/2) independent, m_k the smaller
-    group's run count on task k: the mean PoI of m_k matched (x, y) pairs per task when each pair is a fair coin.
-    Stored as the distinct values of |D| (ascending), their probabilities, and E(|D| - value)+ at each.
+    D = B / pairs - 1/2 with B ~ Binomial(pairs, 1/2): the PoI of `pairs` disjoint (x, y) pairs, each a fair
+    coin. Stored as the distinct values of |D| (ascending), their probabilities, and E(|D| - value)+ at each.
     """
 
     atoms: np.ndarray
@@ -204,46 +202,19 @@ class NullBound:
         return np.minimum(1.0, ratios.min(axis=-1))
 
 
-def matched_pairs(counts: Sequence[tuple[int, int]]) -> list[int]:
-    """Per task, how many disjoint (x, y) pairs its runs make: the smaller group's count."""
-    return [min(n_x, n_y) for n_x, n_y in counts]
+def matched_pairs(counts: Sequence[tuple[int, int]]) -> int:
+    """The fair coins the test counts: tasks × the fewest runs of a group on any task."""
+    return len(counts) * min(min(pair) for pair in counts)
 
 
-def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The distribution of the sum of two independent lattice variables; `b` has few non-zero points."""
-    out = np.zeros(len(a) + len(b) - 1)
-    for shift in np.flatnonzero(b):
-        out[shift : shift + len(a)] += b[shift] * a
-    return out
-
-
-def null_bound(counts: Sequence[tuple[int, int]]) -> NullBound:
-    """The bound for these (runs of X, runs of Y) per task.
-
-    The sum of the B_k / m_k lives on a grid of step 1 / lcm(m_k) (1 / step below): exact when that grid has at most
-    LATTICE_POINTS points. On a coarser grid a value between two points is split between them keeping its mean,
-    which only spreads the variable further (a mean-preserving spread), so the bound stays a bound.
-    """
-    matched = matched_pairs(counts)
-    tasks = len(matched)
-    step = math.lcm(*matched)
-    if tasks * step > LATTICE_POINTS:
-        step = max(1, LATTICE_POINTS // tasks)
-    total = np.ones(1)
-    for m in matched:
-        wins = np.arange(m + 1)
-        weights = np.array([math.comb(m, int(k)) for k in wins], dtype=float) / 2.0**m
-        low, rest = np.divmod(wins * step, m)
-        share = rest / m
-        term = np.zeros(step + 1)
-        np.add.at(term, low, weights * (1 - share))
-        np.add.at(term, np.minimum(low + 1, step), weights * share)
-        total = _convolve(total, term)
-    size = tasks * step
-    twice_distance = np.abs(2 * np.arange(size + 1) - size)  # 2 * size * |D|
-    mass = np.bincount(twice_distance, weights=total)
+def null_bound(pairs: int) -> NullBound:
+    """The bound for `pairs` matched pairs: |B / pairs - 1/2|, B ~ Binomial(pairs, 1/2), and its stop-loss values."""
+    wins = np.arange(pairs + 1)
+    chances = np.array([math.comb(pairs, int(k)) for k in wins], dtype=float) / 2.0**pairs
+    twice_distance = np.abs(2 * wins - pairs)  # 2 * pairs * |D|
+    mass = np.bincount(twice_distance, weights=chances)
     present = np.flatnonzero(mass > 0)
-    atoms, probabilities = present / (2 * size), mass[present]
+    atoms, probabilities = present / (2 * pairs), mass[present]
     at_or_above = np.cumsum(probabilities[::-1])[::-1]
     # E(|D| - a_j)+ = sum over i > j of (a_i - a_{i-1}) P(|D| >= a_i): positive terms, no cancellation
     gains = np.diff(atoms) * at_or_above[1:]
@@ -252,27 +223,26 @@ def null_bound(counts: Sequence[tuple[int, int]]) -> NullBound:
 
 
 def improvement_p_value(x: Scores, y: Scores) -> float:
-    """Two-sided p of "no task differs": P(X > Y) = 1/2 on every task, whatever the two distributions.
+    """Two-sided p of "the mean PoI over tasks is 1/2", whatever the score distributions, seed counts and ties.
 
-    The mean PoI over tasks is a U-statistic; Hoeffding (1963, section 5) writes it as the average, over every
-    way of matching runs into disjoint (x, y) pairs (m_k pairs per task), of the mean PoI of the matched pairs.
-    With no difference each pair scores 1, 1/2 or 0 with mean 1/2, so each matching's mean is distributed as a
-    sum of independent coin-like terms no more spread than D's; an average of them is no more spread than one
-    (Jensen), so E f(mean PoI - 1/2) <= E f(D) for every convex f, and `NullBound.p_value` bounds the tail. The
-    bound is reached when one group's runs either beat all of the other's or lose to all (hit-or-miss).
-    Deterministic: no draws. With the same run counts on every task it also holds when tasks differ in
-    opposite directions with a mean PoI of 1/2 (Hoeffding, 1956: a binomial is the most spread sum of
-    independent Bernoulli variables of a given mean).
+    A task's PoI is a U-statistic; Hoeffding (1963, section 5) writes it as the average, over every way of
+    matching its runs into m disjoint (x, y) pairs (m: the smaller group), of the matched pairs' mean score
+    (1, 1/2 or 0 each). An average is no more spread than its parts (Jensen), a mean of m pairs no more than a
+    mean of fewer (sample means are a reverse martingale), and a pair's score no more than a coin of the same
+    mean; so the mean PoI over K tasks is no more spread, in the convex order, than a mean of K × (the fewest
+    runs of a group on any task) independent coins with mean 1/2 (Hoeffding, 1956: for a given mean, equal
+    chances spread the most). `NullBound.p_value` turns that into a tail bound. Hit-or-miss runs (one group's
+    runs beat all of the other's or lose to all) reach it. No random draws.
     """
     counts = [(np.shape(a)[-1], np.shape(b)[-1]) for a, b in zip(x, y)]
     distance = abs(average_improvement(x, y) - 0.5)
-    return float(null_bound(counts).p_value(distance))
+    return float(null_bound(matched_pairs(counts)).p_value(distance))
 
 
 def smallest_p(counts: Sequence[tuple[int, int]]) -> float:
     """The smallest p `improvement_p_value` can give with these run counts: every task completely separated one
-    way, 2 ** (1 - the matched pairs summed over tasks) when the grid is exact."""
-    return float(null_bound(counts).p_value(0.5))
+    way, 2 ** (1 - matched pairs)."""
+    return float(null_bound(matched_pairs(counts)).p_value(0.5))
 
 
 # ---------------------------------------------------------------- Brunner–Munzel's statistic (not the gate's test)
@@ -463,7 +433,7 @@ def detectable_shift(
     The draws are fixed by `seed` and shared by every shift tried, so the share found grows with the shift and a
     bisection finds it to within 0.001 std.
     """
-    bound = null_bound(counts)
+    bound = null_bound(matched_pairs(counts))
     if bound.p_value(0.5) > level:
         return None
     rng = np.random.default_rng(seed)

@@ -139,41 +139,68 @@ def test_holm_adjusts_step_down_and_keeps_order():
     assert rlstats.holm([0.5]) == [0.5]
 
 
-def exact_bound(matched: list[int]) -> dict[float, float]:
-    """{|D|: probability} by listing every outcome of the coin flips: D = mean over tasks of (B_k / m_k - 1/2)."""
+def mean_law(counts: list[int], chances: list[float]) -> dict[float, float]:
+    """{mean over tasks of B_k / m_k: probability}, B_k ~ Binomial(m_k, chance_k), by listing every outcome."""
     law: dict[float, float] = {}
-    for wins in itertools.product(*(range(m + 1) for m in matched)):
-        chance = math.prod(math.comb(m, k) / 2**m for m, k in zip(matched, wins))
-        distance = round(abs(np.mean([k / m - 0.5 for m, k in zip(matched, wins)])), 12)
-        law[distance] = law.get(distance, 0.0) + chance
+    for wins in itertools.product(*(range(m + 1) for m in counts)):
+        chance = math.prod(math.comb(m, k) * q**k * (1 - q) ** (m - k) for m, k, q in zip(counts, wins, chances))
+        value = round(float(np.mean([k / m for m, k in zip(counts, wins)])), 12)
+        law[value] = law.get(value, 0.0) + chance
     return law
 
 
 def stop_loss_p(law: dict[float, float], distance: float) -> float:
-    """min over c < distance of E(|D| - c)+ / (distance - c), written out from the definition."""
-    candidates = [c for c in law if c < distance - 1e-12]
-    ratios = [sum(max(a - c, 0.0) * p for a, p in law.items()) / (distance - c) for c in candidates]
+    """min over c < distance of E(|D| - c)+ / (distance - c), D = value - 1/2, written out from the definition."""
+    folded: dict[float, float] = {}
+    for value, chance in law.items():
+        folded[round(abs(value - 0.5), 12)] = folded.get(round(abs(value - 0.5), 12), 0.0) + chance
+    candidates = [c for c in folded if c < distance - 1e-12]
+    ratios = [sum(max(a - c, 0.0) * p for a, p in folded.items()) / (distance - c) for c in candidates]
     return min([1.0, *ratios])
 
 
-@pytest.mark.parametrize("counts", [[(5, 5)], [(7, 3)], [(2, 3), (3, 5)], [(4, 4), (6, 9), (1, 2)]])
-def test_the_null_bound_is_the_coin_flip_distribution_written_out(counts):
-    bound = rlstats.null_bound(counts)
-    law = exact_bound(rlstats.matched_pairs(counts))
-    assert bound.atoms == pytest.approx(sorted(law)) and bound.probabilities == pytest.approx([law[a] for a in sorted(law)])
+@pytest.mark.parametrize("pairs", [1, 5, 7, 12])
+def test_the_null_bound_is_the_coin_flip_distribution_written_out(pairs):
+    bound = rlstats.null_bound(pairs)
+    law = mean_law([pairs], [0.5])
+    distances = sorted({round(abs(v - 0.5), 12) for v in law})
+    assert bound.atoms == pytest.approx(distances)
+    assert bound.probabilities.sum() == pytest.approx(1.0)
     for distance in [0.01, 0.1, 0.17, 0.25, 0.333, 0.4, 0.49, 0.5]:
         assert bound.p_value(distance) == pytest.approx(stop_loss_p(law, distance), rel=1e-9, abs=1e-15)
 
 
-def test_a_coarse_grid_only_makes_the_bound_larger(monkeypatch):
-    counts = [(7, 9), (11, 13), (13, 13)]  # lcm(7, 11, 13) = 1001: 3003 points, exact
-    exact = rlstats.null_bound(counts)
-    monkeypatch.setattr(rlstats, "LATTICE_POINTS", 90)  # 30 points per task: values split between neighbours
-    coarse = rlstats.null_bound(counts)
-    assert len(coarse.atoms) < len(exact.atoms) and coarse.probabilities.sum() == pytest.approx(1.0)
-    distances = np.linspace(0.0, 0.5, 201)
-    assert np.all(coarse.p_value(distances) >= exact.p_value(distances) - 1e-12)
-    assert coarse.p_value(0.3) > exact.p_value(0.3)  # and it does cost something
+@pytest.mark.parametrize(
+    ("counts", "chances"),
+    [
+        ([1, 20], [0.8, 0.2]),  # one seed a side on one env, 20 on the other, opposite effects: mean PoI 1/2
+        ([3, 20], [0.95, 0.05]),
+        ([5, 10, 20], [0.7, 0.5, 0.3]),
+        ([20, 10, 5], [0.9, 0.4, 0.2]),
+        ([6, 6], [0.99, 0.01]),
+    ],
+)
+def test_opposite_effects_with_a_mean_poi_of_one_half_stay_within_the_bound(counts, chances):
+    """Hit-or-miss runs whose PoI is chance_k on env k (the most spread a PoI can be): the exact chance that the
+    test across envs says p <= 0.05 stays at most 0.05, and every stop-loss value stays under the bound's."""
+    assert np.mean(chances) == pytest.approx(0.5)
+    law = mean_law(counts, chances)
+    bound = rlstats.null_bound(rlstats.matched_pairs([(m, m) for m in counts]))
+    values, probabilities = np.array(list(law)), np.array(list(law.values()))
+    p = bound.p_value(np.abs(values - 0.5))
+    assert probabilities[p <= 0.05].sum() <= 0.05
+    for c in np.linspace(0.0, 0.5, 51):
+        spread = float(np.sum(np.clip(np.abs(values - 0.5) - c, 0.0, None) * probabilities))
+        assert spread <= float(np.sum(np.clip(bound.atoms - c, 0.0, None) * bound.probabilities)) + 1e-12
+
+
+def test_counting_each_env_by_its_own_seeds_would_not_hold_with_opposite_effects():
+    """Why the test across envs counts every env as the one with the fewest seeds: bounded by the mean of
+    Binomial(1) and Binomial(20) coins instead, 1 vs 1 seeds at PoI 0.8 and 20 vs 20 at 0.2 (mean 1/2) would be
+    called different 16% of the time."""
+    law, own = mean_law([1, 20], [0.8, 0.2]), mean_law([1, 20], [0.5, 0.5])
+    called = sum(chance for value, chance in law.items() if stop_loss_p(own, abs(value - 0.5)) <= 0.05)
+    assert 0.15 < called < 0.17
 
 
 def test_hit_or_miss_seeds_get_the_sign_tests_answer_not_the_t_approximations():
@@ -196,7 +223,7 @@ def test_hit_or_miss_nulls_keep_the_false_alarm_rate(n_tag, n_base):
     trials = 4000
     tag = rng.choice([-10.0, 10.0], size=(trials, n_tag)) + rng.normal(size=(trials, n_tag))
     base = rng.normal(size=(trials, n_base))
-    p = rlstats.null_bound([(n_tag, n_base)]).p_value(np.abs(rlstats.probability_of_improvement(tag, base) - 0.5))
+    p = rlstats.null_bound(min(n_tag, n_base)).p_value(np.abs(rlstats.probability_of_improvement(tag, base) - 0.5))
     assert np.mean(p <= 0.05) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
     if min(n_tag, n_base) >= 13:  # where the bound can bite, it is not vacuous: some comparisons reach it
         assert np.mean(p <= 0.05) > 0.005
@@ -205,7 +232,7 @@ def test_hit_or_miss_nulls_keep_the_false_alarm_rate(n_tag, n_base):
 def test_the_p_value_takes_no_draws_and_a_complete_separation_gives_the_smallest():
     x, y = [np.arange(10.0, 16.0), np.arange(10.0, 13.0)], [np.arange(0.0, 6.0), np.arange(5.0, 9.0)]
     assert rlstats.improvement_p_value(x, y) == rlstats.improvement_p_value(x, y) == rlstats.smallest_p([(6, 6), (3, 4)])
-    assert rlstats.smallest_p([(6, 6), (3, 4)]) == pytest.approx(2.0 ** (1 - 9))
+    assert rlstats.smallest_p([(6, 6), (3, 4)]) == pytest.approx(2.0 ** (1 - 6))  # 2 envs × 3, the fewest
     assert rlstats.improvement_p_value([np.ones(8)], [np.ones(5)]) == 1.0  # all tied: PoI 1/2
 
 
@@ -213,6 +240,7 @@ def test_what_seed_counts_can_reach():
     # one env: n matched coin flips all one way has chance 2 ** (1 - n): the hit-or-miss worst case
     assert rlstats.smallest_p([(3, 3)]) == pytest.approx(0.25)
     assert rlstats.smallest_p([(6, 9)]) == pytest.approx(2**-5)
+    assert rlstats.smallest_p([(6, 9), (20, 20), (2, 30)]) == pytest.approx(2**-5)  # across envs: 3 × the fewest, 2
     assert rlstats.smallest_p([(1, 5)]) == 1.0  # a single run: one coin flip
     assert rlstats.smallest_p([(3, 3)] * 3) == pytest.approx(2**-8)
     assert rlstats.smallest_p([(1, 1)] * 6) == pytest.approx(2**-5)  # one seed on each of six envs: a sign test
