@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils import procgen_runtime
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
@@ -305,6 +306,9 @@ if __name__ == "__main__":
 
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, args.seed), args.env_id)
+    # the rollout, and the auxiliary phase's copy of the phase's n-iteration rollouts
+    problem = rollout_memory_problem((args.n_iteration + 1) * args.batch_size, envs.observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.discrete import evaluate_ppo
 from cleanrl_utils.experiment import Experiment
 
@@ -177,6 +178,8 @@ if __name__ == "__main__":
     exp.require_action_space(envs.single_action_space, gym.spaces.Discrete, see="ppo_continuous_action.py")
     exp.require_flat_observations(envs.single_observation_space, see="ppo_atari.py")
     envs.action_space.seed(args.seed)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.atari import evaluate_ppo
 from cleanrl_utils.experiment import Experiment, check_atari_game
 
@@ -193,6 +194,8 @@ if __name__ == "__main__":
     exp.require_atari_game(see="ppo.py for vector observations", see_continuous="ppo_continuous_action.py")
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name), args.env_id)
     envs.action_space.seed(args.seed)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -175,6 +176,8 @@ if __name__ == "__main__":
     exp.require(spec, f"{args.env_id}: not an env id of envpool, whose Atari ids look like Breakout-v5{hint}")
     exp.require(spec[0] == "envpool.atari", f"{args.env_id} is not an Atari game of envpool (ppo.py runs vector envs)")
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)

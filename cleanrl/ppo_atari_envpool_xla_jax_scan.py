@@ -18,6 +18,7 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.jax import evaluate_ppo_envpool
 from cleanrl_utils.experiment import Experiment
 
@@ -251,6 +252,8 @@ if __name__ == "__main__":
     except Exception as e:
         exp.fail(f"cannot make env {args.env_id!r}: {e}")
     handle, _, _, step_env = envs.xla()  # the env step as an XLA operation, callable inside jitted code
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     next_obs, _ = envs.reset()

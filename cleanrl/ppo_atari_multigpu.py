@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.atari import evaluate_ppo
 from cleanrl_utils.experiment import Experiment, check_atari_game
 
@@ -238,6 +239,8 @@ if __name__ == "__main__":
     video = args.capture_video and rank == 0  # rank 0 alone records videos and writes TensorBoard, W&B and the model
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.local_num_envs, video, run_name), args.env_id)
     envs.action_space.seed(args.seed + rank)
+    problem = rollout_memory_problem(args.num_steps * args.local_num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging(log=rank == 0)
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.continuous import evaluate_ppo
 from cleanrl_utils.experiment import Experiment
 
@@ -195,6 +196,8 @@ if __name__ == "__main__":
     space = envs.single_action_space
     exp.require(isinstance(space, gym.spaces.Box), f"{args.env_id} has {space} actions, not Box ones (use ppo.py)")
     envs.action_space.seed(args.seed)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)

@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.special import evaluate_pettingzoo
 from cleanrl_utils.experiment import Experiment
 
@@ -220,6 +221,8 @@ if __name__ == "__main__":
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video), args.env_id)
     envs.single_observation_space, envs.single_action_space = envs.observation_space, envs.action_space
     video = VideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils import procgen_runtime
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
@@ -263,6 +264,8 @@ if __name__ == "__main__":
     # iteration k starts new ones, seeded from seed + k × num_envs (not the run's first levels)
     env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed), args.env_id)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device, memory_format=torch.channels_last)

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.visited_places import VisitedPlaces
 
@@ -335,6 +336,8 @@ if __name__ == "__main__":
     frame_shape = obs_shape[1:]
     action_rng = np.random.default_rng(args.seed)  # the random play that initialises the observation normaliser
 
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     agent = Agent(envs.action_space.n).to(device)

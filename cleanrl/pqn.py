@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.evals.discrete import evaluate_pqn
 from cleanrl_utils.experiment import Experiment
 
@@ -174,6 +175,8 @@ if __name__ == "__main__":
     exp.require_action_space(envs.single_action_space, gym.spaces.Discrete, see="sac_continuous_action.py")
     exp.require_flat_observations(envs.single_observation_space, see="pqn_atari_envpool.py")
     envs.action_space.seed(args.seed)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)

@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -189,6 +190,8 @@ if __name__ == "__main__":
     atari = "Atari" in type(envpool.make_spec(args.env_id)).__name__
     exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)

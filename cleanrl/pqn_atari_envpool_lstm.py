@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
+from cleanrl_utils.command_line import rollout_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -224,6 +225,8 @@ if __name__ == "__main__":
     # seed + k × num_envs (not the run's first games)
     env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
+    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
+    exp.require(not problem, problem)
     writer = exp.start_logging()
 
     q_network = QNetwork(envs).to(device)

@@ -355,3 +355,21 @@ def replay_memory_problem(args: Any, observation_bytes: int, copies: int = 2) ->
 
 def gigabytes(size: int) -> str:
     return f"{size / 2**30:.3g} GiB" if size < 2**40 else f"{size / 2**40:,.0f} TiB"
+
+
+def rollout_memory_problem(steps: int, observation_space: Any) -> str:
+    """Why a rollout storage of `steps` observations of `observation_space` (--num-envs × --num-steps of them, and
+    what a script keeps besides) cannot be held in this machine's memory, where it is allocated when the run starts;
+    empty when it can."""
+    import numpy as np
+
+    size = (
+        int(np.prod(observation_space.shape)) * np.dtype(observation_space.dtype).itemsize + 64
+    )  # and its action, reward, value...
+    ram, _ = machine_memory()
+    if steps * size <= ram:
+        return ""
+    return (
+        f"--num-envs × --num-steps: a rollout of {steps} steps needs {gigabytes(steps * size)} ({size} bytes per step),"
+        f" more than this machine's {gigabytes(ram)} of memory"
+    )

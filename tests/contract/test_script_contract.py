@@ -113,6 +113,13 @@ def learning_rate_bad_input(flag: str) -> dict[str, tuple[tuple[str, ...], str]]
     }
 
 
+# the on-policy scripts' rollout storage, allocated when the run starts: 10**10 steps per env are more than any machine
+ROLLOUT_MEMORY_BAD_INPUT = {
+    "rollout beyond this machine": (
+        ("--num-steps", str(10**10), "--total-timesteps", str(10**14)),
+        "--num-envs × --num-steps",
+    ),
+}
 # where a replay memory is allocated when the run starts: more than this machine holds is refused before it is
 REPLAY_MEMORY_BAD_INPUT = {
     "replay memory beyond this machine": (("--buffer-size", str(10**12)), "--buffer-size 1000000000000: a replay memory of"),
@@ -178,6 +185,7 @@ SCRIPTS = {
             **COMMON_BAD_INPUT,
             **CHECKPOINT_BAD_INPUT,
             **NORM_ADV_BAD_INPUT,
+            **ROLLOUT_MEMORY_BAD_INPUT,
             **cases("minibatches do not divide the batch", "negative envs"),
         },
     ),
@@ -202,7 +210,11 @@ SCRIPTS = {
         name="pqn.py",
         smoke_args=("--total-timesteps", "2048"),
         tags=PQN_TAGS,
-        bad_input={**COMMON_BAD_INPUT, **cases("minibatches do not divide the batch", "lambda out of range")},
+        bad_input={
+            **COMMON_BAD_INPUT,
+            **ROLLOUT_MEMORY_BAD_INPUT,
+            **cases("minibatches do not divide the batch", "lambda out of range"),
+        },
     ),
 }
 
@@ -224,14 +236,19 @@ SCRIPTS["ppo_continuous_action.py"] = Script(
     name="ppo_continuous_action.py",
     smoke_args=PPO_CONTINUOUS_ARGS,
     tags=PPO_TAGS,
-    bad_input={**CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **NORM_ADV_BAD_INPUT},
+    bad_input={**CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT, **NORM_ADV_BAD_INPUT, **ROLLOUT_MEMORY_BAD_INPUT},
     env_id=MUJOCO_ENV,
 )
 SCRIPTS["rpo_continuous_action.py"] = Script(
     name="rpo_continuous_action.py",
     smoke_args=PPO_CONTINUOUS_ARGS,
     tags=PPO_TAGS,
-    bad_input={**CONTINUOUS_BAD_INPUT, **NORM_ADV_BAD_INPUT, "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha")},
+    bad_input={
+        **CONTINUOUS_BAD_INPUT,
+        **NORM_ADV_BAD_INPUT,
+        **ROLLOUT_MEMORY_BAD_INPUT,
+        "negative rpo alpha": (("--rpo-alpha", "-1"), "--rpo-alpha"),
+    },
     env_id=MUJOCO_ENV,
 )
 
@@ -298,6 +315,7 @@ SCRIPTS["ppo_atari.py"] = Script(
     bad_input={
         **ATARI_BAD_INPUT,
         **NORM_ADV_BAD_INPUT,
+        **ROLLOUT_MEMORY_BAD_INPUT,
         **cases("minibatches do not divide the batch"),
     },
     **BREAKOUT,
@@ -415,6 +433,7 @@ SCRIPTS["ppo_atari_lstm.py"] = Script(
     tags=PPO_TAGS,
     bad_input={
         **ATARI_BAD_INPUT,
+        **ROLLOUT_MEMORY_BAD_INPUT,
         "minibatches do not divide the envs": (("--num-minibatches", "3"), "does not divide --num-envs 8"),
     },
     **BREAKOUT,
@@ -428,6 +447,7 @@ SCRIPTS["ppo_atari_multigpu.py"] = Script(
     bad_input={
         **without_checkpoints(ATARI_BAD_INPUT),
         "minibatches do not divide the local batch": (("--num-minibatches", "3"), "does not divide local-num-envs"),
+        **ROLLOUT_MEMORY_BAD_INPUT,
         "one-transition minibatches with norm-adv": (
             ("--local-num-envs", "1", "--num-steps", "4", "--num-minibatches", "4"),
             "--norm-adv needs minibatches of at least 2",
@@ -537,6 +557,7 @@ XLA_JAX_TAGS = frozenset(
 XLA_JAX_RUN_ARGS = ("--num-envs", "2", "--num-steps", "32", "--update-epochs", "2", "--num-minibatches", "2", "--no-anneal-lr")
 XLA_JAX_ARGS = (*XLA_JAX_RUN_ARGS, "--total-timesteps", "256")
 XLA_JAX_BAD_INPUT = {
+    **ROLLOUT_MEMORY_BAD_INPUT,
     **MISSING_ENVPOOL,
     **ARGUMENT_BAD_INPUT,
     **learning_rate_bad_input("--learning-rate"),
@@ -566,6 +587,7 @@ SCRIPTS["ppo_atari_envpool_xla_jax_scan.py"] = Script(
 )
 # the PPO scripts on envpool's Atari games: envpool's own message for an id that is not one of its Atari games
 ENVPOOL_PPO_BAD_INPUT = {
+    **ROLLOUT_MEMORY_BAD_INPUT,
     **ARGUMENT_BAD_INPUT,
     **learning_rate_bad_input("--learning-rate"),
     **NORM_ADV_BAD_INPUT,
@@ -599,6 +621,7 @@ PQN_ENVPOOL_TAGS = frozenset(
     }
 )
 PQN_ENVPOOL_BAD_INPUT = {
+    **ROLLOUT_MEMORY_BAD_INPUT,
     **ARGUMENT_BAD_INPUT,
     **learning_rate_bad_input("--learning-rate"),
     **MISSING_ENVPOOL,
@@ -648,6 +671,7 @@ SCRIPTS["ppo_rnd_envpool.py"] = Script(
 # Procgen through envpool (the `procgen` extra): no --save-model (none in the reference), --capture-video
 # accepted and ignored. Starpilot games end after ~35-160 random steps: 4 envs x 64 steps log one or more.
 PROCGEN_BAD_INPUT = {
+    **ROLLOUT_MEMORY_BAD_INPUT,
     **ARGUMENT_BAD_INPUT,
     **learning_rate_bad_input("--learning-rate"),
     "missing envpool": ((), '.[procgen]"'),
@@ -687,6 +711,7 @@ SCRIPTS["ppg_procgen.py"] = Script(
         },
         **ARGUMENT_BAD_INPUT,
         **learning_rate_bad_input("--learning-rate"),
+        **ROLLOUT_MEMORY_BAD_INPUT,
         "less than one phase": (("--total-timesteps", "100000"), "less than one phase"),
         "value epochs other than 1": (("--v-value", "2"), "--v-value must be 1"),
         # the default 64 × 32 stored rollouts in minibatches of 3: 683 minibatches (the last of 2)
