@@ -280,8 +280,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
+            exp.save_model(flax.serialization.to_bytes({"model_weights": q_state.params, "args": vars(args)}))
             episodic_returns = evaluate_c51(
                 exp.model_path,
                 make_env,

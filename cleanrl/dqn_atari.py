@@ -162,14 +162,10 @@ if __name__ == "__main__":
     # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
 
+    learners = {"q_network": q_network, "target_network": target_network, "optimizer": optimizer, "replay_buffer": rb}
     first_step = 0
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        q_network.load_state_dict(checkpoint["q_network"])
-        target_network.load_state_dict(checkpoint["target_network"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        rb = checkpoint["replay_buffer"]
-        rb.device = device
+        checkpoint = exp.restore_run_state(learners)
         obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
     else:
         obs, _ = env.reset(seed=args.seed)
@@ -224,12 +220,10 @@ if __name__ == "__main__":
 
             if exp.checkpoint_due(global_step + 1):
                 # named after the steps done; `global_step` is the last step logged
-                state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
-                state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "obs": obs}
-                exp.save_checkpoint(global_step + 1, {"global_step": global_step, **state})
+                exp.save_checkpoint(global_step + 1, {"global_step": global_step, "obs": obs}, learners)
 
         if args.save_model:
-            torch.save(q_network.state_dict(), exp.model_path)
+            exp.save_model(q_network.state_dict())
             episodic_returns = evaluate_dqn(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )

@@ -213,8 +213,7 @@ if __name__ == "__main__":
                     q_state = update_target(q_state)
 
         if args.save_model:
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes(q_state.params))
+            exp.save_model(flax.serialization.to_bytes(q_state.params))
             episodic_returns = evaluate_dqn_atari(
                 exp.model_path,
                 make_env,

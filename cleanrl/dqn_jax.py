@@ -244,8 +244,7 @@ if __name__ == "__main__":
                     q_state = update_target(q_state, args.tau)
 
         if args.save_model:
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes(q_state.params))
+            exp.save_model(flax.serialization.to_bytes(q_state.params))
             episodic_returns = evaluate_dqn(
                 exp.model_path,
                 make_env,

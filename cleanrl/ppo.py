@@ -326,7 +326,7 @@ if __name__ == "__main__":
                 exp.save_checkpoint(global_step, {"iteration": iteration, **state})
 
         if args.save_model:
-            torch.save(agent.state_dict(), exp.model_path)
+            exp.save_model(agent.state_dict())
             episodic_returns = evaluate_ppo(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )

@@ -424,8 +424,7 @@ if __name__ == "__main__":
             params = agent_state.params["params"]
             # saved as [args, [torso, actor, critic] parameters]
             layout = [vars(args), [{"params": params[name]} for name in ("network", "actor", "critic")]]
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes(layout))
+            exp.save_model(flax.serialization.to_bytes(layout))
             episodic_returns = evaluate_ppo_envpool(
                 exp.model_path, make_env, args.env_id, 10, f"{exp.run_name}-eval", Agent, None, args.capture_video, args.seed
             )

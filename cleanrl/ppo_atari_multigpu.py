@@ -420,7 +420,7 @@ if __name__ == "__main__":
                 print(f"warning: the ranks' parameters differ: {digests}", file=sys.stderr)
 
         if args.save_model and rank == 0:
-            torch.save(agent.state_dict(), exp.model_path)
+            exp.save_model(agent.state_dict())
             episodic_returns = evaluate_ppo(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )

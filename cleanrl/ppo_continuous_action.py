@@ -346,7 +346,7 @@ if __name__ == "__main__":
             # The observation statistics are part of the policy: without them a reloaded agent sees other inputs.
             rms = envs.envs[0].get_wrapper_attr("obs_rms")
             obs_rms = {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
-            torch.save({"agent": agent.state_dict(), "obs_rms": obs_rms}, exp.model_path)
+            exp.save_model({"agent": agent.state_dict(), "obs_rms": obs_rms})
             episodic_returns = evaluate_ppo(  # the eval env's reward scaling (gamma) does not touch the returns it counts
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )

@@ -280,7 +280,10 @@ if __name__ == "__main__":
         agent.load_state_dict(checkpoint["agent"])  # the observation statistics too
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        state, next_obs = jax.device_put(checkpoint["env_state"]), checkpoint["next_obs"].to(device)
+        # the batch's simulator state: the saved arrays, in the structure of a fresh reset's
+        structure = jax.tree.structure(jax.eval_shape(envs.reset, jax.random.fold_in(key, 0)))
+        state = jax.device_put(jax.tree.unflatten(structure, checkpoint["env_state"]))
+        next_obs = checkpoint["next_obs"].to(device)
     else:
         state = envs.reset(jax.random.fold_in(key, 0))
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device
@@ -416,13 +419,13 @@ if __name__ == "__main__":
 
             if exp.checkpoint_due(iteration):
                 state_now = {"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "next_obs": next_obs}
-                env_state = jax.device_get(state)  # the batch's simulator state, as host arrays
+                env_state = jax.tree.leaves(jax.device_get(state))  # the batch's simulator state, as host arrays
                 exp.save_checkpoint(global_step, {"iteration": iteration, "env_state": env_state, **state_now})
 
         if video is not None:
             video.write(f"rl-video-step-{global_step // args.num_envs - len(video.frames)}")  # the clip in progress
         if args.save_model:
-            torch.save(agent.state_dict(), exp.model_path)  # the weights and, as buffers, the observation statistics
+            exp.save_model(agent.state_dict())  # the weights and, as buffers, the observation statistics
             episodic_returns_eval = evaluate_playground(  # on the training's batch shape: its compiled functions are reused
                 exp.model_path,
                 make_env,

@@ -364,7 +364,7 @@ if __name__ == "__main__":
             writer.add_scalar("charts/SPS", sps, global_step)
 
         if args.save_model:  # self-play returns say little: the points won per game against a random player, sides alternating
-            torch.save(agent.state_dict(), exp.model_path)
+            exp.save_model(agent.state_dict())
             episodic_returns = evaluate_pettingzoo(
                 exp.model_path,
                 make_vector_env,

@@ -23,6 +23,7 @@ from cleanrl_utils.evals.atari import evaluate_dqn
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
+from cleanrl_utils.model_files import ModelFileError, read_torch
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
@@ -269,9 +270,10 @@ def load_teacher(source, exp_name, env, device):
     except DownloadError as e:
         raise ValueError(f"teacher: {e}") from None
     try:
-        weights = torch.load(path, map_location=device, weights_only=True)
-    except Exception as e:  # not a file torch saved: unpickling, zip or EOF errors, which have no common base
-        raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari.py ({type(e).__name__})") from None
+        weights = read_torch(path, device)  # tensors only: a file of another kind is refused unread
+    except Exception as e:  # what the file is instead, or unpickling errors, which have no common base
+        reason = str(e) if isinstance(e, ModelFileError) else type(e).__name__
+        raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari.py ({reason})") from None
     teacher = TeacherModel(env).to(device, memory_format=torch.channels_last)  # oneDNN's fastest layout for convolutions
     try:
         teacher.load_state_dict(weights)
@@ -323,23 +325,18 @@ if __name__ == "__main__":
             for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):
                 target_param.lerp_(q_param, args.tau)
 
+    learners = {"q_network": q_network, "target_network": target_network, "optimizer": optimizer}
+    learners |= {"replay_buffer": rb, "teacher_replay_buffer": teacher_rb}
     student_returns = deque(maxlen=10)  # the last 10 games: the online distillation coefficient's measure
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        q_network.load_state_dict(checkpoint["q_network"])
-        target_network.load_state_dict(checkpoint["target_network"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        rb, teacher_rb = checkpoint["replay_buffer"], checkpoint["teacher_replay_buffer"]
-        rb.device = teacher_rb.device = device
+        checkpoint = exp.restore_run_state(learners)
         teacher_return, student_returns = checkpoint["teacher_return"], checkpoint["student_returns"]
         steps_done, obs = checkpoint["global_step"], checkpoint["obs"]
 
     def save_checkpoint(obs):
-        state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict()}
-        state |= {"optimizer": optimizer.state_dict(), "replay_buffer": rb, "teacher_replay_buffer": teacher_rb}
-        state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
-        exp.save_checkpoint(steps_done, {"global_step": steps_done, **state})
+        state = {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
+        exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, learners)
 
     with exp:
         if not exp.loaded_checkpoint:
@@ -399,7 +396,7 @@ if __name__ == "__main__":
                 update_target()
 
             if args.offline_eval_frequency and (offline_step + 1) % args.offline_eval_frequency == 0:
-                torch.save(q_network.state_dict(), f"runs/{run_name}/{args.exp_name}-offline-{offline_step + 1}.cleanrl_model")
+                exp.save_model(q_network.state_dict(), f"{args.exp_name}-offline-{offline_step + 1}")
                 eval_env = make_env(args.env_id, 1, False, run_name)()
                 eval_env.reset(seed=args.seed)
                 eval_env.action_space.seed(args.seed)

@@ -26,6 +26,7 @@ from cleanrl_utils.evals.jax import evaluate_dqn_atari
 from cleanrl_utils.experiment import Experiment, check_atari_game
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 from cleanrl_utils.huggingface import DownloadError, download
+from cleanrl_utils.model_files import ModelFileError, read_flax
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
@@ -242,10 +243,9 @@ def load_teacher(source, exp_name, env):
     except DownloadError as e:
         raise ValueError(f"teacher: {e}") from None
     try:
-        with open(path, "rb") as f:
-            saved = flax.serialization.msgpack_restore(f.read())
-    except Exception as e:  # not a file of Flax parameters: msgpack's errors have no common base
-        raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari_jax.py ({type(e).__name__})") from None
+        saved = read_flax(path)  # values only: a pickle, torch or TorchScript file is refused unread
+    except (ModelFileError, OSError) as e:
+        raise ValueError(f"the teacher {path} is not a model file saved by dqn_atari_jax.py ({e})") from None
     if not isinstance(saved, dict):
         raise ValueError(
             f"the teacher {path} is not a model file saved by dqn_atari_jax.py (it holds a {type(saved).__name__})"
@@ -342,21 +342,20 @@ if __name__ == "__main__":
     frame_shape, stack = env.observation_space.shape[1:], env.observation_space.shape[0]
     rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
     teacher_rb = FrameReplayBuffer(args.buffer_size, frame_shape, stack)
+    memories = {"replay_buffer": rb, "teacher_replay_buffer": teacher_rb}  # checkpointed with their contents
 
     student_returns = deque(maxlen=10)  # the last 10 games: the online distillation coefficient's measure
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
+        checkpoint = exp.restore_run_state(memories)
         q_state = flax.serialization.from_state_dict(q_state, checkpoint["q_state"])  # parameters, target, Adam
-        rb, teacher_rb = checkpoint["replay_buffer"], checkpoint["teacher_replay_buffer"]
         teacher_return, student_returns = checkpoint["teacher_return"], checkpoint["student_returns"]
         steps_done, obs = checkpoint["global_step"], checkpoint["obs"]
 
     def save_checkpoint(obs):
         state = {"q_state": flax.serialization.to_state_dict(jax.device_get(q_state))}
-        state |= {"replay_buffer": rb, "teacher_replay_buffer": teacher_rb, "teacher_return": teacher_return}
-        state |= {"student_returns": student_returns, "obs": obs}
-        exp.save_checkpoint(steps_done, {"global_step": steps_done, **state})
+        state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
+        exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, memories)
 
     with exp:
         if not exp.loaded_checkpoint:
@@ -404,8 +403,7 @@ if __name__ == "__main__":
                 q_state = update_target(q_state)
 
             if args.offline_eval_frequency and (offline_step + 1) % args.offline_eval_frequency == 0:
-                with open(f"runs/{run_name}/{args.exp_name}-offline-{offline_step + 1}.cleanrl_model", "wb") as f:
-                    f.write(flax.serialization.to_bytes(q_state.params))
+                exp.save_model(flax.serialization.to_bytes(q_state.params), f"{args.exp_name}-offline-{offline_step + 1}")
                 eval_env = make_env(args.env_id, 1, False, run_name)()
                 eval_env.reset(seed=args.seed)
                 eval_env.action_space.seed(args.seed)
@@ -478,8 +476,7 @@ if __name__ == "__main__":
                 save_checkpoint(obs)
 
         if args.save_model:
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes(q_state.params))
+            exp.save_model(flax.serialization.to_bytes(q_state.params))
             episodic_returns = evaluate_dqn_atari(
                 exp.model_path,
                 make_env,

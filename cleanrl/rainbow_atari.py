@@ -453,7 +453,7 @@ if __name__ == "__main__":
 
         if args.save_model:
             # the support (n_atoms, v_min, v_max) rebuilds the network: the args go along
-            torch.save({"model_weights": q_network.state_dict(), "args": vars(args)}, exp.model_path)
+            exp.save_model({"model_weights": q_network.state_dict(), "args": vars(args)})
             Model = NoisyDuelingDistributionalNetwork
             episodic_returns = evaluate_distributional(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Model, device, 0.001, args.capture_video

@@ -212,7 +212,7 @@ if __name__ == "__main__":
     # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0], device)
     learners = {"actor": actor, "qf1": qf1, "qf2": qf2, "qf1_target": qf1_target, "qf2_target": qf2_target}
-    learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer}
+    learners |= {"q_optimizer": q_optimizer, "actor_optimizer": actor_optimizer, "replay_buffer": rb}
     if args.autotune:
         learners["a_optimizer"] = a_optimizer
 
@@ -223,8 +223,6 @@ if __name__ == "__main__":
             with torch.no_grad():
                 log_alpha.copy_(checkpoint["log_alpha"])
             alpha = log_alpha.detach().exp()[0]
-        rb = checkpoint["replay_buffer"]
-        rb.device = device
         obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
     else:
         obs, _ = env.reset(seed=args.seed)
@@ -312,11 +310,11 @@ if __name__ == "__main__":
 
             if exp.checkpoint_due(global_step + 1):
                 state = {"log_alpha": log_alpha.detach() if args.autotune else None}
-                exp.save_checkpoint(global_step, {**state, "replay_buffer": rb, "obs": obs}, learners)
+                exp.save_checkpoint(global_step, {**state, "obs": obs}, learners)
 
         if args.save_model:
             # the actor is what acts; the critics come along for whoever wants to go on training
-            torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
+            exp.save_model({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()})
             episodic_returns = evaluate_sac(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )

@@ -220,6 +220,7 @@ if __name__ == "__main__":
         handle_timeout_termination=False,
     )
 
+    learners["replay_buffer"] = rb
     first_iteration, actor_loss, alpha_loss = 0, None, None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
@@ -229,8 +230,6 @@ if __name__ == "__main__":
         alpha = checkpoint["alpha"].to(device)
         # the last losses are logged until the actor's next update, which may come after the next log step
         actor_loss, alpha_loss = checkpoint["actor_loss"], checkpoint["alpha_loss"]
-        rb = checkpoint["replay_buffer"]
-        rb.device = device
         obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
@@ -337,10 +336,10 @@ if __name__ == "__main__":
                 # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
                 state = {"log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha}
                 state |= {"actor_loss": actor_loss, "alpha_loss": alpha_loss}
-                exp.save_checkpoint(done, {"global_step": global_step, "replay_buffer": rb, "obs": obs, **state}, learners)
+                exp.save_checkpoint(done, {"global_step": global_step, "obs": obs, **state}, learners)
 
         if args.save_model:
-            torch.save({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()}, exp.model_path)
+            exp.save_model({"actor": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict()})
             episodic_returns = evaluate_sac(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, device, args.capture_video
             )

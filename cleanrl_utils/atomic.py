@@ -1,11 +1,17 @@
 """Files written whole or not at all: into a temporary file beside the target, flushed, then renamed over it.
 
 A process killed mid-write leaves the old file (or none) and at worst a hidden `.NAME.PID.tmp` beside it,
-never a truncated file under the final name; so "the file exists" can mean "the file is complete".
+never a truncated file under the final name; so "the file exists" can mean "the file is complete". The
+temporary file is made anew (`O_EXCL`, not following a link planted under its name), and the rename replaces
+whatever is at the final name, a link too, rather than writing through it.
+
+`disk_full(error)` tells a full disk (or quota) among the errors a write raised, also where a library wraps the
+`OSError` (torch) or reports a child's message (ffmpeg); `write_failure` says in a few words why a write failed.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +28,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # same folder: the rename cannot cross disks
+    tmp.unlink(missing_ok=True)  # a killed write's, or a link planted under this name: the link goes, not its target
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
     try:
         yield tmp
         with open(tmp, "rb+") as f:
@@ -59,3 +67,32 @@ def fsync_dir(folder: str | Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    while error is not None and error not in chain and len(chain) < 16:
+        chain.append(error)
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return chain
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) says the disk or the user's quota is full."""
+    return any(isinstance(e, OSError) and e.errno in DISK_FULL or "No space left on device" in str(e) for e in _causes(error))
+
+
+def os_error(error: BaseException) -> OSError | None:
+    """The OSError behind `error`, if any (torch wraps the errors of the file it writes in a RuntimeError)."""
+    return next((e for e in _causes(error) if isinstance(e, OSError)), None)
+
+
+def write_failure(error: BaseException) -> str:
+    """Why a write failed, in a few words."""
+    if disk_full(error):
+        return "no space left on the disk"
+    cause = os_error(error) or error
+    return " ".join((getattr(cause, "strerror", None) or str(cause)).split())[:200] or type(cause).__name__

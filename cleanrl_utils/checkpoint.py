@@ -8,51 +8,39 @@ this module does what is the same for all of them:
   killed during a write leaves the previous checkpoint whole, and at worst a stray temporary file
   that is never taken for a checkpoint (the next save removes it). The newest `keep` checkpoints
   are kept.
-- `load` takes a checkpoint file or a run folder: its newest checkpoint that reads back, naming
-  on stderr any newer one it had to skip (a file cut short by a full disk or a partial copy).
+- `load` takes a checkpoint file or a run folder: its newest checkpoint, or the one before it when the newest
+  is cut short (a full disk, a partial copy), naming the one it skipped on stderr.
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
-- `env_state` / `restore_env` carry the environments over. Gymnasium envs have no save and load,
-  and pickling a whole env fails on a video recorder or an open renderer; so each wrapper layer's
-  attributes that can be pickled are saved and later set on a freshly made env of the same
-  wrappers. That covers the simulator state, each env's and action space's random generator, time
-  limits and episode statistics. An Atari env's emulator cannot be pickled: its state is saved with
-  ale-py's `cloneState(include_rng=True)` and put back with `restoreState`, after the layer's other
-  attributes. What else cannot be pickled (the recorder's callbacks, a pygame window) stays as the
-  fresh env made it, and the frames of a video being recorded are not saved: after a resume, that
-  clip holds only the frames from the resume on. A MuJoCo env keeps its own
-  model and its own data object, the saved simulation state copied into it, and its renderer is
-  never saved, so the renderer draws the resumed simulation.
-- `save` also records the file name of the script that wrote the checkpoint, and `restored_args`
-  refuses a checkpoint of another script (ppo.py and ppo_atari.py have the same arguments); it
-  gives a resumed run the arguments it was started with.
+- `env_state` / `restore_env` carry the environments over (`cleanrl_utils.env_state`).
+- `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers).
+- `save` records the file name of the script that wrote the checkpoint, and `restored_args` refuses a checkpoint
+  of another script (ppo.py and ppo_atari.py have the same arguments); it gives a resumed run the arguments it
+  was started with, checked as the command line's are.
 
-Loading runs no code from the file: checkpoints and env snapshots are unpickled with an allow-list
-(`AllowListUnpickler`): tensors and plain values as `torch.load(weights_only=True)` builds them, and
-only the classes and functions of `SAFE_GLOBALS` (numpy arrays and random generators, Gymnasium
-spaces, replay buffers, MuJoCo, MJX and ALE states, MiniGrid's grids...) whose packages the running
-script has imported already, plus the script's own env classes. A checkpoint holding anything else is refused in one line; `CLEANRL_TRUST_CHECKPOINTS=1`
-loads it as a plain pickle, for checkpoints you wrote yourself (e.g. of an env with other classes).
-A checkpoint is still trusted input: its arguments choose what the run does (env id, folders).
+A checkpoint is data, never code: it is written in `cleanrl_utils.plain_data`'s format (a JSON header, then the
+raw bytes of arrays and tensors), which has no way to name a class or a function. Reading it builds numbers,
+strings, containers, arrays, tensors, deques and NumPy generators only, each checked as it is read; the
+environments and replay buffers take the saved values into the objects the resumed run made itself. A file of
+any other kind (a pickle, a torch.save file, which is what checkpoints were before, a TorchScript archive,
+torch's legacy format) is refused by its first bytes, unread, and so is a file of this format that is malformed:
+`RefusedCheckpoint`, never skipped for an older checkpoint. Only a checkpoint cut short is skipped.
 """
 
-import _compat_pickle
-import errno
-import inspect
-import io
+from __future__ import annotations
+
+import math
 import os
-import pickle
 import random
 import re
 import sys
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import torch
 
-from cleanrl_utils import atomic
+from cleanrl_utils import atomic, plain_data
+from cleanrl_utils import env_state as env_snapshots
 
 CHECKPOINT_DIR = "checkpoints"
 NAME = re.compile(r"checkpoint_(\d+)\.pt")
@@ -71,184 +59,26 @@ RUN_CONTROL = frozenset(
         "cuda",
     }
 )
-# Wrapper attributes left out of an env snapshot: a video recorder's frames (large, and re-recorded),
-# and a MuJoCo renderer, which must stay the fresh env's (it may hold an open viewer; see `_copied_into_mujoco`).
-SKIPPED_ATTRIBUTES = frozenset({"recorded_frames", "render_history", "mujoco_renderer"})
 # Where `save` records the script that wrote a checkpoint.
 SCRIPT_KEY = "script"
-# Set to 1 to load checkpoints as plain pickles (any class, any code): only for checkpoints you wrote yourself.
-TRUST_ENV = "CLEANRL_TRUST_CHECKPOINTS"
-# What a checkpoint may hold besides tensors and plain values, by top-level package: "module.name" of each class
-# or function the allow-list unpickler may build or call ("module.*": every class of the module; "package.**":
-# every class of its imported modules, with the static functions of STATIC_FUNCTIONS). Only modules the running
-# script has imported count (nothing is imported to load a file); a name this version of a package lacks is left out.
-SAFE_GLOBALS = {
-    "numpy": (
-        "numpy._core.multiarray._reconstruct",
-        "numpy._core.multiarray.scalar",
-        "numpy.ndarray",
-        "numpy.dtype",
-        "numpy.dtypes.*",  # the class of each dtype (Float32DType...)
-        "numpy.random._pickle.__generator_ctor",
-        "numpy.random._pickle.__bit_generator_ctor",
-        "numpy.random._pickle.__randomstate_ctor",
-        "numpy.random._generator.Generator",
-        "numpy.random.mtrand.RandomState",
-        "numpy.random._pcg64.PCG64",
-        "numpy.random._pcg64.PCG64DXSM",
-        "numpy.random._mt19937.MT19937",
-        "numpy.random._philox.Philox",
-        "numpy.random._sfc64.SFC64",
-        "numpy.random.bit_generator.SeedSequence",
-        "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
-    ),
-    "collections": ("collections.deque",),
-    "gymnasium": (
-        "gymnasium.envs.registration.EnvSpec",
-        "gymnasium.envs.registration.WrapperSpec",
-        "gymnasium.vector.vector_env.AutoresetMode",
-        "gymnasium.wrappers.utils.RunningMeanStd",
-        "gymnasium.utils.save_video.capped_cubic_video_schedule",  # RecordVideo's default episode trigger
-        *(
-            f"gymnasium.spaces.{module}.{name}"
-            for module, name in (
-                ("box", "Box"),
-                ("discrete", "Discrete"),
-                ("multi_discrete", "MultiDiscrete"),
-                ("multi_binary", "MultiBinary"),
-                ("tuple", "Tuple"),
-                ("dict", "Dict"),
-                ("text", "Text"),
-            )
-        ),
-    ),
-    "mujoco": (
-        "mujoco._structs.MjData",
-        "mujoco._structs.MjModel",
-        *(f"mujoco.mjx._src.types.{name}" for name in ("Data", "DataJAX", "Contact")),  # MJX simulator states
-    ),
-    "mujoco_playground": ("mujoco_playground._src.mjx_env.State",),
-    "minigrid": ("minigrid.core.**", "minigrid.envs.**"),  # grids, world objects, mission spaces, envs
-    "ale_py": ("ale_py._ale_py.ALEState", "ale_py._ale_py.Action"),
-    "stable_baselines3": ("stable_baselines3.common.buffers.ReplayBuffer",),
-    "cleanrl_utils": ("cleanrl_utils.frame_replay.FrameReplayBuffer",),
+# What every checkpoint holds besides the script's own state (`Experiment.save_checkpoint`), and of which types
+RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "args": (dict,),
+    "run_name": (str,),
+    "wandb_id": (str, type(None)),
+    "global_step": (int,),
+    "elapsed_time": (float, int),
+    "rng": (dict,),
+    "envs": (list, type(None)),
 }
-# Static functions of the classes a "package.**" entry allows: a MiniGrid mission space keeps its env's mission text one.
-STATIC_FUNCTIONS = ("_gen_mission",)
-# Where an env snapshot holds an ale-py emulator's state, among its layer's attributes.
-ALE_STATE_KEY = "__ale_state__"
 
 
 class CheckpointError(Exception):
     """A checkpoint that cannot be found, used or written; the message is one line for the user."""
 
 
-class UntrustedContent(CheckpointError):
-    """A checkpoint holding a class or function that loading it without trusting the file would not build."""
-
-
-def trusted() -> bool:
-    return os.environ.get(TRUST_ENV, "") == "1"
-
-
-def _resolve(qualified: str) -> Any:
-    """The object named `module.name` (or `module.Class.attr`) in a module already imported, else None."""
-    parts = qualified.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        obj = sys.modules.get(".".join(parts[:split]))
-        if obj is not None:
-            for attr in parts[split:]:
-                obj = getattr(obj, attr, None)
-            return obj
-    return None
-
-
-def _classes_of(module: Any) -> list[type]:
-    return [obj for obj in vars(module).values() if isinstance(obj, type) and obj.__module__ == module.__name__]
-
-
-def _allowed_by(qualified: str) -> list[Any]:
-    """What one SAFE_GLOBALS entry allows."""
-    if qualified.endswith(".**"):
-        prefix = qualified[:-2]
-        classes = [cls for name, module in list(sys.modules.items()) if name.startswith(prefix) for cls in _classes_of(module)]
-        statics = [
-            getattr(cls, name)
-            for cls in classes
-            for name in STATIC_FUNCTIONS
-            if isinstance(inspect.getattr_static(cls, name, None), staticmethod)
-        ]
-        return classes + statics
-    if qualified.endswith(".*"):
-        module = _resolve(qualified[:-2])
-        return [obj for obj in vars(module).values() if isinstance(obj, type)] if module else []
-    obj = _resolve(qualified)
-    return [] if obj is None else [obj]
-
-
-def safe_globals() -> list[Any]:
-    """The classes and functions `load` lets a checkpoint build: those of SAFE_GLOBALS whose package is imported, and
-    the env and wrapper classes the running script defines itself (e.g. ppo_trxl.py's ProofofMemoryEnv)."""
-    import gymnasium as gym
-
-    allowed = [
-        obj for package, names in SAFE_GLOBALS.items() if package in sys.modules for name in names for obj in _allowed_by(name)
-    ]
-    script = sys.modules.get("__main__")
-    env_classes = (gym.Env, gym.Wrapper, gym.vector.VectorEnv)
-    for obj in vars(script).values() if script is not None else ():
-        if isinstance(obj, type) and obj.__module__ == "__main__" and issubclass(obj, env_classes):
-            allowed.append(obj)
-    return allowed
-
-
-# Plain Python values the pickle format names as globals, beside torch's own (which include set and complex).
-BUILTIN_GLOBALS = ("builtins.bytes", "builtins.frozenset", "builtins.slice", "builtins.range")
-
-
-def allowed_globals() -> dict[str, Any]:
-    """Name -> object of every global a checkpoint may name: torch's weights-only list (tensors, storages, dtypes,
-    devices, OrderedDict...), a few builtins, and `safe_globals()`."""
-    from torch import _weights_only_unpickler  # torch's own list, the one `torch.load(weights_only=True)` uses
-
-    allowed = dict(_weights_only_unpickler._get_allowed_globals())
-    allowed.update((name, _resolve(name)) for name in BUILTIN_GLOBALS)
-    allowed.update((f"{obj.__module__}.{obj.__qualname__}", obj) for obj in safe_globals())
-    return allowed
-
-
-class AllowListUnpickler(pickle.Unpickler):
-    """An unpickler that builds or calls only the globals of `allowed`: nothing else in a file can run.
-
-    torch's own weights-only unpickler would do, but it cannot fill a deque (scripts keep recent returns in one,
-    envs their episode statistics), so torch.load gets this one as its pickle module instead.
-    """
-
-    allowed: dict[str, Any] = {}
-
-    def find_class(self, module: str, name: str) -> Any:
-        # torch writes pickle protocol 2, which names builtins as Python 2 did (`__builtin__.set`)
-        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
-        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
-        obj = self.allowed.get(f"{module}.{name}")
-        if obj is None:
-            raise UntrustedContent(
-                f"it holds {module}.{name}, which is loaded only from a trusted file (unpickling it could run code);"
-                f" set {TRUST_ENV}=1 to load it as a plain pickle, only if you wrote this file yourself"
-            )
-        return obj
-
-
-def read_safely(source: Any) -> Any:
-    """`torch.load` on the CPU of a checkpoint, an env snapshot or a model file, building only `allowed_globals()`
-    (any object when trusted): UntrustedContent for anything else it holds."""
-    if trusted():
-        return torch.load(source, map_location="cpu", weights_only=False)
-    unpickler = type("Unpickler", (AllowListUnpickler,), {"allowed": allowed_globals()})
-    pickle_module = SimpleNamespace(
-        __name__="cleanrl_utils.checkpoint", Unpickler=unpickler, load=lambda f, **kw: unpickler(f, **kw).load()
-    )
-    return torch.load(source, map_location="cpu", weights_only=False, pickle_module=pickle_module)
+class RefusedCheckpoint(CheckpointError):
+    """A file that is not a checkpoint of this version's format, or a malformed one: refused, never skipped."""
 
 
 def running_script() -> str | None:
@@ -257,35 +87,36 @@ def running_script() -> str | None:
     return os.path.basename(file) if file else None
 
 
-def save(run_dir: str | Path, global_step: int, state: dict[str, Any], keep: int = 2) -> Path:
-    """Write `state` as the checkpoint of `global_step` in `run_dir`, atomically; drop all but the newest `keep`.
+# ---------------------------------------------------------------- writing
 
-    The checkpoint also records the running script's file name, for `restored_args` to check.
-    """
+
+def save(run_dir: str | Path, global_step: int, state: dict[str, Any], keep: int = 2) -> Path:
+    """Write `state` (plain data) as the checkpoint of `global_step` in `run_dir`, atomically; drop all but the
+    newest `keep`. The checkpoint also records the running script's file name, for `restored_args` to check."""
     script = running_script()
     if script is not None:
         state = {**state, SCRIPT_KEY: script}  # a copy: the caller's dict stays as it was
     folder = Path(run_dir) / CHECKPOINT_DIR
     path = folder / f"checkpoint_{global_step}.pt"
+    if folder.is_symlink():
+        raise CheckpointError(f"cannot write the checkpoint {path}: {folder} is a symbolic link")
     try:
-        # a hidden temporary file beside it, flushed, then renamed; written through a Python file, whose errors
-        # (a full disk) torch keeps as the cause of its own
         with atomic.atomic_path(path) as tmp, open(tmp, "wb") as f:
-            torch.save(state, f, pickle_protocol=4)  # protocol 4 names nested functions without getattr
-    except (OSError, RuntimeError) as e:
-        if isinstance(e, OSError) or isinstance(e.__cause__ or e.__context__, OSError):  # torch wraps some write errors
-            raise CheckpointError(f"cannot write the checkpoint {path}: {_write_failure(e)}") from None
-        raise
+            plain_data.write(f, state)
+    except OSError as e:
+        raise CheckpointError(f"cannot write the checkpoint {path}: {_write_failure(e)}") from None
     for old in checkpoints(folder)[:-keep] + list(folder.glob(".checkpoint_*.tmp*")):  # and what killed writes left
         old.unlink(missing_ok=True)
     return path
 
 
-def _write_failure(error: BaseException) -> str:
-    os_error = error if isinstance(error, OSError) else error.__cause__ or error.__context__
-    if isinstance(os_error, OSError) and os_error.errno in (errno.ENOSPC, errno.EDQUOT):
+def _write_failure(error: OSError) -> str:
+    if atomic.disk_full(error):
         return "the disk is full (the older checkpoints are kept; free some space and --resume the run folder)"
-    return " ".join(str(os_error or error).split())
+    return atomic.write_failure(error)
+
+
+# ---------------------------------------------------------------- finding and reading
 
 
 def checkpoints(folder: str | Path) -> list[Path]:
@@ -313,32 +144,66 @@ def _candidates(path: str | Path) -> list[Path]:
     return found[::-1]
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """The state saved in the checkpoint file `path`, or in the newest readable checkpoint of the run folder `path`.
+def read(path: str | Path) -> dict[str, Any]:
+    """The state saved in the checkpoint file `path`: plain_data.CutShort for a file cut short, RefusedCheckpoint
+    for any other file that is not a checkpoint of this format."""
+    try:
+        state = plain_data.read(path)
+    except plain_data.CutShort:
+        raise
+    except plain_data.FormatError as e:
+        old = "torch.save" in str(e)
+        hint = " (checkpoints of versions before this one are pickles, which are not loaded)" if old else ""
+        raise RefusedCheckpoint(f"--resume {path}: refused, {e}{hint}") from None
+    except OSError as e:
+        raise CheckpointError(f"--resume {path}: cannot read it ({e.strerror})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("args"), dict):
+        raise RefusedCheckpoint(f"--resume {path}: refused, it is not a checkpoint written by an algorithm script")
+    return state
 
-    A checkpoint that does not read back (cut short, damaged) is skipped for the older one kept beside it, and
-    named on stderr; one holding what only a trusted file may hold is refused (UntrustedContent), not skipped.
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The state saved in the checkpoint file `path`, or in the newest checkpoint of the run folder `path`.
+
+    A checkpoint cut short (a write or copy that stopped) is skipped for the older one kept beside it, and named on
+    stderr; a file given by name is used or refused, never replaced. Any other file is refused (RefusedCheckpoint).
     """
     candidates = _candidates(path)
-    failures = []
+    skipped = []
     for file in candidates:
         try:
-            state = read_safely(file)
-        except UntrustedContent as e:
-            raise UntrustedContent(f"--resume {file}: {e}") from None
-        except Exception as e:
-            failures.append(f"{file}: not a readable checkpoint ({type(e).__name__}: {' '.join(str(e).split())[:200]})")
+            state = read(file)
+        except plain_data.CutShort as e:
+            skipped.append(f"{file}: not a readable checkpoint ({e})")
             continue
-        if not isinstance(state, dict) or "args" not in state:
-            failures.append(f"{file}: not a checkpoint written by an algorithm script")
-            continue
-        for failure in failures:
-            print(f"resume: skipped {failure}", file=sys.stderr)
+        for line in skipped:
+            print(f"resume: skipped {line}", file=sys.stderr)
         print(f"resuming from {file}")
         return state
-    raise CheckpointError(
-        f"--resume {failures[0]}" + (f" (nor are the {len(failures) - 1} older ones)" if failures[1:] else "")
-    )
+    older = f" (nor are the {len(skipped) - 1} older ones)" if skipped[1:] else ""
+    raise CheckpointError(f"--resume {skipped[0]}{older}")
+
+
+def check_run_state(checkpoint: dict[str, Any]) -> None:
+    """RefusedCheckpoint unless the fields every checkpoint holds are there, each of its type; the run's name a
+    plain folder name."""
+    for name, types in RUN_FIELDS.items():
+        if not isinstance(checkpoint.get(name), types) or isinstance(checkpoint.get(name), bool):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a {types[0].__name__}")
+    if not isinstance(checkpoint.get(SCRIPT_KEY, ""), str):
+        raise RefusedCheckpoint("--resume: refused, the checkpoint's script is not a file name")
+    if checkpoint["global_step"] < 0 or not math.isfinite(checkpoint["elapsed_time"]):
+        raise RefusedCheckpoint("--resume: refused, the checkpoint's global step or clock is out of range")
+    from cleanrl_utils.command_line import path_component_problems
+
+    problems = path_component_problems("run_name", checkpoint["run_name"])
+    if checkpoint["wandb_id"] is not None:
+        problems += path_component_problems("wandb_id", checkpoint["wandb_id"])
+    if problems:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {problems[0].removeprefix('--')}")
+
+
+# ---------------------------------------------------------------- arguments
 
 
 def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
@@ -346,19 +211,30 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
 
     A flag counts as given when its value differs from the default. A run-control flag that is not
     given keeps the run's value (a run that was tracked stays tracked); any other flag given with
-    another value than the run's is overridden, and reported on stderr.
+    another value than the run's is overridden, and reported on stderr. The saved values must be of the
+    types of the fields' defaults, and then pass the command line's checks (`argument_problems`); an env id
+    read from a checkpoint names a registered env, never a module to import (`module:Env`).
     """
     written_by, script = checkpoint.get(SCRIPT_KEY), running_script()
     # checked first: two scripts can share every argument name (ppo.py, ppo_atari.py) and fail far later
     if written_by is not None and script is not None and written_by != script:
         raise CheckpointError(f"--resume: this checkpoint was written by {written_by}, not {script}")
     saved = checkpoint["args"]
-    defaults = {f.name: f.default for f in fields(args)}
+    defaults = {f.name: _default(f, args) for f in fields(args)}
     if set(saved) != set(defaults):
+        exp_name = saved.get("exp_name")
+        origin = f"{exp_name}.py" if isinstance(exp_name, str) and len(exp_name) < 80 else "another script"
         raise CheckpointError(
-            f"--resume: the checkpoint's arguments are not this script's (it comes from {saved.get('exp_name')}.py"
-            " or another version of it)"
+            f"--resume: the checkpoint's arguments are not this script's (it comes from {origin} or another version of it)"
         )
+    for name, value in saved.items():
+        if not _fits(value, defaults[name]):
+            raise RefusedCheckpoint(
+                f"--resume: refused, the checkpoint's --{name.replace('_', '-')} is a {type(value).__name__}"
+            )
+    env_id = saved.get("env_id")
+    if isinstance(env_id, str) and ":" in env_id:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's env id {env_id[:60]!r} would import a module")
     ignored = []
     for name, value in saved.items():
         given = getattr(args, name)
@@ -367,13 +243,43 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
         if given != value and given != defaults[name]:
             ignored.append(f"--{name.replace('_', '-')} {given} (the run uses {value})")
         setattr(args, name, value)
+    from cleanrl_utils.command_line import argument_problems
+
+    problems = argument_problems(args)
+    if problems:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's arguments: {'; '.join(problems)}")
     if ignored:
         print(f"resume: the checkpoint's arguments win over {', '.join(ignored)}", file=sys.stderr)
     return args
 
 
+def _default(field: Any, args: Any) -> Any:
+    if field.default is not MISSING:
+        return field.default
+    return field.default_factory() if field.default_factory is not MISSING else getattr(args, field.name)
+
+
+def _fits(value: Any, default: Any) -> bool:
+    """A saved argument of the type of its field's default (any type where the default is None: the value's own
+    checks apply)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, int | float):
+        return isinstance(value, int | float)
+    if isinstance(default, list | tuple):
+        return isinstance(value, list | tuple)
+    return type(value) is type(default)
+
+
+# ---------------------------------------------------------------- random streams
+
+
 def rng_state() -> dict[str, Any]:
     """The global random streams of Python, NumPy and PyTorch (CPU, and CUDA when present)."""
+    import torch
+
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -381,100 +287,88 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    """Set the global random streams to a `rng_state()`; RefusedCheckpoint if it is not one."""
+    import torch
 
-
-def _layers(env: Any) -> list[Any]:
-    """An env's wrapper layers, outermost first, down to the unwrapped env (vector or single)."""
-    layers = [env]
-    while hasattr(layers[-1], "env"):
-        layers.append(layers[-1].env)
-    return layers
-
-
-def _picklable(value: Any) -> bool:
     try:
-        pickle.dumps(value)
-    except Exception:
-        return False
-    return True
+        python, numpy_state, torch_state = state["python"], state["numpy"], state["torch"]
+        if not (isinstance(python, tuple) and isinstance(numpy_state, tuple) and isinstance(torch_state, torch.Tensor)):
+            raise TypeError("not the streams' states")
+        random.setstate(python)
+        np.random.set_state(numpy_state)
+        torch.set_rng_state(torch_state)
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise RefusedCheckpoint(
+            f"--resume: refused, the checkpoint's random states are not valid ({type(e).__name__})"
+        ) from None
 
 
-def _snapshot(env: Any) -> list[tuple[str, dict[str, Any], list | None]]:
-    layers = []
-    for layer in _layers(env):
-        attributes = {
-            name: value
-            for name, value in vars(layer).items()
-            if name not in ("env", "envs") and name not in SKIPPED_ATTRIBUTES and _picklable(value)
-        }
-        if hasattr(vars(layer).get("ale"), "cloneState"):  # last, so restored after the layer's other attributes
-            attributes[ALE_STATE_KEY] = vars(layer)["ale"].cloneState(include_rng=True)
-        sub_envs = [_snapshot(sub_env) for sub_env in layer.envs] if isinstance(getattr(layer, "envs", None), list) else None
-        layers.append((type(layer).__name__, attributes, sub_envs))
-    return layers
+# ---------------------------------------------------------------- environments
 
 
-def env_state(env: Any) -> bytes:
-    """A snapshot of `env`: per wrapper layer (sub-envs of a vector env too), its class and picklable attributes.
-
-    Serialised at once (torch's format, which `restore_env` reads without running code), so it stays as it is now
-    while the env goes on, and objects shared between layers stay shared.
-    """
-    buffer = io.BytesIO()
-    torch.save(_snapshot(env), buffer, pickle_protocol=4)
-    return buffer.getvalue()
+def env_state(env: Any) -> list[dict[str, Any]]:
+    """A snapshot of `env` as plain data (`cleanrl_utils.env_state.snapshot`)."""
+    return env_snapshots.snapshot(env)
 
 
-def restore_env(env: Any, state: bytes) -> None:
-    """Set the attributes saved by `env_state` on `env`, a fresh env made the same way."""
-    if state[:2] != b"PK" and not trusted():  # a plain pickle, as older versions wrote
-        raise UntrustedContent(
-            f"--resume: this checkpoint's env snapshot is a plain pickle (an older version's); set {TRUST_ENV}=1"
-            " to load it if you wrote it yourself"
-        )
+def restore_env(env: Any, snapshot: Any) -> None:
+    """Put a snapshot of `env_state` into `env`, a fresh env made the same way."""
     try:
-        snapshot = read_safely(io.BytesIO(state)) if state[:2] == b"PK" else pickle.loads(state)
-    except UntrustedContent as e:
-        raise UntrustedContent(f"--resume: the checkpoint's env snapshot: {e}") from None
-    _restore(env, snapshot)
+        env_snapshots.restore(env, snapshot)
+    except env_snapshots.EnvStateError as e:
+        raise RefusedCheckpoint(f"--resume: {e}") from None
 
 
-def _restore(env: Any, snapshot: list[tuple[str, dict[str, Any], list | None]]) -> None:
-    layers = _layers(env)
-    if [type(layer).__name__ for layer in layers] != [name for name, _, _ in snapshot]:
-        raise CheckpointError(
-            f"--resume: the checkpoint's env wrappers {[name for name, _, _ in snapshot]} differ from this run's"
-            f" {[type(layer).__name__ for layer in layers]}"
-        )
-    for layer, (_, attributes, sub_envs) in zip(layers, snapshot, strict=True):
-        for name, value in attributes.items():
-            if name == ALE_STATE_KEY:
-                vars(layer)["ale"].restoreState(value)
-            elif not _copied_into_mujoco(vars(layer).get(name), value):
-                vars(layer)[name] = value
-        if sub_envs is not None:
-            for sub_env, sub_snapshot in zip(layer.envs, sub_envs, strict=True):
-                _restore(sub_env, sub_snapshot)
+# ---------------------------------------------------------------- the objects a script names
 
 
-def _copied_into_mujoco(fresh: Any, saved: Any) -> bool:
-    """Keep a MuJoCo env's own model and data objects, the saved simulation state copied into them.
+def state_of(obj: Any) -> Any:
+    """What a checkpoint saves of `obj`: its `state_dict()` (networks, optimisers, FrameReplayBuffer), or an SB3
+    replay buffer's arrays and counters."""
+    if hasattr(obj, "state_dict"):
+        return obj.state_dict()
+    if _is_sb3_buffer(obj):
+        size = obj.buffer_size if obj.full else obj.pos
+        arrays = {name: getattr(obj, name)[:size] for name in SB3_ARRAYS if getattr(obj, name, None) is not None}
+        return {**arrays, "pos": obj.pos, "full": obj.full}
+    raise TypeError(f"a checkpoint saves a {type(obj).__name__} by its state_dict(), which it does not have")
 
-    The env's renderer (never saved) draws the objects the env was made with: had the saved copies
-    replaced them, every frame after a resume would show the fresh env's reset state. The fresh
-    model is kept as it is: the env was made from the same model file. Told by type name, so that
-    mujoco (an optional extra) is imported only for envs that hold its objects.
-    """
-    kind = type(saved)
-    if type(fresh) is not kind or kind.__module__.split(".")[0] != "mujoco" or kind.__name__ not in ("MjModel", "MjData"):
-        return False
-    if kind.__name__ == "MjData":
-        import mujoco
 
-        mujoco.mj_copyData(fresh, fresh.model, saved)
-    return True
+def load_state(obj: Any, state: Any, name: str) -> None:
+    """Put `state_of`'s state back into `obj`, the object the resumed run made; RefusedCheckpoint if it does not fit."""
+    try:
+        if hasattr(obj, "load_state_dict"):
+            obj.load_state_dict(state)
+        elif _is_sb3_buffer(obj):
+            _load_sb3_buffer(obj, state)
+        else:
+            raise TypeError(f"a {type(obj).__name__} has no load_state_dict()")
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as e:
+        reason = " ".join(str(e).split())[:200]
+        raise RefusedCheckpoint(f"--resume: the checkpoint's {name} does not fit this run's ({reason})") from None
+
+
+SB3_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def _is_sb3_buffer(obj: Any) -> bool:
+    buffers = sys.modules.get("stable_baselines3.common.buffers")
+    return buffers is not None and isinstance(obj, buffers.ReplayBuffer)
+
+
+def _load_sb3_buffer(buffer: Any, state: Any) -> None:
+    names = {name for name in SB3_ARRAYS if getattr(buffer, name, None) is not None}
+    if not isinstance(state, dict) or set(state) != names | {"pos", "full"}:
+        raise ValueError("it is not this replay buffer's arrays and counters")
+    pos, full = state["pos"], state["full"]
+    if type(full) is not bool or type(pos) is not int or not 0 <= pos < buffer.buffer_size:
+        raise ValueError("its position is out of range")
+    size = buffer.buffer_size if full else pos
+    for name in names:
+        array, own = state[name], getattr(buffer, name)
+        if not isinstance(array, np.ndarray) or array.dtype != own.dtype or array.shape != (size, *own.shape[1:]):
+            raise ValueError(f"its {name} are not {size} of this buffer's")
+        own[:size] = array
+    buffer.pos, buffer.full = pos, full

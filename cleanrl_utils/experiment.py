@@ -16,19 +16,26 @@ the same in every file live here and are called from the script in plain stateme
             exp.raise_if_stopped()
             ...
             if exp.checkpoint_due(iteration):
-                exp.save_checkpoint(global_step, {...})
+                exp.save_checkpoint(global_step, {...}, learners)
         if args.save_model:
-            torch.save(agent.state_dict(), exp.model_path)
+            exp.save_model(agent.state_dict())   # whole or absent; a full disk is one line
             exp.log_evaluation_and_upload(evaluate(exp.model_path, ...), hub_algorithm_name="PPO")
 
 There is no base class, no callback and no loop here: `Experiment` holds the run's arguments and
 name, the loaded checkpoint, its writer and the signals received, and cleans up when the `with`
 block ends (envs closed, event file flushed, videos sent to W&B, W&B run finished) whatever ended it.
+
+A run's folder `runs/{run_name}` is made when the Experiment is (`run_folder.claim`: atomically, the next free
+name if another run took this one) and has one writer: the run holds its lock until it ends, and a `--resume`
+takes it before it writes anything, or is refused in one line naming the pid that holds it. A folder that a run
+claimed and never wrote to (bad input found after the Experiment was made) is removed again. A full disk while
+the run writes (model, checkpoint, TensorBoard events, videos) ends it with one line naming the path, exit 1.
 docs/community/script-contract.md lists every call, what it does and when.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import signal
@@ -40,6 +47,7 @@ from typing import Any, NoReturn, TypeVar
 
 import gymnasium as gym
 
+from cleanrl_utils import atomic, env_state, run_folder
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils.command_line import parse_args
 
@@ -51,16 +59,6 @@ ENV_EXTRAS = {"box2d": "box2d", "mujoco": "mujoco", "ale_py": "atari", "dm_contr
 ATARI_INSTALL = 'the Atari games need ale-py: pip install -e ".[atari]"'
 # When set, `start_logging` writes the run's folder name into this file (the benchmark runner sets it per run).
 RUN_NAME_FILE = "CLEANRL_RUN_NAME_FILE"
-
-
-def free_run_name(base: str) -> str:
-    """`base`, or else `base-2`, `base-3`...: the first name with no run folder and no video folder yet, so that runs
-    started in the same second with the same env id, exp name and seed never share one."""
-    name, number = base, 1
-    while os.path.exists(f"runs/{name}") or os.path.exists(f"videos/{name}"):
-        number += 1
-        name = f"{base}-{number}"
-    return name
 
 
 def one_line(message: str) -> str:
@@ -91,20 +89,32 @@ class Experiment:
         self.stop_signals: list[int] = []
         self.elapsed_before = 0.0  # seconds of training before a --resume
         self.start_time = time.time()  # the SPS clock; it restarts when training does (`with exp:`)
+        self.writer_lock: run_folder.WriterLock | None = None
+        self.claimed = False  # this Experiment made its run folder (not a resume's)
         if getattr(args, "resume", None):
             try:  # a resumed run goes on with the arguments it was started with
                 self.loaded_checkpoint = ckpt.load(args.resume)
-                ckpt.restored_args(args, self.loaded_checkpoint)
+                ckpt.restored_args(args, self.loaded_checkpoint)  # first: a checkpoint of another script is named so
+                ckpt.check_run_state(self.loaded_checkpoint)
             except ckpt.CheckpointError as e:
                 self.fail(str(e))
         # read after a resume: without the flag on its command line, a resumed run keeps checkpointing as it did
         self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
         if self.checkpoint_frequency < 0:
             self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
-        if self.loaded_checkpoint:
-            self.run_name = self.loaded_checkpoint["run_name"]
-        else:
-            self.run_name = free_run_name(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+        try:
+            if self.loaded_checkpoint:
+                self.run_name = self.loaded_checkpoint["run_name"]
+                name = self.run_name  # where the resumed run writes: none of it may be a link elsewhere
+                run_folder.refuse_links(f"runs/{name}/checkpoints", f"videos/{name}", f"videos/{name}-eval")
+                self.writer_lock = run_folder.lock(f"runs/{name}")
+            else:
+                base = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+                self.run_name, self.writer_lock = run_folder.claim(base)
+                self.claimed = True
+                atexit.register(run_folder.release_if_unused, self.run_name, self.writer_lock)  # a crash before logging
+        except run_folder.RunFolderError as e:
+            self.fail(str(e))
         if getattr(args, "upload_model", False):
             from cleanrl_utils.huggingface import UploadError, require_token
 
@@ -116,9 +126,19 @@ class Experiment:
 
     # bad input
     def fail(self, message: str) -> NoReturn:
-        """Bad input: one line on stderr and exit code 2, no traceback."""
+        """Bad input: one line on stderr and exit code 2, no traceback. A run folder claimed and not yet written to
+        is removed."""
         print(f"{self.script}: error: {one_line(message)}", file=sys.stderr)
+        if self.writer is None:
+            self._give_up_folder()
         raise SystemExit(2)
+
+    def _give_up_folder(self) -> None:
+        lock = getattr(self, "writer_lock", None)
+        if lock is not None and getattr(self, "claimed", False):
+            run_folder.release_if_unused(self.run_name, lock)
+        elif lock is not None:
+            lock.release()
 
     def require(self, condition: Any, message: str) -> None:
         if not condition:
@@ -197,18 +217,15 @@ class Experiment:
         """
         from torch.utils.tensorboard import SummaryWriter
 
-        if not log:
+        if not log:  # a worker process: the run's first process writes the folder
+            self._give_up_folder()
             return None
         args, checkpoint = self.args, self.loaded_checkpoint
-        if not checkpoint:  # claimed before anything is logged: a run never writes into another run's folder
-            try:
-                os.makedirs(f"runs/{self.run_name}")
-            except FileExistsError:
-                self.fail(f"runs/{self.run_name} was made meanwhile by another run of the same name; start this one again")
         if os.environ.get(RUN_NAME_FILE):  # the benchmark runner learns which folder to --resume if this run stops
-            from cleanrl_utils import atomic
-
-            atomic.write_text(os.environ[RUN_NAME_FILE], self.run_name + "\n")
+            try:
+                atomic.write_text(os.environ[RUN_NAME_FILE], self.run_name + "\n")
+            except OSError as e:
+                self._stop_writing(os.environ[RUN_NAME_FILE], e)
         if args.track:
             import wandb
 
@@ -253,14 +270,20 @@ class Experiment:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> bool:
-        """Close everything, on success, crash or interruption alike; an interruption exits with code 130."""
+        """Close everything, on success, crash or interruption alike; an interruption exits with code 130, a full
+        disk (while training, or now as the logs are flushed) with one line and code 1. The folder's lock is let go."""
         stopped = kind is KeyboardInterrupt or (kind is None and bool(self.stop_signals))
         for sig, handler in self._previous_handlers.items():
             signal.signal(sig, handler)
-        if self.envs is not None:
-            self.envs.close()
-        if self.writer is not None:
-            self.writer.close()
+        full = error if isinstance(error, Exception) and atomic.disk_full(error) else None  # not an exit already said
+        for closable in (self.envs, self.writer):
+            try:
+                if closable is not None:
+                    closable.close()  # a video being recorded is written, the events flushed
+            except Exception as e:
+                if not atomic.disk_full(e):
+                    raise
+                full = full or e
         if self.writer is not None and self.args.track:
             import wandb
 
@@ -269,10 +292,19 @@ class Experiment:
                 wandb.log({"videos": wandb.Video(f"{videos}/{video}", format="mp4")})
             wandb.finish()
             wandb.tensorboard.unpatch()  # a later run in this process (the tuner's, a test's) starts afresh
+        if self.writer_lock is not None:
+            self.writer_lock.release()
+        if full is not None and kind is not KeyboardInterrupt:
+            self._stop_writing(getattr(atomic.os_error(full), "filename", None) or f"runs/{self.run_name}", full)
         if stopped:
             print(f"{self.script}: interrupted; what was logged is in runs/{self.run_name}", file=sys.stderr)
             raise SystemExit(130) from None
         return False
+
+    def _stop_writing(self, path: str, error: BaseException) -> NoReturn:
+        """A write that failed (a full disk): one line naming the file, exit code 1 (not bad input)."""
+        print(f"{self.script}: error: cannot write {path}: {atomic.write_failure(error)}", file=sys.stderr)
+        raise SystemExit(1) from None
 
     # checkpoints
     def checkpoint_due(self, count: int, since: int | None = None) -> bool:
@@ -282,11 +314,9 @@ class Experiment:
         return bool(self.checkpoint_frequency) and count // self.checkpoint_frequency > previous // self.checkpoint_frequency
 
     def save_checkpoint(self, global_step: int, state: dict[str, Any], learners: dict[str, Any] | None = None) -> None:
-        """Save the script's `state` with what the run itself needs to go on (arguments, envs, RNGs, clock).
-
-        `learners` (name -> network or optimizer) are saved by their `state_dict()`; `restore_run_state(learners)`
-        loads them back. The envs' snapshot includes each Atari emulator's state (`checkpoint.env_state`).
-        """
+        """Save the script's `state` (plain data) with what the run itself needs to go on (arguments, envs, RNGs,
+        clock), and `learners` (name -> network, optimizer or replay buffer: `checkpoint.state_of`), which
+        `restore_run_state(learners)` loads back into the resumed run's own objects."""
         if self.writer is not None:
             self.writer.flush()  # the logs on disk reach the checkpoint, whatever happens next
         wandb_id = None
@@ -294,41 +324,44 @@ class Experiment:
             import wandb
 
             wandb_id = wandb.run.id
-        run_state = {
-            "args": vars(self.args),
-            "run_name": self.run_name,
-            "wandb_id": wandb_id,
-            "global_step": global_step,
-            "elapsed_time": time.time() - self.start_time,
-            "rng": ckpt.rng_state(),
-            "envs": ckpt.env_state(self.envs) if self.envs is not None else None,
-        }
-        learner_states = {name: learner.state_dict() for name, learner in (learners or {}).items()}
         try:
+            run_state = {
+                "args": vars(self.args),
+                "run_name": self.run_name,
+                "wandb_id": wandb_id,
+                "global_step": global_step,
+                "elapsed_time": time.time() - self.start_time,
+                "rng": ckpt.rng_state(),
+                "envs": ckpt.env_state(self.envs) if self.envs is not None else None,
+            }
+            learner_states = {name: ckpt.state_of(learner) for name, learner in (learners or {}).items()}
             ckpt.save(f"runs/{self.run_name}", global_step, {**run_state, **state, **learner_states})
-        except ckpt.CheckpointError as e:  # e.g. a full disk: not bad input, so exit code 1; logs closed by __exit__
+        except (ckpt.CheckpointError, env_state.EnvStateError) as e:  # e.g. a full disk: exit code 1, logs closed by __exit__
             print(f"{self.script}: error: {one_line(str(e))}", file=sys.stderr)
             raise SystemExit(1) from None
 
     def restore_run_state(self, learners: dict[str, Any] | None = None) -> dict[str, Any]:
         """Put the envs, global random generators and SPS clock back as the loaded checkpoint saved them, load each
-        of `learners` (name -> network or optimizer) from it, and return it (for the script's own state).
+        of `learners` (name -> network, optimizer or replay buffer, made by this run) from it, and return it (for the
+        script's own state).
 
         Call it after `make_envs`: it restores the envs that made. Called before, it fails with one line.
         """
         checkpoint = self.loaded_checkpoint
         if checkpoint is None:
             self.fail("restore_run_state() restores a --resume checkpoint, and none was given")
-        if checkpoint.get("envs") is not None:
-            if self.envs is None:
-                self.fail("restore_run_state() restores the envs: call it after make_envs()")
-            try:
+        try:
+            if checkpoint["envs"] is not None:
+                if self.envs is None:
+                    self.fail("restore_run_state() restores the envs: call it after make_envs()")
                 ckpt.restore_env(self.envs, checkpoint["envs"])
-            except ckpt.CheckpointError as e:
-                self.fail(str(e))
-        ckpt.set_rng_state(checkpoint["rng"])
-        for name, learner in (learners or {}).items():
-            learner.load_state_dict(checkpoint[name])
+            ckpt.set_rng_state(checkpoint["rng"])
+            for name, learner in (learners or {}).items():
+                if name not in checkpoint:
+                    raise ckpt.RefusedCheckpoint(f"--resume: the checkpoint holds no {name}")
+                ckpt.load_state(learner, checkpoint[name], name)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
         self.elapsed_before = checkpoint["elapsed_time"]
         self.start_time = time.time() - self.elapsed_before
         return checkpoint
@@ -346,6 +379,26 @@ class Experiment:
     @property
     def model_path(self) -> str:
         return f"runs/{self.run_name}/{self.args.exp_name}.cleanrl_model"
+
+    def save_model(self, model: Any, name: str | None = None) -> str:
+        """Write `model` to `model_path` (or `runs/{run_name}/{name}.cleanrl_model`) whole or not at all: bytes (Flax's
+        `to_bytes`) as they are, anything else with `torch.save`. A failed write (a full disk) ends the run with one
+        line naming the file, exit code 1, and leaves no file under that name. Returns the path."""
+        path = self.model_path if name is None else f"runs/{self.run_name}/{name}.cleanrl_model"
+        try:
+            with atomic.atomic_path(path) as tmp:
+                if isinstance(model, bytes):
+                    tmp.write_bytes(model)
+                else:
+                    import torch
+
+                    with open(tmp, "wb") as f:
+                        torch.save(model, f)
+        except (OSError, RuntimeError) as e:  # torch wraps the errors of the file it writes
+            if atomic.os_error(e) is None:
+                raise
+            self._stop_writing(path, e)
+        return path
 
     def log_evaluation_and_upload(self, episodic_returns: Sequence[float], hub_algorithm_name: str) -> None:
         """Log the saved model's evaluation returns as `eval/episodic_return`; with --upload-model, also push the

@@ -108,15 +108,29 @@ class FrameReplayBuffer:
 
         return ReplayBatch(*(torch.from_numpy(array).to(self.device) for array in batch))
 
-    def __getstate__(self) -> dict[str, Any]:  # a checkpoint of a memory not yet full leaves out its empty part
-        state = dict(vars(self))
-        for name in self.ARRAYS:
-            state[name] = state[name][: self.size]
-        return state
+    def state_dict(self) -> dict[str, Any]:
+        """The memory as plain data for a checkpoint: the filled part of its arrays (not the empty rest), and counters."""
+        return {
+            **{name: getattr(self, name)[: self.size] for name in self.ARRAYS},
+            "pos": self.pos,
+            "size": self.size,
+            "last": self.last,
+        }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take a `state_dict()` of a memory made with the same arguments; ValueError (nothing changed) if it is not one."""
+        if not isinstance(state, dict) or set(state) != {*self.ARRAYS, "pos", "size", "last"}:
+            raise ValueError("it is not a frame replay memory's arrays and counters")
+        pos, size, last = state["pos"], state["size"], state["last"]
+        counters = [pos, size] + ([] if last is None else [last])
+        if not all(type(n) is int for n in counters) or not 0 <= size <= self.capacity or not 0 <= pos < self.capacity:
+            raise ValueError("its counters are out of range")
+        if last is not None and not 0 <= last < size:
+            raise ValueError("its current frame is out of range")
         for name in self.ARRAYS:
-            part = state[name]
-            state[name] = np.zeros((state["capacity"], *part.shape[1:]), dtype=part.dtype)
-            state[name][: len(part)] = part
-        vars(self).update(state)
+            array, own = state[name], getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.dtype != own.dtype or array.shape != (size, *own.shape[1:]):
+                raise ValueError(f"its {name} are not {size} of this memory's")
+        for name in self.ARRAYS:
+            getattr(self, name)[:size] = state[name]
+        self.pos, self.size, self.last = pos, size, last

@@ -611,7 +611,7 @@ if __name__ == "__main__":
         if args.save_model:
             # the weights, and what rebuilds the agent around them (enjoy.py and the evaluator read both)
             model = {"model_weights": agent.state_dict(), "args": vars(args), "max_episode_steps": max_episode_steps}
-            torch.save(model, exp.model_path)
+            exp.save_model(model)
             episodic_returns = evaluate_trxl(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Agent, device, args.capture_video
             )

@@ -158,7 +158,7 @@ def test_lstm_run_resumes_the_learner_and_plays_new_games(tmp_path):
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
         # the optimiser went on from its state: 4 iterations x 1 epoch x 4 minibatches (one env each) of RAdam steps
-        state = torch.load(run_dir / "checkpoints" / "checkpoint_512.pt", weights_only=False)
+        state = ckpt.read(run_dir / "checkpoints" / "checkpoint_512.pt")
         assert {float(param["step"]) for param in state["optimizer"]["state"].values()} == {16.0}
     assert logs[0] == logs[1], "resuming the same checkpoint twice gives the same run"
 

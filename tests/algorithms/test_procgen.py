@@ -269,7 +269,7 @@ def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path, procgen_ca
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
         # the optimiser went on from its state: 4 iterations x 1 epoch x 2 minibatches of Adam steps in all
-        state = torch.load(run_dir / "checkpoints" / "checkpoint_1024.pt", weights_only=False)
+        state = ckpt.read(run_dir / "checkpoints" / "checkpoint_1024.pt")
         assert {float(param["step"]) for param in state["optimizer"]["state"].values()} == {8.0}
     assert logs[0] == logs[1], "resuming the same checkpoint twice gives the same run"
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from cleanrl_utils import checkpoint as ckpt
+from cleanrl_utils import plain_data
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.fixtures.teachers import JAX_TEACHER_MODEL, TEACHER_MODEL
 from tests.helpers import REPO, Run, killed_mid_write, run_in_process, run_script, script_env
@@ -229,7 +230,7 @@ def test_resume_with_video_and_checkpoint_arguments_win(trained):
 def test_tracked_run_resumes_its_wandb_run(trained):
     first, _, resumed = trained
     oldest = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
-    wandb_id = torch.load(oldest, weights_only=False)["wandb_id"]
+    wandb_id = ckpt.read(oldest)["wandb_id"]
     assert wandb_id
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     runs = sorted((first.cwd / "wandb").glob("offline-run-*"))
@@ -241,14 +242,16 @@ def test_tracked_run_resumes_its_wandb_run(trained):
     [
         ("ppo.py", "no/such/path", "--resume no/such/path: no such checkpoint file or run folder"),
         ("dqn.py", "runs", "--resume runs: no checkpoint in it (runs write them with --checkpoint-frequency)"),
-        ("ppo.py", "bad.pt", "--resume bad.pt: not a readable checkpoint"),
+        ("ppo.py", "bad.pt", "--resume bad.pt: refused, it is not a file of this version's format"),
+        ("ppo.py", "old.pt", "--resume old.pt: refused, it is a torch.save file (a pickle)"),
         ("ppo.py", "dqn.pt", "--resume: the checkpoint's arguments are not this script's (it comes from dqn.py"),
     ],
 )
 def test_bad_resume_is_one_clear_line(script, resume, expected, tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
-    torch.save({"args": {"exp_name": "dqn", "buffer_size": 10}}, tmp_path / "dqn.pt")
+    (tmp_path / "dqn.pt").write_bytes(plain_data.dumps({"args": {"exp_name": "dqn", "buffer_size": 10}}))
+    torch.save({"args": {"exp_name": "ppo"}}, tmp_path / "old.pt")  # a checkpoint of the versions before: a pickle
     run = run_script(script, "--resume", resume, cwd=tmp_path, timeout=120)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
@@ -268,15 +271,30 @@ def test_save_keeps_the_newest_and_find_takes_the_latest(tmp_path):
     assert ckpt.load(tmp_path)["global_step"] == 1000
 
 
+# checkpoints are written by plain_data.write, into an open file: half of it, then SIGKILL
+PLAIN_DATA_HALF_WRITE = """
+from cleanrl_utils import checkpoint, plain_data
+_real_write = plain_data.write
+
+def _half_then_sigkill(f, value):
+    buffer = io.BytesIO()
+    _real_write(buffer, value)
+    f.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+    f.flush()
+    os.fsync(f.fileno())
+    os.kill(os.getpid(), signal.SIGKILL)
+
+plain_data.write = _half_then_sigkill
+"""
+
+
 def test_a_save_killed_mid_write_leaves_no_checkpoint_under_its_name(tmp_path):
     """A save SIGKILLed after writing half the file (no handler runs, nothing is cleaned up): the checkpoint's name
     must not exist, so a resume never meets half a checkpoint. A save that wrote straight to its final name, even one
     that deleted the file on an exception, fails this."""
     ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
-    save = (
-        f"from cleanrl_utils import checkpoint; checkpoint.save({str(tmp_path)!r}, 200, {{'args': {{}}, 'global_step': 200}})"
-    )
-    killed_mid_write(save, tmp_path)
+    save = f"checkpoint.save({str(tmp_path)!r}, 200, {{'args': {{}}, 'global_step': 200}})"
+    killed_mid_write(PLAIN_DATA_HALF_WRITE + save, tmp_path)
     assert not (tmp_path / "checkpoints" / "checkpoint_200.pt").exists()
     assert ckpt.checkpoints(tmp_path / "checkpoints") == [tmp_path / "checkpoints" / "checkpoint_100.pt"]
     assert ckpt.load(tmp_path)["global_step"] == 100
@@ -289,10 +307,10 @@ def test_resume_skips_an_unreadable_newest_checkpoint_for_the_older_one(tmp_path
     for step in (100, 200):
         ckpt.save(tmp_path, step, {"args": {}, "global_step": step})
     newest = tmp_path / "checkpoints" / "checkpoint_200.pt"
-    newest.write_bytes(newest.read_bytes()[:300])  # cut short (a copy that stopped, a damaged disk)
+    newest.write_bytes(newest.read_bytes()[:-20])  # cut short (a copy that stopped, a damaged disk)
     assert ckpt.load(tmp_path)["global_step"] == 100
     out, err = capsys.readouterr()
-    assert f"resume: skipped {newest}: not a readable checkpoint" in err and len(err.splitlines()) == 1
+    assert f"resume: skipped {newest}: not a readable checkpoint (cut short" in err and len(err.splitlines()) == 1
     assert out == f"resuming from {tmp_path / 'checkpoints' / 'checkpoint_100.pt'}\n"
     # named as a file, it is not replaced by another
     with pytest.raises(ckpt.CheckpointError, match=f"--resume {newest}: not a readable checkpoint"):
@@ -305,11 +323,11 @@ def test_resume_skips_an_unreadable_newest_checkpoint_for_the_older_one(tmp_path
 def test_a_full_disk_during_a_save_is_one_line(tmp_path, monkeypatch):
     ckpt.save(tmp_path, 100, {"args": {}, "global_step": 100})
 
-    def disk_full(obj, f, **kwargs):
-        f.write(b"PK\x03\x04 part of a checkpoint")
+    def disk_full(f, value):
+        f.write(plain_data.MAGIC + b" part of a checkpoint")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ckpt.torch, "save", disk_full)
+    monkeypatch.setattr(ckpt.plain_data, "write", disk_full)
     with pytest.raises(ckpt.CheckpointError) as error:
         ckpt.save(tmp_path, 200, {"args": {}, "global_step": 200})
     message = str(error.value)
@@ -321,17 +339,13 @@ def test_a_full_disk_during_a_save_is_one_line(tmp_path, monkeypatch):
 
 
 DISK_FULL_AT_SAVES = """
-import errno, io, runpy, sys
+import errno, runpy, sys
 from cleanrl_utils import checkpoint
 
-real_save = checkpoint.torch.save
-
-def disk_full(obj, f, *args, **kwargs):
-    if isinstance(f, io.BytesIO):  # in memory (an env snapshot): no disk involved
-        return real_save(obj, f, *args, **kwargs)
+def disk_full(f, value):
     raise OSError(errno.ENOSPC, "No space left on device")
 
-checkpoint.torch.save = disk_full
+checkpoint.plain_data.write = disk_full
 sys.argv = [sys.argv[1], *sys.argv[2:]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """

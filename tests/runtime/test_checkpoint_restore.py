@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from cleanrl_utils import checkpoint as ckpt
+from cleanrl_utils import plain_data
 from tests.helpers import egl_missing, missing_system_package, run_script
 
 # --- MuJoCo: restoring an env must not leave its renderer on the fresh env's simulation
@@ -155,7 +155,7 @@ def test_checkpoint_of_another_script_is_refused(tmp_path, monkeypatch):
 
 def test_checkpoint_without_its_script_still_resumes(tmp_path, monkeypatch):
     # written before checkpoints recorded their script
-    torch.save({"args": vars(Args(seed=7)), "global_step": 10}, tmp_path / "checkpoint_10.pt")
+    (tmp_path / "checkpoint_10.pt").write_bytes(plain_data.dumps({"args": vars(Args(seed=7)), "global_step": 10}))
     running_as(monkeypatch, "ppo.py")
     assert ckpt.restored_args(Args(), ckpt.load(tmp_path)).seed == 7
 
@@ -172,7 +172,7 @@ def test_script_refuses_another_scripts_checkpoint_in_one_line(tmp_path):
 
     # ppo.py's own arguments, as a checkpoint of ppo_atari.py would hold the same names
     path: Path = tmp_path / "other.pt"
-    torch.save({"args": vars(ppo.Args()), "script": "ppo_atari.py", "global_step": 128}, path)
+    path.write_bytes(plain_data.dumps({"args": vars(ppo.Args()), "script": "ppo_atari.py", "global_step": 128}))
     (tmp_path / "runs").mkdir()
     run = run_script("ppo.py", "--resume", str(path), cwd=tmp_path, timeout=120)
     assert run.returncode == 2, run.stderr[-3000:]

@@ -28,6 +28,12 @@ class Args(sac_continuous_action.Args):
 SCRIPT = "/somewhere/algo.py"
 
 
+@pytest.fixture(autouse=True)
+def in_scratch_folder(tmp_path, monkeypatch):
+    """An Experiment claims its run folder when it is made: each test makes them in a folder of its own."""
+    monkeypatch.chdir(tmp_path)
+
+
 def fails_with(capsys, call) -> str:
     """The one stderr line of a call that must end in exit code 2."""
     with pytest.raises(SystemExit) as exit_info:
@@ -210,6 +216,7 @@ def test_resumed_run_keeps_writing_checkpoints_at_its_frequency(tmp_path, monkey
         exp.save_checkpoint(400, {})
     resumed = Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT)
     assert [i for i in range(5, 13) if resumed.checkpoint_due(i)] == [8, 12]
+    resumed.writer_lock.release()  # one writer at a time: this resume lets go of the folder before the next
     # a frequency given with --resume wins (a run-control flag), and is checked like any other
     assert Experiment(Args(resume=f"runs/{exp.run_name}", checkpoint_frequency=3), SCRIPT).checkpoint_due(6)
 

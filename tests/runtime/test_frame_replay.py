@@ -1,12 +1,11 @@
 """cleanrl_utils.frame_replay: the Atari frame memory rebuilds the stacks a naive memory stores."""
 
-import pickle
-
 import numpy as np
 import pytest
 import torch
 
 from cleanrl import dqn_atari
+from cleanrl_utils import plain_data
 from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 FRAME = (84, 84)
@@ -107,13 +106,16 @@ def test_frame_buffer_checkpoint_leaves_out_the_empty_part():
     rng = np.random.default_rng(1)
     rb, naive = FrameReplayBuffer(10_000, FRAME, STACK, "cpu"), NaiveBuffer()
     fill(rb, naive, synthetic_steps(rng, 50))
-    data = pickle.dumps(rb)
+    data = plain_data.dumps(rb.state_dict())
     assert len(data) < 80 * rb.nbytes / 10_000  # ~55 frames stored, not 10,000
-    restored = pickle.loads(data)
+    restored = FrameReplayBuffer(10_000, FRAME, STACK, "cpu")  # made by the resumed run, then filled in
+    restored.load_state_dict(plain_data.loads(data))
     assert restored.frames.shape == rb.frames.shape and (restored.pos, restored.last) == (rb.pos, rb.last)
     assert_same_transitions(restored, naive)
     fill(restored, naive, synthetic_steps(rng, 30))  # and it goes on filling
     assert_same_transitions(restored, naive)
+    with pytest.raises(ValueError, match="frames are not"):  # a memory of another size is not taken, nor half of it
+        FrameReplayBuffer(10_000, (42, 42), STACK).load_state_dict(plain_data.loads(data))
 
 
 def test_buffer_size_counts_transitions_and_any_positive_size_works():

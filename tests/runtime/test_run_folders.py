@@ -1,9 +1,16 @@
-"""Run folders never collide: two runs of one env id, exp name and seed started in the same second get two folders."""
+"""Run folders: names never collide, even between processes racing for one; a folder has one writer at a time; a
+run never writes through a symbolic link planted in a folder it was handed."""
+
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from cleanrl_utils import experiment
+from cleanrl_utils import experiment, run_folder
 from cleanrl_utils.experiment import Experiment
+from tests.helpers import REPO, script_env
 from tests.runtime.test_experiment import SCRIPT, Args, fails_with
 
 NOW = 1_796_000_000
@@ -20,26 +27,88 @@ def same_second(tmp_path, monkeypatch):
 
 def test_a_second_run_in_the_same_second_gets_a_folder_of_its_own(same_second, tmp_path):
     first = Experiment(Args(seed=3), SCRIPT)
-    first.start_logging()
     second = Experiment(Args(seed=3), SCRIPT)
-    second.start_logging()
     (tmp_path / "videos" / f"CartPole-v1__algo__3__{NOW}-3").mkdir(parents=True)  # a video folder counts too
     third = Experiment(Args(seed=3), SCRIPT)
     base = f"CartPole-v1__algo__3__{NOW}"
     assert (first.run_name, second.run_name, third.run_name) == (base, f"{base}-2", f"{base}-4")
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [base, f"{base}-2"]
-    for exp in (first, second):
-        exp.writer.close()
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [base, f"{base}-2", f"{base}-4"]
     # the documented name keeps its four parts: the suffix rides on the time
     assert second.run_name.split("__")[:3] == ["CartPole-v1", "algo", "3"]
 
 
-def test_a_folder_made_meanwhile_by_another_run_is_refused(same_second, tmp_path, capsys):
-    """Both runs picked the free name; the one that starts logging second must not write into the other's folder."""
-    first, second = Experiment(Args(seed=3), SCRIPT), Experiment(Args(seed=3), SCRIPT)
-    assert first.run_name == second.run_name
-    first.start_logging()
-    line = fails_with(capsys, second.start_logging)
-    assert f"runs/{first.run_name} was made meanwhile by another run of the same name" in line
-    first.writer.close()
-    assert [p.name for p in (tmp_path / "runs").iterdir()] == [first.run_name]
+RACE = """
+import sys
+import time as clock
+from cleanrl_utils import experiment
+from cleanrl_utils.experiment import Experiment
+from tests.runtime.test_experiment import SCRIPT, Args
+experiment.time.time = lambda: {now} + 0.5  # the same second for all
+start = float(sys.argv[1])
+while clock.monotonic() < start:  # all start claiming together
+    pass
+exp = Experiment(Args(seed=3), SCRIPT)
+exp.start_logging()
+exp.writer.close()
+print(exp.run_name)
+"""
+
+
+def test_processes_racing_for_one_name_each_get_their_own_folder(tmp_path):
+    """Runs started together with the same env id, exp name and seed (two benchmark runners on one experiment):
+    each makes a folder of its own, none is refused or lost."""
+    start = time.monotonic() + 3  # the interpreters start first, then all claim at once
+    code = RACE.format(now=NOW)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(start)],
+            cwd=tmp_path,
+            env={**script_env(), "PYTHONPATH": str(REPO)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    names = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+        names.append(out.strip())
+    assert len(set(names)) == 4
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(names)
+    assert all(any(p.name.startswith("events.") for p in (tmp_path / "runs" / name).iterdir()) for name in names)
+
+
+def test_a_folder_claimed_and_left_for_bad_input_is_removed(same_second, tmp_path, capsys):
+    exp = Experiment(Args(seed=3), SCRIPT)
+    assert (tmp_path / "runs" / exp.run_name).is_dir()
+    fails_with(capsys, lambda: exp.require(False, "bad input found after the Experiment was made"))
+    assert list((tmp_path / "runs").iterdir()) == []
+    worker = Experiment(Args(seed=3), SCRIPT)  # a worker process of a multi-process run gives its folder up
+    assert worker.start_logging(log=False) is None and list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    holder = run_folder.lock(tmp_path / "runs" / "r")
+    started = time.monotonic()
+    with pytest.raises(run_folder.RunFolderError) as refused:
+        run_folder.lock(tmp_path / "runs" / "r")
+    assert time.monotonic() - started < 1
+    assert f"is being written by another run (pid {os.getpid()})" in str(refused.value)
+    holder.release()
+    run_folder.lock(tmp_path / "runs" / "r").release()  # free again once let go (a process that ends lets go too)
+
+
+@pytest.mark.parametrize("link", ["runs/r", "runs/r/.writer.lock"])
+def test_a_link_where_a_run_writes_is_refused(tmp_path, monkeypatch, link):
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "precious").write_text("keep me\n")
+    (tmp_path / "runs" / "r").mkdir(parents=True, exist_ok=True) if link != "runs/r" else (tmp_path / "runs").mkdir()
+    os.symlink(target / "precious" if link.endswith("lock") else target, tmp_path / link)
+    with pytest.raises(run_folder.RunFolderError, match="symbolic link"):
+        run_folder.lock(tmp_path / "runs" / "r")
+    assert (target / "precious").read_text() == "keep me\n" and os.listdir(target) == ["precious"]
