@@ -200,14 +200,25 @@ def check_finite(runs: list[Run], metric: str) -> None:
             )
 
 
+def fingerprint(run: Run, metric: str) -> tuple | None:
+    """What a copy of a run shares with it and another run never does: its metric values, its SPS values (clock
+    readings) and its runtime; None when it logged no SPS and no runtime, as then two runs that never learned (every
+    episode -200 at the same steps) could not be told from copies."""
+    speeds = tuple(run.scalars.get(SPS_TAG, []))
+    if not speeds and run.runtime_minutes is None:
+        return None
+    return tuple(run.scalars[metric]), speeds, run.runtime_minutes
+
+
 def check_evidence(runs: list[Run], metric: str) -> None:
     """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
     one tag or a copy given another seed would count the same evidence twice and shrink every p.
 
-    Two tags' runs of one seed may log the same values: a change that alters nothing, run deterministically.
+    Two tags' runs of one seed may be copies of each other's values: a change that alters nothing could be run
+    deterministically, and a copy on both sides only pulls the verdict towards no difference.
     """
     by_key: dict[tuple[str, str, str], list[Run]] = {}
-    by_values: dict[tuple, list[Run]] = {}
+    by_print: dict[tuple, list[Run]] = {}
     for run in runs:
         if run.seed == "?":
             raise RlopsError(
@@ -215,7 +226,9 @@ def check_evidence(runs: list[Run], metric: str) -> None:
                 "a run without one could be a copy of another"
             )
         by_key.setdefault((run.group, run.env_id, run.seed), []).append(run)
-        by_values.setdefault(tuple(run.scalars[metric]), []).append(run)
+        key = fingerprint(run, metric)
+        if key is not None:
+            by_print.setdefault(key, []).append(run)
     for (group, env_id, seed), same in by_key.items():
         if len(same) > 1:
             raise RlopsError(
@@ -223,12 +236,12 @@ def check_evidence(runs: list[Run], metric: str) -> None:
                 f"{', '.join(str(run.path) for run in same)}; the unit of evidence is one run per tag, env and seed "
                 "(a copied folder or a seed run twice): remove the extra runs or tag them apart"
             )
-    for same in by_values.values():
+    for same in by_print.values():
         for first, second in itertools.combinations(same, 2):
             if first.group == second.group or first.seed != second.seed:
                 raise RlopsError(
-                    f"{describe(first)} and {describe(second)} logged the same {metric} values at the same steps: "
-                    "copies of one run, which would count twice; remove the copy"
+                    f"{describe(first)} and {describe(second)} logged the same {metric} and {SPS_TAG} values at the "
+                    "same steps in the same time: copies of one run, which would count twice; remove the copy"
                 )
 
 

@@ -314,19 +314,24 @@ def test_atari_env_ids_find_their_game():
 # ---------------------------------------------------------------- the gate, on small runs written here
 
 
-def write_run(root: Path, env_id: str, tags: str, seed: int, returns, steps=None, exp_name: str = "ppo", sps=None) -> Path:
-    """A run folder as the scripts write it: hyperparameters and tags texts, returns and SPS at their steps."""
+def write_run(
+    root: Path, env_id: str, tags: str, seed: int, returns, steps=None, exp_name: str = "ppo", sps=None, clock=None
+) -> Path:
+    """A run folder as the scripts write it: hyperparameters and tags texts, returns and SPS at their steps (stamped
+    `clock` + the value's index seconds when `clock` is given, else at the time of writing)."""
     from torch.utils.tensorboard import SummaryWriter
 
     folder = root / f"{env_id}__{exp_name}__{seed}__{tags.replace(',', '+') or 'none'}"
     steps = steps if steps is not None else [100 * (i + 1) for i in range(len(returns))]
     with SummaryWriter(str(folder)) as writer:
-        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|{exp_name}|\n|seed|{seed}|")
-        writer.add_text("tags", tags)
-        for step, value in zip(steps, returns):
-            writer.add_scalar("charts/episodic_return", value, step)
-        for step, value in zip(steps, sps if sps is not None else [1000.0] * len(steps)):
-            writer.add_scalar("charts/SPS", value, step)
+        table = f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|{exp_name}|\n|seed|{seed}|"
+        writer.add_text("hyperparameters", table, walltime=clock)
+        writer.add_text("tags", tags, walltime=clock)
+        stamps = [None if clock is None else clock + i for i in range(len(steps))]
+        for step, value, stamp in zip(steps, returns, stamps):
+            writer.add_scalar("charts/episodic_return", value, step, walltime=stamp)
+        for step, value, stamp in zip(steps, sps if sps is not None else [1000.0] * len(steps), stamps):
+            writer.add_scalar("charts/SPS", value, step, walltime=stamp)
     return folder
 
 
@@ -467,18 +472,29 @@ def test_a_seed_run_twice_under_one_tag_is_refused(tmp_path, capsys):
     assert code == 2 and "tag 'new' has 2 runs of seed 2 on A-v1" in one_line_error(err)
 
 
-def test_a_copy_under_another_seed_is_refused_but_a_deterministic_rerun_under_another_tag_is_not(tmp_path, capsys):
-    returns = [np.linspace(0, 100, 30) + seed for seed in range(1, 7)]
-    for seed, values in enumerate(returns, start=1):
-        write_run(tmp_path, "A-v1", "base", seed, values)
-        write_run(tmp_path, "A-v1", "same", seed, values)  # a change that alters nothing, run deterministically
+def test_a_copy_under_another_seed_is_refused_but_twins_that_never_learned_are_not(tmp_path, capsys):
+    for seed in range(1, 7):
+        write_run(tmp_path, "A-v1", "base", seed, np.linspace(0, 100, 30) + seed)
+        # seeds that never learn log the same returns at the same steps (MountainCar's -200), but not the same clock
+        write_run(tmp_path, "A-v1", "stuck", seed, [-200.0] * 30, sps=[900.0 + seed] * 30)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "stuck", "base", "--fail-on-regression")
+    assert code == 1, err
+    assert "rlops: stuck vs base: regression" in out
+    # a copy: the same values, SPS and clock, given another seed's hyperparameters
+    original = write_run(tmp_path / "a", "A-v1", "base", 7, np.linspace(0, 90, 30), clock=1.7e9)
+    copy = write_run(tmp_path / "b", "A-v1", "base", 8, np.linspace(0, 90, 30), clock=1.7e9)
+    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "stuck", "base")
+    line = one_line_error(err)
+    assert code == 2 and str(original) in line and str(copy) in line and "copies of one run" in line
+
+
+def test_one_seeds_runs_under_two_tags_may_match_a_deterministic_change_that_alters_nothing(tmp_path, capsys):
+    for seed in range(1, 7):
+        for tag in ("base", "same"):
+            write_run(tmp_path / tag, "A-v1", tag, seed, np.linspace(0, 100, 30) + seed, clock=1.7e9 + seed)
     code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "same", "base", "--fail-on-regression")
     assert code == 0, err
     assert "rlops: same vs base: no detectable difference" in out and "| same | A-v1 | 6 vs 6 | 0.50 " in out
-    write_run(tmp_path, "A-v1", "same", 9, returns[0])  # seed 1's values again, as seed 9
-    code, _, err = gate(tmp_path, tmp_path, capsys, "--tags", "same", "base")
-    line = one_line_error(err)
-    assert code == 2 and "seed 1, A-v1) and " in line and "seed 9, A-v1) logged the same" in line
 
 
 def test_an_env_id_given_twice_is_refused(tmp_path, capsys):
