@@ -369,7 +369,7 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
         text += (
             "; on one env alone, no shift is found four times in five"
             if one is None
-            else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f}"
+            else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f} standard deviations"
         )
     return text + " (simulated normal scores, at α divided by the number of tests)"
 
@@ -442,8 +442,8 @@ def verdict_section(
         f"Each run's score is the mean of its last {window} `{metric}` values. {note} IQM: the mean of the middle half "
         f"of the normalised run scores, every env weighing the same. PoI: the probability that a run of the tag beats "
         f"a run of the baseline `{baseline}` on the same env (ties half), averaged over envs. Brackets: {level} "
-        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env); they describe, the "
-        f"verdicts do not use them. {TEST_NOTE} {gate_note(tags, envs, alpha)}",
+        f"intervals from {reps} stratified-bootstrap draws (runs resampled within each env); they describe the "
+        f"scores, the verdicts do not use them. {TEST_NOTE} {gate_note(tags, envs, alpha)}",
         "",
         "| tag | IQM (normalised) | PoI over baseline | p | Holm p | across envs | gate |",
         "|---|---|---|---|---|---|---|",
