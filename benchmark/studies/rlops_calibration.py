@@ -408,8 +408,8 @@ def record(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--null-trials", type=int, default=4000, help="comparisons with no difference per row")
-    parser.add_argument("--power-trials", type=int, default=2000, help="comparisons per power cell")
+    parser.add_argument("--null-trials", type=int, default=10000, help="comparisons with no difference per row")
+    parser.add_argument("--power-trials", type=int, default=4000, help="comparisons per power cell")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, help="write the Markdown tables here (rewritten after every row)")
     args = parser.parse_args()
