@@ -11,7 +11,8 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.benchmark.common import BadInput, RunSpec
+from cleanrl_utils.benchmark.common import BadInput, RunSpec, git_tag
+from cleanrl_utils.benchmark.ledger import DirectoryLock, Ledger
 from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
 from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
 from cleanrl_utils.command_line import parse_args
@@ -36,7 +37,7 @@ class Args:
     log_dir: Annotated[
         str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: a new benchmark_logs/<date>-<time>)")
     ] = None
-    """folder for the runs' log files"""
+    """folder for the runs' log files; starting the benchmark again with the same folder continues it (skips the runs that finished, resumes the others)"""
     slurm_template_path: Annotated[str | None, tyro.conf.arg(metavar="PATH")] = None
     """Slurm job-array template (e.g. benchmark/slurm/cleanrl_cpu.slurm_template); submits the runs to Slurm instead of running them here"""
     slurm_gpus_per_task: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
@@ -134,11 +135,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers == 0:
             print_commands(runs)
             return 0
-        env = run_environment(args.auto_tag)
         log_dir = new_log_dir(args.log_dir)
+        lock = DirectoryLock(log_dir)  # held until this process exits
+        ledger = Ledger(log_dir)
+        tag = git_tag(outside=log_dir) if args.auto_tag else None
+        ledger.require_code(tag)
+        plan = ledger.plan(runs)
+        env = run_environment(tag, args.auto_tag)
     except BadInput as error:
         print(f"benchmark: error: {error}", file=sys.stderr)
         return 2
-    runner = LocalRunner(runs, args.workers, log_dir, env)
+    for line in plan.found:
+        print(f"benchmark: {line}", file=sys.stderr)
+    if args.log_dir is None:
+        print(
+            f"benchmark: to continue this benchmark should it stop, start it again with --log-dir {log_dir}", file=sys.stderr
+        )
+    runner = LocalRunner(plan.runs, args.workers, log_dir, env, ledger=ledger)
     runner.install_signal_handlers()
-    return runner.run()
+    try:
+        return runner.run()
+    finally:
+        lock.release()

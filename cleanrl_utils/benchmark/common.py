@@ -48,21 +48,27 @@ def _git(*git_args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def git_tag() -> str | None:
+def git_tag(outside: Path | None = None) -> str | None:
     """The nearest git tag of HEAD, or `no-tag-<commit count>-g<short hash>` when there is none; `-dirty` appended
-    when tracked files differ from HEAD, so runs of uncommitted edits never share the clean commit's tag.
+    when the tree differs from HEAD, so runs of uncommitted edits never share the clean commit's tag.
 
+    The tree differs when a tracked file changed or a file git does not ignore is new (a new module a script
+    imports counts); new files under `outside` (the benchmark's own log folder) do not.
     Unlike the reference project, the pull request number is not looked up: that needs GitHub's API.
     """
-    described = _git("describe", "--tags", "--dirty")
-    if described:
-        return described
-    count, short_hash = _git("rev-list", "--count", "HEAD"), _git("rev-parse", "--short", "HEAD")
-    if count is None or short_hash is None:
-        return None
-    # `git diff --quiet HEAD` exits 1 (None here) when tracked files differ, as `describe --dirty` counts them
-    dirty = "" if _git("diff", "--quiet", "HEAD") is not None else "-dirty"
-    return f"no-tag-{count}-g{short_hash}{dirty}"
+    described = _git("describe", "--tags")
+    if not described:
+        count, short_hash = _git("rev-list", "--count", "HEAD"), _git("rev-parse", "--short", "HEAD")
+        if count is None or short_hash is None:
+            return None
+        described = f"no-tag-{count}-g{short_hash}"
+    # `git diff --quiet HEAD` exits 1 (None here) when tracked files differ
+    changed = _git("diff", "--quiet", "HEAD") is None
+    new_files = (_git("ls-files", "--others", "--exclude-standard") or "").splitlines()  # relative to this folder
+    if outside is not None:
+        skip = outside.resolve()
+        new_files = [name for name in new_files if not Path(name).resolve().is_relative_to(skip)]
+    return described + ("-dirty" if changed or new_files else "")
 
 
 def append_tag(existing: str | None, tag: str) -> str:
@@ -70,9 +76,8 @@ def append_tag(existing: str | None, tag: str) -> str:
     return f"{existing},{tag}" if existing else tag
 
 
-def tagged_wandb_tags(existing: str | None) -> str | None:
-    """`existing` WANDB_TAGS with the git tag appended; None (after a warning) when there is no tag."""
-    tag = git_tag()
+def tagged_wandb_tags(existing: str | None, tag: str | None) -> str | None:
+    """`existing` WANDB_TAGS with the git `tag` appended; None (after a warning) when there is no tag."""
     if tag is None:
         print("benchmark: warning: the current folder is not a git repository with commits; runs get no tag", file=sys.stderr)
         return None

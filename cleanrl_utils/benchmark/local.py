@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 
 from cleanrl_utils.benchmark.common import BadInput, RunSpec, describe_exit, share_cores, tagged_wandb_tags
+from cleanrl_utils.benchmark.ledger import FAILED, FINISHED, RUN_NAME_FILE, RUNNING, STOPPED, Ledger, run_name_file
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
@@ -44,12 +45,13 @@ class Outcome:
         return describe_exit(self.returncode)
 
 
-def run_environment(auto_tag: bool) -> dict[str, str]:
-    """Environment for the runs: ours, plus the auto-tag, and unbuffered Python so logs can be followed live."""
+def run_environment(tag: str | None, auto_tag: bool = True) -> dict[str, str]:
+    """Environment for the runs: ours, plus the git `tag` (with `auto_tag`), and unbuffered Python so logs can be
+    followed live."""
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     if auto_tag:
-        tags = tagged_wandb_tags(env.get("WANDB_TAGS"))
+        tags = tagged_wandb_tags(env.get("WANDB_TAGS"), tag)
         if tags is not None:
             env["WANDB_TAGS"] = tags
     return env
@@ -166,11 +168,13 @@ class LocalRunner:
         log_dir: Path,
         env: dict[str, str],
         on_success: Callable[[RunSpec], None] | None = None,
+        ledger: Ledger | None = None,
     ):
         if workers < 1:  # with none, the queue would wait forever
             raise ValueError(f"LocalRunner needs at least 1 worker, got {workers}")
         self.queue = deque(runs)
         self.on_success = on_success  # called as each run exits with 0 (e.g. to summarise it before the next ends)
+        self.ledger = ledger  # what a later start of the same benchmark continues from
         self.total = len(runs)
         self.workers = workers
         self.log_dir = log_dir
@@ -216,8 +220,12 @@ class LocalRunner:
 
     def _launch(self, spec: RunSpec) -> None:
         log_path = self.log_dir / spec.log_name
+        env = self.env
+        if self.ledger is not None:
+            env = env | {RUN_NAME_FILE: str(run_name_file(self.log_dir, spec).resolve())}
         try:
-            log = log_path.open("w")
+            # a continued benchmark's log goes on after what the earlier start wrote
+            log = log_path.open("a" if self.ledger is not None else "w")
         except OSError as error:  # e.g. the log folder was removed mid-benchmark: this run fails, the rest go on
             print(f"benchmark: cannot write the log of {spec.command}: {error}", file=sys.stderr)
             self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
@@ -231,15 +239,18 @@ class LocalRunner:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=self.env,
+                    env=env,
                     cwd=spec.cwd,
                     start_new_session=True,
+                    preexec_fn=stop_when_parent_dies(os.getpid()),
                 )
             except OSError as error:
                 log.write(f"benchmark: could not start the command: {error}\n")
                 self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
                 return
         self.running[process.pid] = _Running(spec, process, log_path, time.monotonic())
+        if self.ledger is not None:
+            self.ledger.record(spec, RUNNING)
 
     def _collect_finished(self) -> None:
         for pid, run in list(self.running.items()):
@@ -250,6 +261,8 @@ class LocalRunner:
                 if returncode == 0 and self.on_success is not None:
                     outcome.callback_error = self._call_on_success(run)
                 self.outcomes.append(outcome)
+                if self.ledger is not None:
+                    self.ledger.record(run.spec, FAILED if outcome.failed else FINISHED, returncode)
 
     def _call_on_success(self, run: _Running) -> str | None:
         """Call `on_success` for a run that succeeded; its error, if any, as one line (the traceback goes to the log).
@@ -321,6 +334,8 @@ class LocalRunner:
         for run in stopping:
             run.process.wait()
             self.outcomes.append(Outcome(run.spec, run.log_path, None, time.monotonic() - run.started))
+            if self.ledger is not None:
+                self.ledger.record(run.spec, STOPPED)
         self.running.clear()
 
         for run in stopping:
@@ -349,6 +364,21 @@ class LocalRunner:
             file=sys.stderr,
         )
         return 1 if failures else 0
+
+
+def stop_when_parent_dies(parent: int) -> Callable[[], None]:
+    """For Popen's preexec_fn: the child gets SIGTERM when the runner dies, even by SIGKILL (Linux's
+    PR_SET_PDEATHSIG), so a killed runner leaves no run behind; it stops as on Ctrl-C, its logs kept."""
+
+    def set_parent_death_signal() -> None:
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the runner died before the signal was set
+            os._exit(1)
+
+    return set_parent_death_signal
 
 
 def print_commands(runs: list[RunSpec]) -> None:

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanrl_utils.benchmark.common import BadInput, tagged_wandb_tags
+from cleanrl_utils.benchmark.common import BadInput, git_tag, tagged_wandb_tags
 
 SLURM_DIR = Path("slurm")
 SLURM_LOG_DIR = SLURM_DIR / "logs"
@@ -145,7 +145,7 @@ def slurm_exports(auto_tag: bool) -> dict[str, str]:
     """Variables the script sets for its runs: the auto-tag, and unbuffered Python so the log files fill as runs go."""
     exports = {"PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}
     if auto_tag:
-        tags = tagged_wandb_tags(os.environ.get("WANDB_TAGS"))
+        tags = tagged_wandb_tags(os.environ.get("WANDB_TAGS"), git_tag())
         if tags is not None:
             exports["WANDB_TAGS"] = tags
     return exports

@@ -44,8 +44,9 @@ time.sleep(args.sleep)
 if args.record_dir and not args.spawn_grandchild:
     with open(os.path.join(args.record_dir, f"times-{args.env_id}-{args.seed}.json"), "w") as f:
         json.dump([start, time.time()], f)
-if args.env_id.startswith("RemoveLogs"):
+if args.env_id.startswith("RemoveLogs"):  # a file where the log folder was: nothing can be written there
     shutil.rmtree("logs")
+    open("logs", "w").close()
 if args.env_id.startswith("Fail"):
     print(f"error: {args.env_id} cannot be trained", file=sys.stderr)
     sys.exit(3)
@@ -311,10 +312,11 @@ def git_repo(tmp_path: Path) -> Path:
 
 def wandb_tags_seen(cwd: Path, command: str, *flags: str, **env: str) -> tuple[str, str]:
     """The WANDB_TAGS a run saw, and the runner's stderr."""
-    proc = run_benchmark("--env-ids", "A-v1", "--command", command, "--num-seeds", "1", "--workers", "1", "--log-dir", "logs",
-                     *flags, cwd=cwd, env=script_env(**env))  # fmt: skip
+    log_dir = cwd / "logs" / str(len(list(cwd.glob("logs/*"))))  # a new benchmark each time
+    proc = run_benchmark("--env-ids", "A-v1", "--command", command, "--num-seeds", "1", "--workers", "1", "--log-dir",
+                         str(log_dir), *flags, cwd=cwd, env=script_env(**env))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    (log,) = log_files(cwd / "logs").values()
+    (log,) = log_files(log_dir).values()
     return next(line for line in log.splitlines() if line.startswith("WANDB_TAGS=")).removeprefix("WANDB_TAGS="), proc.stderr
 
 
@@ -344,6 +346,22 @@ def test_auto_tag_marks_uncommitted_edits_dirty(git_repo, fake_train):
     assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0] == "mine,v9.9"  # untracked logs do not count
     tracked.write_text("lr = 1e-3\n")
     assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0] == "mine,v9.9-dirty"
+
+
+def test_auto_tag_marks_a_new_file_dirty(git_repo, fake_train):
+    """A new module a script imports changes what runs compute as much as an edit does; ignored files do not."""
+    commit_a_file(git_repo)
+    git(git_repo, "tag", "v9.9")
+    (git_repo / ".gitignore").write_text("runs/\n")
+    git(git_repo, "add", ".gitignore")
+    git(git_repo, "commit", "-q", "-m", "ignore runs")
+    (git_repo / "runs").mkdir()
+    (git_repo / "runs" / "events").write_text("")
+    assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0] == "mine,v9.9-1-g" + git(
+        git_repo, "rev-parse", "--short", "HEAD"
+    )
+    (git_repo / "helpers.py").write_text("lr = 1e-3\n")
+    assert wandb_tags_seen(git_repo, fake_train, WANDB_TAGS="mine")[0].endswith("-dirty")
 
 
 def test_auto_tag_without_a_tag_marks_uncommitted_edits_dirty(git_repo, fake_train):
@@ -376,7 +394,7 @@ def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
     [
         (["--env-ids", "--command", "python x.py"], "--env-ids needs at least one environment id"),
         (["--env-ids", "A", "--command", "python x.py", "--num-seeds", "0"], "--num-seeds must be positive"),
-        (["--env-ids", "A", "--command", "python x.py", "--workers", "-1"], "--workers must be 0"),
+        (["--env-ids", "A", "--command", "python x.py", "--workers", "-1"], "--workers must not be negative"),
         (["--env-ids", "A", "--command", "   "], "--command is empty"),
         (["--env-ids", "A", "--command", "no-such-program-4711 --x", "--workers", "1"], "cannot find the program"),
         (["--env-ids", "A", "--command", "python 'x.py"], "cannot split --command"),
@@ -404,3 +422,127 @@ def test_time_left_shares_the_remaining_runs_among_the_workers():
     assert estimate_time_left([8.0, 12.0], [4.0], queued=4, workers=2) == pytest.approx(23.0)
     # One run left is not shared: it takes what is left of a mean run.
     assert estimate_time_left([10.0], [], queued=1, workers=4) == pytest.approx(10.0)
+
+
+# --- continuing a benchmark ----------------------------------------------------------------------
+
+RESUMABLE_TRAIN = """
+import argparse, os, sys, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--env-id")
+parser.add_argument("--seed", type=int)
+parser.add_argument("--resume")
+parser.add_argument("--sleep", type=float, default=0.0)
+args = parser.parse_args()
+
+name = f"{args.env_id}__fake__{args.seed}"
+os.makedirs(f"runs/{name}/checkpoints", exist_ok=True)
+with open(os.environ["CLEANRL_RUN_NAME_FILE"], "w") as f:
+    f.write(name + "\\n")
+print(f"resumed from {args.resume}" if args.resume else f"started {name}", flush=True)
+if args.env_id.startswith("Checkpointed"):
+    open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w").close()
+time.sleep(args.sleep)
+if args.env_id.startswith("Fail") or (args.env_id.startswith("Checkpointed") and not args.resume):
+    sys.exit(3)
+"""
+
+
+@pytest.fixture
+def resumable_train(tmp_path: Path) -> str:
+    script = tmp_path / "resumable_train.py"
+    script.write_text(RESUMABLE_TRAIN)
+    return shlex.join([sys.executable, str(script)])
+
+
+def test_a_benchmark_started_again_skips_finished_runs_and_resumes_the_others(tmp_path, resumable_train):
+    args = ("--env-ids", "A-v1", "Checkpointed-v1", "Fail-v1", "--command", resumable_train, "--workers", "2")
+    first = run_with_logs(tmp_path, *args, "--num-seeds", "1")
+    assert first.returncode == 1 and "1 succeeded, 2 failed" in first.stderr
+
+    # a second start, with one seed more: the finished run is skipped, the checkpointed one resumed from its folder,
+    # the failed one (no checkpoint) started again, the new seed's runs started afresh
+    second = run_with_logs(tmp_path, *args, "--num-seeds", "2")
+    assert "000__A-v1__seed1.log: finished earlier (runs/A-v1__fake__1), skipped" in second.stderr
+    assert "001__Checkpointed-v1__seed1.log: failed; resuming from runs/Checkpointed-v1__fake__1" in second.stderr
+    assert "Fail-v1__seed1.log: failed; starting again (runs/Fail-v1__fake__1 has no checkpoint" in second.stderr
+    logs = log_files(tmp_path / "logs")
+    assert logs["000__A-v1__seed1.log"].count("started A-v1") == 1  # not run again
+    checkpointed = logs["001__Checkpointed-v1__seed1.log"]  # its name from the first start, where seeds were fewer
+    assert checkpointed.index("started Checkpointed") < checkpointed.index(
+        "resumed from runs/Checkpointed-v1__fake__1"
+    )  # appended
+    assert "started A-v1__fake__2" in logs["001__A-v1__seed2.log"]
+    assert "2 succeeded, 3 failed" in second.stderr  # the Fail runs of both seeds
+
+    ledger = json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"]
+    resumed = next(entry for command, entry in ledger.items() if "Checkpointed-v1 --seed 1" in command)
+    assert resumed["status"] == "finished" and "--resume" not in json.dumps(list(ledger))
+
+    third = run_with_logs(tmp_path, *args, "--num-seeds", "2")  # the new seed's checkpointed run resumes; Fail fails
+    assert third.returncode == 1 and "finished 3 runs" in third.stderr and "1 succeeded, 2 failed" in third.stderr
+    assert third.stderr.count("finished earlier") == 3
+
+
+def test_a_log_folder_of_another_command_or_other_code_is_refused(tmp_path, resumable_train, git_repo):
+    args = ("--env-ids", "A-v1", "--num-seeds", "1", "--workers", "1")
+    assert run_with_logs(tmp_path, *args, "--command", resumable_train).returncode == 0
+    other = run_with_logs(tmp_path, *args, "--command", resumable_train + " --sleep 0")
+    assert other.returncode == 2 and other.stderr.count("\n") == 1
+    assert "logs holds a benchmark of another command" in other.stderr
+
+    # the same command on edited code: continuing would mix runs of two versions
+    args = ("--env-ids", "A-v1", "--command", resumable_train, "--num-seeds", "1", "--workers", "1", "--log-dir", "logs")
+    assert run_benchmark(*args, cwd=git_repo).returncode == 0
+    (git_repo / "new_module.py").write_text("x = 1\n")
+    edited = run_benchmark(*args, cwd=git_repo)
+    assert edited.returncode == 2 and "holds runs of the code at no-tag-" in edited.stderr
+    assert edited.stderr.strip().endswith(
+        "this folder is at "
+        + edited.stderr.split("this folder is at ")[1].split(";")[0]
+        + "; give another --log-dir to start a new benchmark"
+    )
+
+
+def test_a_second_runner_on_the_same_log_folder_is_refused_at_once(tmp_path, resumable_train):
+    args = ("--env-ids", "A-v1", "--command", f"{resumable_train} --sleep 30", "--num-seeds", "1", "--workers", "1")
+    first = subprocess.Popen([sys.executable, "-m", "cleanrl_utils.benchmark", *args, "--log-dir", "logs", "--no-auto-tag"],
+                             cwd=tmp_path, env=script_env(), stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: (tmp_path / "logs" / "000__A-v1__seed1.run").exists(), 30, "the first run")
+        started = time.monotonic()
+        second = run_with_logs(tmp_path, *args)
+        assert time.monotonic() - started < 5
+        assert second.returncode == 2 and second.stderr.count("\n") == 1
+        assert f"is in use by another benchmark (pid {first.pid})" in second.stderr
+        assert "started A-v1" in (tmp_path / "logs" / "000__A-v1__seed1.log").read_text()  # the first one's log is whole
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_runs_die_with_a_killed_runner(tmp_path, fake_train):
+    record = tmp_path / "record"
+    record.mkdir()
+    command = f"{fake_train} --sleep 120 --record-dir {record}"
+    runner = subprocess.Popen([sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", "A-v1", "--command", command,
+                               "--num-seeds", "1", "--workers", "1", "--log-dir", "logs", "--no-auto-tag"],
+                              cwd=tmp_path, env=script_env(), stderr=subprocess.DEVNULL)  # fmt: skip
+    log = tmp_path / "logs" / "000__A-v1__seed1.log"
+    wait_for(lambda: log.exists() and "training A-v1" in log.read_text(), 30, "the run")
+    child = int(
+        subprocess.run(["pgrep", "-f", "-P", str(runner.pid), "fake_train"], capture_output=True, text=True).stdout.split()[0]
+    )
+    runner.kill()  # SIGKILL: the runner cannot stop its runs itself
+    runner.wait()
+    wait_for(lambda: not process_is_alive(child), 10, "the run to die with its runner")
+    ledger = json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"]
+    assert [entry["status"] for entry in ledger.values()] == ["running"]  # a later start resumes or restarts it
+
+
+def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
+    from cleanrl_utils import experiment
+    from cleanrl_utils.benchmark import ledger
+
+    assert ledger.RUN_NAME_FILE == experiment.RUN_NAME_FILE
