@@ -25,6 +25,7 @@ import torch
 
 from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.huggingface import DownloadError, download, repo_name
+from cleanrl_utils.model_files import read_flax, read_torch
 from cleanrl_utils.zoo import entry
 
 
@@ -63,13 +64,12 @@ def one_line(error: BaseException, limit: int = 300) -> str:
 
 
 def check_model_file(model_path: str | Path, flax_model: bool) -> None:
-    """Raise unless `model_path` reads back as a model file: Flax msgpack bytes, or a torch file of tensors."""
+    """Raise unless `model_path` reads back as a model file: Flax msgpack bytes, or a torch.save file of tensors and
+    plain values; a file of another kind (TorchScript, a pickle...) is refused by its bytes, unread."""
     if flax_model:
-        from flax.serialization import msgpack_restore
-
-        msgpack_restore(Path(model_path).read_bytes())
-    else:  # weights_only: a model file holds tensors (and plain values), nothing to run
-        torch.load(model_path, map_location="cpu", weights_only=True)
+        read_flax(model_path)
+    else:
+        read_torch(model_path)
 
 
 def enjoy(args: Args) -> list[float]:

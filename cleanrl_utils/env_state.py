@@ -101,7 +101,7 @@ def _object_state(value: Any, layer: Any) -> dict[str, Any] | None:
     if isinstance(value, gym.spaces.Space):
         return _space_state(value)
     if isinstance(value, RunningMeanStd):
-        return {"kind": "running_mean_std", "mean": value.mean, "var": value.var, "count": float(value.count)}
+        return {"kind": "running_mean_std", "mean": value.mean, "var": value.var, "count": value.count}
     mujoco, ale_py, minigrid_grid = _module("mujoco"), _module("ale_py"), _module("minigrid.core.grid")
     if mujoco is not None and isinstance(value, mujoco.MjData):
         arrays = {name: array for name in dir(value) if isinstance(array := getattr(value, name, None), np.ndarray)}
@@ -299,13 +299,16 @@ def _restore_space(space: Any, state: dict[str, Any], where: str) -> None:
 
 
 def _array_like(saved: Any, fresh: Any) -> bool:
-    return isinstance(saved, np.ndarray) and saved.shape == np.shape(fresh) and saved.dtype == np.asarray(fresh).dtype
+    """An array (or NumPy scalar) of the shape and dtype of `fresh`."""
+    is_numpy = isinstance(saved, np.ndarray | np.generic)
+    return is_numpy and np.shape(saved) == np.shape(fresh) and np.asarray(saved).dtype == np.asarray(fresh).dtype
 
 
 def _restore_statistics(statistics: Any, state: dict[str, Any], where: str) -> None:
+    """Mean, variance and count as saved (a 0-d array becomes a NumPy scalar after an update: kept as it was)."""
     count = state["count"]
     arrays_fit = _array_like(state["mean"], statistics.mean) and _array_like(state["var"], statistics.var)
-    if not arrays_fit or type(count) is not float:
+    if not arrays_fit or not isinstance(count, float | int | np.floating | np.integer) or isinstance(count, bool):
         raise EnvStateError(f"the checkpoint's {where} are not statistics of this run's shape")
     statistics.mean, statistics.var, statistics.count = state["mean"], state["var"], count
 

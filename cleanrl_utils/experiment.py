@@ -40,6 +40,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -242,10 +243,14 @@ class Experiment:
                 resume="allow" if checkpoint else None,
             )
         purge_step = checkpoint["global_step"] + 1 if checkpoint else None
-        self.writer = SummaryWriter(f"runs/{self.run_name}", purge_step=purge_step)
-        table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
-        self.writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated
+        threading.excepthook = _quiet_about_full_disks  # the event writer's thread: said in one line, by this one
+        try:
+            self.writer = SummaryWriter(f"runs/{self.run_name}", purge_step=purge_step)
+            table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+            self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+            self.writer.add_text("tags", os.environ.get("WANDB_TAGS", ""))  # comma-separated
+        except OSError as e:
+            self._stop_writing(f"runs/{self.run_name}", e)
         return self.writer
 
     # shutdown
@@ -414,6 +419,13 @@ class Experiment:
                 push_to_hub(self.args, list(episodic_returns), hub_algorithm_name, run_dir, videos, self.script_file)
             except UploadError as e:
                 self.fail(str(e))
+
+
+def _quiet_about_full_disks(failure: threading.ExceptHookArgs) -> None:
+    """A thread that died of a full disk (TensorBoard's event writer) prints nothing: its writer raises the error again
+    in the run's own thread, which says it in one line (`Experiment.__exit__`). Other failures print as always."""
+    if not atomic.disk_full(failure.exc_value):
+        threading.__excepthook__(failure)
 
 
 def register_atari_games() -> bool:

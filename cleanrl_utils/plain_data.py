@@ -12,7 +12,7 @@ tagged value, `{"$": tag, ...}`, one of a closed set:
 | `dict` | a dict or OrderedDict (keys: str, int, float, bool or None), read as a dict | `items`: [[key, value], ...] |
 | `bytes` | bytes | `blob` |
 | `ndarray`, `scalar` | a NumPy array / scalar of a number or bool dtype (no objects) | `dtype`, `shape`, `blob` |
-| `tensor` | a CPU torch tensor of a number or bool dtype | `dtype`, `shape`, `blob` |
+| `tensor` | a torch tensor of a number or bool dtype, read onto the CPU in its memory order | `dtype`, `shape`, `order`, `blob` |
 | `deque` | a collections.deque | `maxlen`, `items` |
 | `generator` | a NumPy Generator of one of NumPy's bit generators, by its state | `bit_generator`, `state` |
 
@@ -41,6 +41,7 @@ import numpy as np
 MAGIC = b"CLEANRL-PLAIN-DATA-1\n"
 LENGTH = struct.Struct("<Q")
 MAX_HEADER_BYTES = 64 << 20  # the header holds no array data: arguments, counters, small lists
+MAX_DATA_BYTES = 1 << 44  # 16 TiB: a header claiming more is not a file cut short, but a made-up one
 MAX_DEPTH = 64
 # NumPy dtypes an array may have, as written (little-endian; one byte: no order)
 NUMPY_DTYPES = frozenset(["|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"])
@@ -139,12 +140,17 @@ def _encode(value: Any, blobs: list[memoryview], depth: int) -> Any:
         }
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        tensor = value.detach().to("cpu").contiguous()
+        tensor = value.detach().to("cpu")
         dtype = str(tensor.dtype).removeprefix("torch.")
-        if dtype not in TORCH_DTYPES or sys.byteorder != "little" or tensor.is_sparse:
-            raise TypeError(f"a tensor of {tensor.dtype} is not plain data")
-        raw = tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else np.zeros(0, np.uint8)
-        return {"$": "tensor", "dtype": dtype, "shape": list(tensor.shape), "blob": blob(raw)}
+        if dtype not in TORCH_DTYPES or sys.byteorder != "little" or tensor.layout != torch.strided:
+            raise TypeError(f"a tensor of {tensor.dtype} ({tensor.layout}) is not plain data")
+        # in its memory order (channels_last stays so: an optimiser's state must have its parameter's strides)
+        order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
+        if not tensor.permute(order).is_contiguous():
+            tensor, order = tensor.contiguous(), list(range(tensor.dim()))
+        in_memory = tensor.resolve_conj().resolve_neg().permute(order).contiguous()
+        raw = in_memory.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else np.zeros(0, np.uint8)
+        return {"$": "tensor", "dtype": dtype, "shape": list(tensor.shape), "order": order, "blob": blob(raw)}
     raise TypeError(f"a {type(value).__module__}.{type(value).__qualname__} is not plain data")
 
 
@@ -188,11 +194,12 @@ def zip_kind(file: BinaryIO) -> str:
 
 def open_regular(path: str | Path) -> BinaryIO:
     """`path` opened for reading, if it is a regular file: not a FIFO or a device (which could block or never end)."""
-    file = open(path, "rb")  # noqa: SIM115 - handed to the caller
-    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-        file.close()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO's open does not wait for a writer
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         raise FormatError(f"{path} is not a regular file")
-    return file
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def read(path: str | Path) -> Any:
@@ -233,6 +240,8 @@ def read_from(file: BinaryIO, size: int) -> Any:
     if not isinstance(header, dict) or set(header) != {"value", "blobs"} or not _lengths(header["blobs"]):
         raise FormatError("its header is not {value, blobs}")
     data_size = sum(header["blobs"])
+    if data_size > MAX_DATA_BYTES:  # no write that stopped declares this much: a file made to look cut short
+        raise FormatError(f"its arrays claim {data_size} bytes (at most {MAX_DATA_BYTES})")
     if data_size > room - header_size:
         raise CutShort(f"cut short: {room - header_size} of its {data_size} bytes of arrays are there")
     if data_size < room - header_size:
@@ -295,7 +304,7 @@ FIELDS = {
     "bytes": {"blob"},
     "ndarray": {"dtype", "shape", "blob"},
     "scalar": {"dtype", "shape", "blob"},
-    "tensor": {"dtype", "shape", "blob"},
+    "tensor": {"dtype", "shape", "order", "blob"},
     "deque": {"maxlen", "items"},
     "generator": {"bit_generator", "state"},
 }
@@ -383,13 +392,15 @@ def _decode_tensor(node: dict, blobs: Blobs) -> Any:
     if node["dtype"] not in TORCH_DTYPES:
         raise FormatError(f"a tensor has dtype {str(node['dtype'])[:20]!r}, not one of the format's")
     dtype = getattr(torch, node["dtype"])
-    shape = _shape(node)
+    shape, order = _shape(node), node["order"]
+    if type(order) is not list or sorted(order) != list(range(len(shape))) or not all(type(d) is int for d in order):
+        raise FormatError("a tensor's memory order is not an order of its dimensions")
     if math.prod(shape) * dtype.itemsize != _blob_length(blobs, node["blob"]):
         raise FormatError(f"a tensor of shape {shape} does not fit its blob")
-    tensor = torch.empty(shape, dtype=dtype)
-    raw = tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else np.zeros(0, np.uint8)
+    in_memory = torch.empty([shape[d] for d in order], dtype=dtype)
+    raw = in_memory.reshape(-1).view(torch.uint8).numpy() if in_memory.numel() else np.zeros(0, np.uint8)
     blobs.read_into(node["blob"], memoryview(raw))
-    return tensor
+    return in_memory.permute([order.index(d) for d in range(len(order))])  # the saved strides again
 
 
 def _decode_generator(node: dict, blobs: Blobs, depth: int) -> np.random.Generator:

@@ -222,21 +222,32 @@ class CueError(Exception):
     """A file `cue` cannot play: one `trxl_memory.py: error: cue:` line and exit code 2."""
 
 
+def read_saved(path: Path) -> dict:
+    """A ppo_trxl.py checkpoint (plain data, as --resume reads it) or model file (a torch.save file of tensors, as
+    the evaluators read it): told apart by their first bytes, read without running anything from the file."""
+    from cleanrl_utils import model_files, plain_data
+
+    with plain_data.open_regular(path) as file:
+        is_checkpoint = file.read(len(plain_data.MAGIC)) == plain_data.MAGIC
+    return plain_data.read(path) if is_checkpoint else model_files.read_torch(path)
+
+
 def cue(path: Path, episodes: int, seed: int) -> str:
     import torch
 
     from cleanrl.ppo_trxl.ppo_trxl import make_env
-    from cleanrl_utils.checkpoint import read_safely
 
-    try:  # as --resume reads a checkpoint: only tensors, plain values and known data classes are built, no code runs
-        saved = read_safely(path)
+    try:
+        saved = read_saved(path)
         env_id = saved["args"]["env_id"]
+        if not isinstance(env_id, str):
+            raise TypeError("its env id is not a string")
     except Exception as e:  # any unreadable file: one line, not a traceback
         reason = " ".join(f"{type(e).__name__}: {e}".split())[:300]
         raise CueError(f"{path} is not a ppo_trxl.py checkpoint or model file ({reason})") from None
-    if "agent" not in saved and "model_weights" not in saved:
+    if not isinstance(saved.get("agent", saved.get("model_weights")), dict):
         raise CueError(f"{path} holds no weights (neither 'agent' nor 'model_weights')")
-    if not env_id.startswith("MiniGrid-Memory"):
+    if not env_id.startswith("MiniGrid-Memory") or ":" in env_id:
         raise CueError(f"{path} is a run of {env_id}, not of a MiniGrid Memory env")
     env = make_env(env_id, 0, False, "")()
     torch.manual_seed(seed)  # the sampled actions: the same command gives the same table

@@ -18,6 +18,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from cleanrl_utils.model_files import ModelFileError, read_torch
+
 Act = Callable[[np.ndarray], Any]
 """A policy: the action(s) for an observation (a batch of them for a vector env)."""
 
@@ -184,9 +186,15 @@ def whole_game_returns(
 
 
 def read_model_file(model_path: str, device: torch.device | str = "cpu", keys: Collection[str] = (), not_it: str = "") -> Any:
-    """What `model_path` holds (tensors only: `weights_only`). With `keys`, it must be a dict of them, else ValueError
-    "`model_path` `not_it`", a line that says which file it is not."""
-    saved = torch.load(model_path, map_location=device, weights_only=True)
+    """What `model_path` holds: tensors and plain values only, the file's kind checked by its bytes first
+    (`model_files.read_torch`: TorchScript, legacy torch files and pickles are refused unread). With `keys`, it must
+    be a dict of them, else ValueError "`model_path` `not_it`", a line that says which file it is not."""
+    try:
+        saved = read_torch(model_path, device)
+    except ModelFileError as e:  # said as the file the caller expected, then what it is instead
+        if not not_it:
+            raise
+        raise ValueError(f"{model_path} {not_it}: it {str(e).removeprefix(f'{model_path} ')}") from None
     if keys and (not isinstance(saved, dict) or not set(keys) <= saved.keys()):
         raise ValueError(f"{model_path} {not_it}")
     return saved

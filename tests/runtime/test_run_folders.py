@@ -112,3 +112,53 @@ def test_a_link_where_a_run_writes_is_refused(tmp_path, monkeypatch, link):
     with pytest.raises(run_folder.RunFolderError, match="symbolic link"):
         run_folder.lock(tmp_path / "runs" / "r")
     assert (target / "precious").read_text() == "keep me\n" and os.listdir(target) == ["precious"]
+
+
+def wait_for(condition, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_two_resumes_of_one_folder_the_second_refused_at_once(tmp_path):
+    """Real processes: a run killed after a checkpoint, resumed; a second resume of the folder meanwhile is refused
+    in one line naming the first one's pid, as soon as it has read the checkpoint (no later than a run that fails
+    on a missing checkpoint, give or take a second), and writes nothing."""
+    from tests.contract.test_resume import start_in_background, wait_for_checkpoints
+
+    args = ("--total-timesteps", "500000", "--num-steps", "128", "--checkpoint-frequency", "2")
+    first = start_in_background("ppo.py", *args, cwd=tmp_path)
+    wait_for_checkpoints(tmp_path, 1, first)
+    first.kill()
+    first.wait(timeout=60)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    lock = run_dir / run_folder.LOCK_FILE
+
+    resumed = start_in_background("ppo.py", "--resume", f"runs/{run_dir.name}", cwd=tmp_path)
+    try:
+        wait_for(lambda: lock.read_text().strip() == str(resumed.pid) or resumed.poll() is not None)
+        assert resumed.poll() is None, "the first resume ended before holding the folder"
+
+        def timed(*script_args: str) -> tuple[subprocess.CompletedProcess, float]:
+            started = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, str(REPO / "cleanrl" / "ppo.py"), *script_args],
+                cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            return proc, time.monotonic() - started
+
+        _, baseline = timed("--resume", "runs/no-such-run")  # fails where the lock is taken: after imports and reading
+        second, took = timed("--resume", f"runs/{run_dir.name}")
+        assert second.returncode == 2
+        assert second.stderr.strip().splitlines() == [
+            f"ppo.py: error: runs/{run_dir.name} is being written by another run (pid {resumed.pid}); "
+            "one run at a time writes a run folder"
+        ]
+        assert took < baseline + 1.0, (took, baseline)
+        assert resumed.poll() is None, "the first resume goes on"
+        events = [p.name for p in run_dir.glob("events.out.tfevents.*")]  # named after the pid of their writer
+        assert all(name.split(".")[-2] in (str(first.pid), str(resumed.pid)) for name in events), events
+    finally:
+        resumed.kill()
+        resumed.wait(timeout=60)

@@ -343,6 +343,7 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
 
     from benchmark.checks import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
+    from cleanrl_utils import plain_data
 
     def saved(env_id: str, weights_key: str = "agent") -> Path:
         args = Args(env_id=env_id, trxl_dim=16, trxl_num_layers=1, trxl_num_heads=1, trxl_memory_length=8)
@@ -350,8 +351,9 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
         torch.manual_seed(0)  # the same weights in both files
         agent = Agent(args, env.observation_space, env.action_space, env.spec.max_episode_steps)
         path = tmp_path / f"{env_id}.{weights_key}"
-        # "agent": a run's checkpoint; "model_weights": a --save-model file
-        torch.save({"args": dataclasses.asdict(args), weights_key: agent.state_dict()}, path)
+        # "agent": a run's checkpoint (plain data); "model_weights": a --save-model file (torch.save)
+        saved = {"args": dataclasses.asdict(args), weights_key: agent.state_dict()}
+        path.write_bytes(plain_data.dumps(saved)) if weights_key == "agent" else torch.save(saved, path)
         return path
 
     tables = []
