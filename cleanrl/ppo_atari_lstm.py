@@ -45,7 +45,7 @@ class Args:
     checkpoint_frequency: int = 0
     """save a checkpoint to resume from every this many iterations (0: never)"""
     resume: str | None = None
-    """continue the run of this checkpoint file, or of this run folder's newest readable one, with its arguments; a checkpoint is trusted input (it chooses what the run does): resume only your own"""
+    """continue the run of this checkpoint file, or of this run folder's newest one, with its arguments (checked as the command line's); a checkpoint is read as data, never run"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "BreakoutNoFrameskip-v4"

@@ -40,7 +40,7 @@ import numpy as np
 
 MAGIC = b"CLEANRL-PLAIN-DATA-1\n"
 LENGTH = struct.Struct("<Q")
-MAX_HEADER_BYTES = 64 << 20  # the header holds no array data: arguments, counters, small lists
+MAX_HEADER_BYTES = 16 << 20  # the header holds no array data: arguments, counters, small lists
 MAX_DATA_BYTES = 1 << 44  # 16 TiB: a header claiming more is not a file cut short, but a made-up one
 MAX_DEPTH = 64
 # NumPy dtypes an array may have, as written (little-endian; one byte: no order)
