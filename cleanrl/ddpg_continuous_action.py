@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
 from cleanrl_utils.experiment import Experiment
 
@@ -140,8 +141,6 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
-    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
-    exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -154,6 +153,8 @@ if __name__ == "__main__":
     bounded = np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
     exp.require(bounded, f"{args.env_id} has unbounded actions {action_space}; {exp.script} needs finite bounds")
     exp.require(len(obs_space.shape) == 1, f"{args.env_id} observations are {obs_space}; {exp.script} needs flat ones")
+    problem = replay_memory_problem(args, np.zeros(obs_space.shape, obs_space.dtype).nbytes)
+    exp.require(not problem, problem)
     envs.action_space.seed(args.seed)
     writer = exp.start_logging()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -206,8 +207,6 @@ if __name__ == "__main__":
     exp.require_positive("target_network_frequency")
     exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
-    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
-    exp.require(args.learning_starts >= 0 and args.alpha >= 0, "--learning-starts and --alpha must not be negative")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -221,6 +220,8 @@ if __name__ == "__main__":
     exp.require_action_space(space, gym.spaces.Box, see="dqn.py")
     bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
     exp.require(bounded, f"{args.env_id} has unbounded actions {space}; the tanh-squashed policy needs finite bounds")
+    problem = replay_memory_problem(args, np.zeros(obs_space.shape, obs_space.dtype).nbytes)
+    exp.require(not problem, problem)
     envs.action_space.seed(args.seed)
     writer = exp.start_logging()
 

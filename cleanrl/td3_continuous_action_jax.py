@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from cleanrl_utils.command_line import replay_memory_problem
 from cleanrl_utils.experiment import Experiment
 
 try:
@@ -185,9 +186,6 @@ if __name__ == "__main__":
     args, exp = Experiment.from_command_line(Args, __file__)
     exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
-    exp.require(0 < args.tau <= 1, f"--tau must be in (0, 1], got {args.tau}")
-    exp.require(args.learning_starts >= 0, f"--learning-starts must not be negative, got {args.learning_starts}")
-    exp.require(min(args.policy_noise, args.noise_clip) >= 0, "--policy-noise and --noise-clip must not be negative")
     run_name = exp.run_name
 
     exp.seed_global_rngs()
@@ -202,6 +200,8 @@ if __name__ == "__main__":
     bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
     exp.require(bounded, f"{args.env_id} has unbounded actions {space}; {exp.script} needs finite bounds")
     exp.require(len(obs_space.shape) == 1, f"{args.env_id} observations are {obs_space}; {exp.script} needs flat ones")
+    problem = replay_memory_problem(args, np.zeros(obs_space.shape, obs_space.dtype).nbytes)
+    exp.require(not problem, problem)
     envs.action_space.seed(args.seed)
     writer = exp.start_logging()
 

@@ -287,7 +287,7 @@ SCRIPTS["ddpg_continuous_action.py"] = Script(
     name="ddpg_continuous_action.py",
     smoke_args=("--total-timesteps", "300", *OFF_POLICY_TINY),
     tags=EPISODE_TAGS | {"losses/qf1_values", "losses/qf1_loss", "losses/actor_loss"},
-    bad_input=OFF_POLICY_CONTINUOUS_BAD_INPUT,
+    bad_input={**OFF_POLICY_CONTINUOUS_BAD_INPUT, **CHECKPOINT_BAD_INPUT},
     env_id=MUJOCO_ENV,
 )
 SCRIPTS["td3_continuous_action.py"] = Script(
@@ -500,13 +500,11 @@ def jax_twin(name: str, of: str, **changes) -> Script:
     return dataclasses.replace(SCRIPTS[of], name=name, **changes)
 
 
-# the JAX twins: checkpoints only where the row says so (the torch DQN, TD3 and DQN Atari files have them)
+# the JAX twins: checkpoints only where the row says so
 SCRIPTS["dqn_jax.py"] = jax_twin("dqn_jax.py", "dqn.py", bad_input=without_checkpoints(SCRIPTS["dqn.py"].bad_input))
 SCRIPTS["c51_jax.py"] = jax_twin("c51_jax.py", "c51.py")
 SCRIPTS["ddpg_continuous_action_jax.py"] = jax_twin("ddpg_continuous_action_jax.py", "ddpg_continuous_action.py")
-SCRIPTS["td3_continuous_action_jax.py"] = jax_twin(
-    "td3_continuous_action_jax.py", "td3_continuous_action.py", bad_input=OFF_POLICY_CONTINUOUS_BAD_INPUT
-)
+SCRIPTS["td3_continuous_action_jax.py"] = jax_twin("td3_continuous_action_jax.py", "td3_continuous_action.py")
 SCRIPTS["sac_continuous_action_jax.py"] = jax_twin("sac_continuous_action_jax.py", "sac_continuous_action.py")
 SCRIPTS["dqn_atari_jax.py"] = jax_twin(
     "dqn_atari_jax.py", "dqn_atari.py", bad_input=without_checkpoints(SCRIPTS["dqn_atari.py"].bad_input)
@@ -851,7 +849,7 @@ EXTENDED_DETERMINISM = {
     "dqn_atari.py", "ppo_rnd_envpool.py", "dqn_atari_jax.py", "pqn_atari_envpool.py", "ppg_procgen.py",
     "c51_atari_jax.py", "c51_atari.py", "ppo_continuous_action.py", "rpo_continuous_action.py",
     "sac_continuous_action.py", "td3_continuous_action.py", "td3_continuous_action_jax.py",
-    "ddpg_continuous_action_jax.py", "ppo_procgen.py",
+    "ddpg_continuous_action_jax.py", "ppo_procgen.py", "sac_continuous_action_jax.py",
 }  # fmt: skip
 
 
@@ -902,23 +900,11 @@ SECOND_REAL_PROCESS = {
     if {"missing ale-py", "missing mujoco"} & set(SCRIPTS[name].bad_input)
     and "missing optional dependency" in SCRIPTS[name].bad_input
 }
-# Checks these files do not have yet (they are being rewritten): expected to fail until they do (issue 51)
-NOT_CHECKED_YET = {
-    (name, "replay memory beyond this machine")
-    for name in (
-        "ddpg_continuous_action.py",
-        "ddpg_continuous_action_jax.py",
-        "td3_continuous_action_jax.py",
-        "sac_continuous_action_jax.py",
-    )
-}
-NOT_CHECKED = pytest.mark.xfail(reason="the file does not check this yet (issue 51)", strict=True)
 BAD_INPUT_CASES = [
     pytest.param(
         name,
         case,
-        marks=([pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [])
-        + ([NOT_CHECKED] if (name, case) in NOT_CHECKED_YET else []),
+        marks=[pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [],
     )
     for name in sorted(SCRIPTS)
     for case in sorted(SCRIPTS[name].bad_input)
