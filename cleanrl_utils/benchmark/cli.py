@@ -15,7 +15,7 @@ from cleanrl_utils.benchmark.common import BadInput, RunSpec, git_tag
 from cleanrl_utils.benchmark.ledger import DirectoryLock, Ledger
 from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
 from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.command_line import SEED_MAX, name_problems, parse_args
 
 
 @dataclass
@@ -77,8 +77,13 @@ def validate(args: Args) -> list[str]:
     if repeated := sorted({env_id for env_id in args.env_ids if args.env_ids.count(env_id) > 1}):
         # runs of one env and seed would share a name: their logs mixed, one's model over the other's
         raise BadInput(f"--env-ids names {', '.join(repeated)} more than once")
+    for env_id in args.env_ids:  # each becomes a run's --env-id: refused here rather than by every run
+        if problems := name_problems({"env_id": env_id}):
+            raise BadInput(problems[0].replace("--env-id", "--env-ids"))
     if args.num_seeds <= 0:
         raise BadInput(f"--num-seeds must be positive, got {args.num_seeds}")
+    if args.start_seed + args.num_seeds - 1 > SEED_MAX:
+        raise BadInput(f"the last seed, --start-seed + --num-seeds - 1, must be at most {SEED_MAX}")
     if args.workers < 0:
         raise BadInput(f"--workers must be 0 (only print the commands) or more, got {args.workers}")
     if args.slurm_template_path is None:

@@ -395,6 +395,8 @@ def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
         (["--env-ids", "--command", "python x.py"], "--env-ids needs at least one environment id"),
         (["--env-ids", "A", "--command", "python x.py", "--num-seeds", "0"], "--num-seeds must be positive"),
         (["--env-ids", "A", "--command", "python x.py", "--workers", "-1"], "--workers must not be negative"),
+        (["--env-ids", "A", "../B", "--command", "python x.py"], "--env-ids cannot be '..'"),
+        (["--env-ids", "A", "--command", "python x.py", "--start-seed", str(2**31 - 2), "--num-seeds", "3"], "the last seed"),
         (["--env-ids", "A", "--command", "   "], "--command is empty"),
         (["--env-ids", "A", "--command", "no-such-program-4711 --x", "--workers", "1"], "cannot find the program"),
         (["--env-ids", "A", "--command", "python 'x.py"], "cannot split --command"),
