@@ -56,7 +56,18 @@ def main() -> None:
     args = parse_args(Args, prog="python tuner_example.py")
     if args.num_trials < 1 or args.num_seeds < 1 or args.total_timesteps < 1:
         fail("--num-trials, --num-seeds and --total-timesteps must be positive")
-    tuner = Tuner(
+    try:
+        tuner = make_tuner(args)
+        tuner.tune(num_trials=args.num_trials, num_seeds=args.num_seeds)
+    except (StorageError, ValueError) as error:
+        fail(str(error))
+    except KeyboardInterrupt as stop:  # the running trial is already marked interrupted
+        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        fail(f"stopped by {signum.name}; the interrupted trial runs again when this study is tuned again", 128 + signum)
+
+
+def make_tuner(args: Args) -> Tuner:
+    return Tuner(
         script=str(PPO),
         metric="charts/episodic_return",
         metric_last_n_average_window=50,
@@ -82,13 +93,6 @@ def main() -> None:
         storage=storage_url(args.storage),
         study_name=args.study_name,
     )
-    try:
-        tuner.tune(num_trials=args.num_trials, num_seeds=args.num_seeds)
-    except (StorageError, ValueError) as error:
-        fail(str(error))
-    except KeyboardInterrupt as stop:  # the running trial is already marked interrupted
-        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
-        fail(f"stopped by {signum.name}; the interrupted trial runs again when this study is tuned again", 128 + signum)
 
 
 if __name__ == "__main__":

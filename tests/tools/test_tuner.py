@@ -448,6 +448,12 @@ def test_tuner_example_with_a_bad_storage_says_so_in_one_line(tmp_path, given_as
     assert "hunter2" not in proc.stdout + proc.stderr
 
 
+def test_tuner_example_with_a_study_name_too_long_for_a_folder_says_so_in_one_line(tmp_path):
+    proc = run_tuner_example("--study-name", "x" * 300, "--num-trials", "1", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "is too long for the run folders" in proc.stderr and not (tmp_path / "runs").exists()
+
+
 def test_the_module_alone_is_not_a_silent_success():
     proc = subprocess.run([sys.executable, "-m", "cleanrl_utils.tuner"], env=script_env(), capture_output=True, text=True)
     assert proc.returncode != 0
