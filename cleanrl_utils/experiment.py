@@ -103,6 +103,14 @@ class Experiment:
         self.checkpoint_frequency = getattr(args, "checkpoint_frequency", 0)
         if self.checkpoint_frequency < 0:
             self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
+        if getattr(args, "upload_model", False):
+            from cleanrl_utils.huggingface import UploadError, require_token
+
+            self.require(args.save_model, "--upload-model uploads the saved model: add --save-model")
+            try:  # checked now, not after training
+                require_token()
+            except UploadError as e:
+                self.fail(str(e))
         try:
             if self.loaded_checkpoint:
                 self.run_name = self.loaded_checkpoint["run_name"]
@@ -116,14 +124,6 @@ class Experiment:
                 atexit.register(run_folder.release_if_unused, self.run_name, self.writer_lock)  # a crash before logging
         except run_folder.RunFolderError as e:
             self.fail(str(e))
-        if getattr(args, "upload_model", False):
-            from cleanrl_utils.huggingface import UploadError, require_token
-
-            self.require(args.save_model, "--upload-model uploads the saved model: add --save-model")
-            try:  # checked now, not after training
-                require_token()
-            except UploadError as e:
-                self.fail(str(e))
 
     # bad input
     def fail(self, message: str) -> NoReturn:

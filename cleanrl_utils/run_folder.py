@@ -34,6 +34,7 @@ class WriterLock:
 
     def __init__(self, folder: Path, file: object) -> None:
         self.folder, self._file = folder, file
+        self.made_root = False  # `claim` made `runs/` itself (removed again with an unused folder)
 
     def release(self) -> None:
         if self._file is not None:
@@ -86,6 +87,7 @@ def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, 
 
     A name whose folder exists under one of `also_free_in` (the run's videos) is passed over as well.
     """
+    made_root = not os.path.isdir(ROOT)
     Path(ROOT).mkdir(exist_ok=True)
     number = 1
     while True:
@@ -97,16 +99,21 @@ def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, 
             os.mkdir(f"{ROOT}/{name}")
         except FileExistsError:
             continue
-        return name, lock(f"{ROOT}/{name}")
+        writer_lock = lock(f"{ROOT}/{name}")
+        writer_lock.made_root = made_root
+        return name, writer_lock
 
 
 def release_if_unused(name: str, writer_lock: WriterLock) -> None:
-    """Give up a claimed run folder that nothing was written to: remove it (and its lock file)."""
+    """Give up a claimed run folder that nothing was written to: remove it (and its lock file, and `runs/` if the
+    claim made it and it is empty now)."""
     folder = Path(ROOT) / name
     try:
         if writer_lock.held and os.listdir(folder) == [LOCK_FILE]:
             (folder / LOCK_FILE).unlink()
             folder.rmdir()
+            if writer_lock.made_root and not os.listdir(ROOT):
+                os.rmdir(ROOT)
     except OSError:  # gone already, or written to meanwhile: left as it is
         pass
     writer_lock.release()

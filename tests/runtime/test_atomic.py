@@ -26,3 +26,17 @@ def test_a_benchmark_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp
     assert [p.name for p in result.parent.iterdir() if not p.name.startswith(".")] == []
     result.write_text(json.dumps({"sps": 1.0}))
     assert is_done(result)
+
+
+def test_a_link_planted_under_the_temporary_name_is_replaced_not_written_through(tmp_path):
+    import os
+
+    precious = tmp_path / "precious"
+    precious.write_text("keep me\n")
+    target = tmp_path / "model.cleanrl_model"
+    os.symlink(precious, tmp_path / f".model.{os.getpid()}.tmp.cleanrl_model")  # the temporary file's name
+    atomic.write_bytes(target, b"the model")
+    assert precious.read_text() == "keep me\n" and target.read_bytes() == b"the model"
+    os.symlink(precious, tmp_path / "linked.cleanrl_model")  # a link at the final name: replaced by the new file
+    atomic.write_bytes(tmp_path / "linked.cleanrl_model", b"new")
+    assert precious.read_text() == "keep me\n" and not (tmp_path / "linked.cleanrl_model").is_symlink()

@@ -2,6 +2,7 @@
 run never writes through a symbolic link planted in a folder it was handed."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -84,7 +85,8 @@ def test_a_folder_claimed_and_left_for_bad_input_is_removed(same_second, tmp_pat
     exp = Experiment(Args(seed=3), SCRIPT)
     assert (tmp_path / "runs" / exp.run_name).is_dir()
     fails_with(capsys, lambda: exp.require(False, "bad input found after the Experiment was made"))
-    assert list((tmp_path / "runs").iterdir()) == []
+    assert not (tmp_path / "runs").exists()  # nor is the runs/ folder it made left behind
+    (tmp_path / "runs").mkdir()
     worker = Experiment(Args(seed=3), SCRIPT)  # a worker process of a multi-process run gives its folder up
     assert worker.start_logging(log=False) is None and list((tmp_path / "runs").iterdir()) == []
 
@@ -162,3 +164,28 @@ def test_two_resumes_of_one_folder_the_second_refused_at_once(tmp_path):
     finally:
         resumed.kill()
         resumed.wait(timeout=60)
+
+
+def test_a_resume_of_a_folder_with_a_linked_checkpoints_folder_is_refused(tmp_path, monkeypatch, capsys):
+    """A handed-over run folder whose checkpoints/ points elsewhere: the resume writes nothing there."""
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils import plain_data
+
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "checkpoint_1.pt").write_text("someone's file named like a checkpoint\n")
+    exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(10, {})
+    saved = tmp_path / "saved.pt"
+    saved.write_bytes(plain_data.dumps(ckpt.read(ckpt.find(f"runs/{exp.run_name}"))))
+    shutil.rmtree(f"runs/{exp.run_name}/checkpoints")
+    os.symlink(elsewhere, f"runs/{exp.run_name}/checkpoints")
+    assert f"runs/{exp.run_name}/checkpoints is a symbolic link" in fails_with(
+        capsys, lambda: Experiment(Args(resume=str(saved)), SCRIPT)
+    )
+    assert os.listdir(elsewhere) == ["checkpoint_1.pt"]
+    with pytest.raises(ckpt.CheckpointError, match="symbolic link"):  # nor does a save write through it
+        ckpt.save(f"runs/{exp.run_name}", 20, {"args": {}})
