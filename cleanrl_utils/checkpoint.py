@@ -162,6 +162,20 @@ def read(path: str | Path) -> dict[str, Any]:
     return state
 
 
+def peek_run_name(path: str | Path) -> str | None:
+    """The run name of the checkpoint `load(path)` would read, from its header alone (a multi-GB replay memory is
+    not read): for taking the run folder's lock first. None when it cannot be told so (`load` then says why)."""
+    try:
+        for file in _candidates(path):
+            try:
+                return plain_data.peek_text(file, "run_name")
+            except plain_data.CutShort:
+                continue
+    except (CheckpointError, plain_data.FormatError, OSError):
+        return None
+    return None
+
+
 def load(path: str | Path) -> dict[str, Any]:
     """The state saved in the checkpoint file `path`, or in the newest checkpoint of the run folder `path`.
 

@@ -50,7 +50,7 @@ import gymnasium as gym
 
 from cleanrl_utils import atomic, env_state, run_folder
 from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.command_line import parse_args, path_component_problems
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -93,6 +93,11 @@ class Experiment:
         self.writer_lock: run_folder.WriterLock | None = None
         self.claimed = False  # this Experiment made its run folder (not a resume's)
         if getattr(args, "resume", None):
+            # the lock of a folder that exists (a resume in place, a second resume of it) before GBs of replay memory
+            # are read; one made by the resume is locked once the checkpoint has passed its checks
+            early = ckpt.peek_run_name(args.resume)
+            if early is not None and not path_component_problems("run_name", early) and os.path.isdir(f"runs/{early}"):
+                self._lock_resumed_folder(early)
             try:  # a resumed run goes on with the arguments it was started with
                 self.loaded_checkpoint = ckpt.load(args.resume)
                 ckpt.restored_args(args, self.loaded_checkpoint)  # first: a checkpoint of another script is named so
@@ -114,14 +119,23 @@ class Experiment:
         try:
             if self.loaded_checkpoint:
                 self.run_name = self.loaded_checkpoint["run_name"]
-                name = self.run_name  # where the resumed run writes: none of it may be a link elsewhere
-                run_folder.refuse_links(f"runs/{name}/checkpoints", f"videos/{name}", f"videos/{name}-eval")
-                self.writer_lock = run_folder.lock(f"runs/{name}")
+                if self.writer_lock is None or self.writer_lock.folder.name != self.run_name:
+                    self._lock_resumed_folder(self.run_name)
             else:
                 base = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
                 self.run_name, self.writer_lock = run_folder.claim(base)
                 self.claimed = True
                 atexit.register(run_folder.release_if_unused, self.run_name, self.writer_lock)  # a crash before logging
+        except run_folder.RunFolderError as e:
+            self.fail(str(e))
+
+    def _lock_resumed_folder(self, name: str) -> None:
+        """Take the lock of the resumed run's folder, where nothing may be a link elsewhere; one line if it cannot."""
+        if self.writer_lock is not None:
+            self.writer_lock.release()
+        try:
+            run_folder.refuse_links(f"runs/{name}/checkpoints", f"videos/{name}", f"videos/{name}-eval")
+            self.writer_lock = run_folder.lock(f"runs/{name}")
         except run_folder.RunFolderError as e:
             self.fail(str(e))
 

@@ -214,6 +214,26 @@ def loads(data: bytes) -> Any:
 
 def read_from(file: BinaryIO, size: int) -> Any:
     """The value in `file` (`size` bytes from its current position)."""
+    header = _header(file, size)
+    blobs = Blobs(file, file.tell(), header["blobs"])
+    value = _decode(header["value"], blobs, 0)
+    if blobs.unused():
+        raise FormatError(f"{blobs.unused()} of its arrays belong to no value")
+    return value
+
+
+def peek_text(path: str | Path, key: str) -> str | None:
+    """The string saved under `key` in the dict the file `path` holds, read from its header alone (its arrays are
+    not read): None when there is none. FormatError as `read` for a file that is not of this format."""
+    with open_regular(path) as file:
+        tree = _header(file, os.fstat(file.fileno()).st_size)["value"]
+    items = tree.get("items") if isinstance(tree, dict) and tree.get("$") == "dict" else None
+    found = [item[1] for item in items or () if isinstance(item, list) and len(item) == 2 and item[0] == key]
+    return found[0] if len(found) == 1 and isinstance(found[0], str) else None
+
+
+def _header(file: BinaryIO, size: int) -> dict[str, Any]:
+    """The header of the file, checked against the file's size; the file is left at its first array."""
     head = file.read(len(MAGIC) + LENGTH.size)
     if not head.startswith(MAGIC):
         kind = foreign_kind(head)
@@ -246,11 +266,7 @@ def read_from(file: BinaryIO, size: int) -> Any:
         raise CutShort(f"cut short: {room - header_size} of its {data_size} bytes of arrays are there")
     if data_size < room - header_size:
         raise FormatError(f"it has {room - header_size - data_size} bytes after its last array")
-    blobs = Blobs(file, file.tell(), header["blobs"])
-    value = _decode(header["value"], blobs, 0)
-    if blobs.unused():
-        raise FormatError(f"{blobs.unused()} of its arrays belong to no value")
-    return value
+    return header
 
 
 def _no_constants(name: str) -> None:
