@@ -198,8 +198,8 @@ def _where(layer: Any, name: str) -> str:
 
 
 def _check_name(layer: Any, name: str) -> None:
-    """A plain attribute name, which hides no method or property of the layer's class."""
-    if not name.isidentifier() or name.startswith("__"):
+    """A plain attribute name, which hides no method or property of the layer's class (nor the wrapper chain)."""
+    if not name.isidentifier() or name.startswith("__") or name in SKIPPED_ATTRIBUTES:
         raise EnvStateError(f"the checkpoint sets the attribute {name[:60]!r} of {type(layer).__name__}")
     own = inspect.getattr_static(type(layer), name, None)
     if name not in vars(layer) and (callable(own) or hasattr(own, "__get__")):
@@ -335,9 +335,12 @@ def _restore_ale(ale: Any, state: dict[str, Any]) -> None:
     saved, own = state["state"], ale.cloneState(include_rng=True).serialize()
     checksum = ROM_CHECKSUM.search(own)
     fits = isinstance(saved, bytes) and len(saved) <= 2 * len(own) and (checksum is None or checksum.group() in saved)
-    if not fits:
-        raise EnvStateError("the checkpoint's Atari emulator state is not one of this game")
-    ale.restoreState(ale_py.ALEState(saved))
+    try:
+        if not fits:
+            raise ValueError("not of this game")
+        ale.restoreState(ale_py.ALEState(saved))
+    except Exception:  # ale-py's parser refuses what it cannot read with a SystemError
+        raise EnvStateError("the checkpoint's Atari emulator state is not one of this game") from None
 
 
 def _grid(state: dict[str, Any]) -> Any:

@@ -205,3 +205,17 @@ def test_minigrid_env_snapshot_continues_the_same_episode():
         assert np.array_equal(fresh.action_space.sample(), actions)
         a, b = envs.step(actions), fresh.step(actions)
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+
+
+def test_an_emulator_state_cut_short_or_of_another_game_is_one_line():
+    from cleanrl_utils import env_state
+
+    env = atari_env()
+    env.reset(seed=3)
+    snapshot = ckpt.env_state(env)
+    (layer,) = [layer for layer in snapshot if "ale" in layer["objects"]]
+    good = layer["objects"]["ale"]["state"]
+    for bad in (good[: len(good) // 2], good.replace(good[40:72], b"0" * 32), good * 3):
+        layer["objects"]["ale"]["state"] = bad
+        with pytest.raises(env_state.EnvStateError, match="Atari emulator state is not one of this game"):
+            env_state.restore(atari_env(), snapshot)

@@ -183,6 +183,7 @@ def fresh_cartpole_snapshot():
         (0, {"__dict__": {}}, "sets the attribute '__dict__'"),
         (0, {"step": 1}, "would hide RecordEpisodeStatistics.step"),  # a method of the class, shadowed
         (0, {"close": "rm -rf"}, "would hide RecordEpisodeStatistics.close"),
+        (0, {"env": 0}, "sets the attribute 'env'"),  # the wrapper chain itself
         (1, {"render_mode": "/home/user/.bashrc"}, "to a path this run does not use"),
         (1, {"_env_obs": ["../../../x"]}, "to a path this run does not use"),
     ],
