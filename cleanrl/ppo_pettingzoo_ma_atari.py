@@ -43,6 +43,12 @@ class Args:
     """upload the saved model, its evaluation and logs to the Hugging Face Hub"""
     hf_entity: str = ""
     """Hugging Face Hub account or organisation that owns the uploaded model's repo (empty: the token's own)"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest one, with its arguments (checked as the command line's); a checkpoint is read as data, never run"""
+    snapshot_frequency: int = 0
+    """keep the policy every this many iterations as `runs/{run_name}/{exp_name}-{global_step}.cleanrl_model`: the earlier selves a later policy can be scored against (0: never)"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "pong_v3"
@@ -93,27 +99,21 @@ class Args:
 
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):
     """num_envs // 2 copies of the game, each giving two player envs (player = index % 2); same-step autoreset.
-
-    What is wrong with the game or the packages raises gym.error.Error, which the script reports in one line.
-    """
+    What is wrong with the game or the packages raises gym.error.Error, which the script reports in one line."""
     try:
         import ale_py
-        import pettingzoo  # noqa: F401
         import supersuit as ss
-    except ImportError as e:
-        raise gym.error.Error(f'{e}; the PettingZoo Atari games need pip install -e ".[pettingzoo]"') from e
-    try:
+
         game = importlib.import_module(f"pettingzoo.atari.{env_id}")
-    except ModuleNotFoundError as e:
-        if f"pettingzoo.atari.{env_id}" not in str(e):  # the game exists, something it needs does not
-            raise gym.error.Error(f'{e}; install it with pip install -e ".[pettingzoo]"') from e
+    except ImportError as e:
+        if not str(e.name).startswith("pettingzoo.atari."):  # PettingZoo, SuperSuit or what a game needs is missing
+            raise gym.error.Error(f'{e}; the PettingZoo Atari games need pip install -e ".[pettingzoo]"') from e
         game = None  # no such module: not a game
     if not hasattr(game, "parallel_env"):
         raise gym.error.Error(f"{env_id} is not a game of pettingzoo.atari (e.g. pong_v3, surround_v2)")
     roms = os.path.join(os.path.dirname(ale_py.__file__), "roms")  # ale-py ships the ROMs
-    env = game.parallel_env(
-        auto_rom_install_path=roms, max_cycles=max_cycles, render_mode="rgb_array" if capture_video else None
-    )
+    render_mode = "rgb_array" if capture_video else None
+    env = game.parallel_env(auto_rom_install_path=roms, max_cycles=max_cycles, render_mode=render_mode)
     if len(env.possible_agents) != 2:
         raise gym.error.Error(f"{env_id} has {len(env.possible_agents)} players; self-play here needs a two-player game")
     env = ss.max_observation_v0(env, 2)
@@ -134,11 +134,8 @@ class VideoRecorder:
         self.game, self.folder, self.episode, self.frames = envs.vec_envs[0].par_env, folder, 0, []
         os.makedirs(folder, exist_ok=True)
 
-    def recording(self):
-        return self.episode < 1000 and round(self.episode ** (1 / 3)) ** 3 == self.episode or self.episode % 1000 == 0
-
     def step(self, game_ended):
-        if self.recording():
+        if self.episode < 1000 and round(self.episode ** (1 / 3)) ** 3 == self.episode or self.episode % 1000 == 0:
             self.frames.append(self.game.render())
         if game_ended:
             self.close()
@@ -151,6 +148,17 @@ class VideoRecorder:
             clip = ImageSequenceClip(self.frames, fps=15)
             clip.write_videofile(f"{self.folder}/rl-video-episode-{self.episode}.mp4", logger=None)
         self.frames = []
+
+
+def start_games(envs, seed, game_actions):
+    """Reset `envs`, then play each game copy's actions since its last reset again: the emulators cannot be saved, but
+    a game is deterministic (no sticky actions). The observations, and each player's return and length in its game."""
+    obs, returns = envs.reset(seed=seed)[0].copy(), np.zeros(envs.num_envs)
+    for k, (game, played) in enumerate(zip(envs.vec_envs, game_actions, strict=True)):
+        for pair in played:
+            obs[2 * k : 2 * k + 2], reward = game.step(pair)[:2]
+            returns[2 * k : 2 * k + 2] += reward
+    return obs, returns, np.repeat([len(played) for played in game_actions], 2)
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):
@@ -178,10 +186,7 @@ class Agent(nn.Module):
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
     def hidden(self, x):
-        x = x.permute(0, 3, 1, 2).float()  # (B, 84, 84, 6) uint8 -> (B, 6, 84, 84)
-        scale = torch.ones(6, 1, 1, device=x.device)
-        scale[:4] = 1 / 255.0  # only the frames become [0, 1]; the indicator channels keep their 0/255
-        return self.network(x * scale)
+        return self.network(x.permute(0, 3, 1, 2) / 255.0)  # frames and player indicators (0 or 255) into [0, 1]
 
     def get_value(self, x):
         return self.critic(self.hidden(x)).squeeze(-1)
@@ -227,6 +232,7 @@ if __name__ == "__main__":
 
     agent = Agent(envs).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    learners = {"agent": agent, "optimizer": optimizer}
 
     # rollout storage: frames stay uint8 until the network scales them
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device)
@@ -235,16 +241,24 @@ if __name__ == "__main__":
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
     rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     dones = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    # each player's episode is counted here, in clipped rewards
-    episode_returns = np.zeros(args.num_envs)
-    episode_lengths = np.zeros(args.num_envs, dtype=np.int64)
 
-    global_step = 0
-    next_obs, _ = envs.reset(seed=args.seed)
+    global_step, first_iteration = 0, 1
+    game_actions = [[] for _ in range(args.num_envs // 2)]  # each game copy's (player 0, player 1) actions since its reset
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        saved, known = checkpoint["game_actions"], range(envs.single_action_space.n)
+        fits = len(saved) == args.num_envs // 2 and all(np.shape(p)[1:] == (2,) and np.isin(p, known).all() for p in saved)
+        exp.require(fits, "--resume: the checkpoint's games are not this run's")
+        game_actions = [list(played) for played in saved]
+        if video:
+            video.episode = checkpoint["video_episode"]
+    # each player's episode is counted here, in clipped rewards (a resumed run's games are played up to its checkpoint)
+    next_obs, episode_returns, episode_lengths = start_games(envs, args.seed, game_actions)
     next_obs = torch.as_tensor(next_obs, device=device)
     # however the run ends, the video in progress is written before the envs and logs close
     with exp, contextlib.closing(video) if video else contextlib.nullcontext():
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -257,7 +271,7 @@ if __name__ == "__main__":
                     action, logprobs[step], values[step] = agent.act(next_obs)
                     actions[step] = action
 
-                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.cpu().numpy())
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action_np := action.cpu().numpy())
                     terminations, truncations = terminations.astype(bool), truncations.astype(bool)
                     episode_returns += reward
                     episode_lengths += 1
@@ -271,6 +285,9 @@ if __name__ == "__main__":
                     next_obs = torch.as_tensor(next_obs_np, device=device)
                     if video:
                         video.step(game_ended=bool(dones[step, 0]))
+                    for k, pair in enumerate(action_np.reshape(-1, 2)):  # a game copy resets once both players are done
+                        game_actions[k].append(pair)
+                    game_actions = [[] if over else played for played, over in zip(game_actions, dones[step, ::2])]
 
                     for i in np.flatnonzero(dones[step]):
                         player = i % 2
@@ -294,11 +311,9 @@ if __name__ == "__main__":
 
             # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
-            b_logprobs = logprobs.reshape(-1)
-            b_actions = actions.reshape(-1)
+            b_logprobs, b_actions, b_values = logprobs.reshape(-1), actions.reshape(-1), values.reshape(-1)
             b_advantages = torch.as_tensor(advantages.reshape(-1), device=device)
             b_returns = torch.as_tensor(returns_np.reshape(-1), device=device)
-            b_values = values.reshape(-1)
 
             # the update: epochs of shuffled minibatches
             clipfracs = []
@@ -329,9 +344,7 @@ if __name__ == "__main__":
                     # value loss
                     if args.clip_vloss:
                         v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
-                        )
+                        v_clipped = b_values[mb_inds] + (newvalue - b_values[mb_inds]).clamp(-args.clip_coef, args.clip_coef)
                         v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                         v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
                     else:
@@ -363,18 +376,16 @@ if __name__ == "__main__":
             print("SPS:", sps)
             writer.add_scalar("charts/SPS", sps, global_step)
 
+            if exp.checkpoint_due(iteration):
+                played = [np.array(moves, dtype=np.int64).reshape(-1, 2) for moves in game_actions]
+                state = {"iteration": iteration, "game_actions": played, "video_episode": video and video.episode}
+                exp.save_checkpoint(global_step, state, learners)
+            if args.snapshot_frequency and iteration % args.snapshot_frequency == 0:
+                exp.save_model(agent.state_dict(), f"{args.exp_name}-{global_step}")
+
         if args.save_model:  # self-play returns say little: the points won per game against a random player, sides alternating
             exp.save_model(agent.state_dict())
-            episodic_returns = evaluate_pettingzoo(
-                exp.model_path,
-                make_vector_env,
-                args.env_id,
-                10,
-                f"{run_name}-eval",
-                Agent,
-                device,
-                args.capture_video,
-                VideoRecorder=VideoRecorder,
-                max_cycles=args.max_cycles,
-            )
+            eval_args = (exp.model_path, make_vector_env, args.env_id, 10, f"{run_name}-eval", Agent, device)
+            options = {"capture_video": args.capture_video, "VideoRecorder": VideoRecorder, "max_cycles": args.max_cycles}
+            episodic_returns = evaluate_pettingzoo(*eval_args, **options)
             exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")

@@ -8,6 +8,7 @@ the CNN several times slower.
 """
 
 import re
+import shutil
 import signal
 import sys
 
@@ -32,7 +33,8 @@ EPISODE_LINE = re.compile(r"^global_step=(\d+), player=([01]), episodic_return=(
 def smoke(tmp_path_factory) -> Run:
     cwd = tmp_path_factory.mktemp("pettingzoo")
     track = ("--track", "--wandb-project-name", "tests")
-    run = run_script(SCRIPT, *TINY, "--save-model", "--capture-video", *track, cwd=cwd, env=ONE_THREAD)
+    snapshots = ("--snapshot-frequency", "1")  # the policy after each of the 2 iterations
+    run = run_script(SCRIPT, *TINY, "--save-model", "--capture-video", *track, *snapshots, cwd=cwd, env=ONE_THREAD)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
 
@@ -72,6 +74,109 @@ def test_saved_model_scores_ten_games_against_a_random_player(smoke):
     assert all(points == int(points) >= 0 for _, points in evals)  # points won per game, 100 agent steps each
     printed = re.findall(r"^eval_episode=(\d), episodic_return=([\d.]+)$", smoke.stdout, re.M)
     assert [(int(i), float(r)) for i, r in printed] == evals
+
+
+def test_snapshots_keep_the_policy_of_each_iteration(smoke):
+    """--snapshot-frequency 1: the policy after iterations 1 and 2 (global steps 200 and 400), as model files of the
+    script's network; the last one is the final model (the smoke run's other reruns, without snapshots, log the same
+    run: test_same_seed_same_run_other_seed_differs)."""
+    from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
+    from cleanrl_utils.evals.special import make_game
+
+    names = sorted(p.name for p in smoke.run_dir.glob("ppo_pettingzoo_ma_atari-*.cleanrl_model"))
+    assert names == ["ppo_pettingzoo_ma_atari-200.cleanrl_model", "ppo_pettingzoo_ma_atari-400.cleanrl_model"]
+    envs = make_game(make_vector_env, "pong_v3", 400)
+    first, last = (torch.load(smoke.run_dir / name, weights_only=True) for name in names)
+    Agent(envs).load_state_dict(first)
+    envs.close()
+    final = torch.load(smoke.run_dir / "ppo_pettingzoo_ma_atari.cleanrl_model", weights_only=True)
+    assert all(torch.equal(last[k], final[k]) for k in final)
+    assert any(not torch.equal(first[k], last[k]) for k in final), "the second iteration changed the policy"
+
+
+def test_the_network_sees_frames_and_player_indicators_in_0_1():
+    """SuperSuit's agent_indicator now marks the observed player with 255 (the observation's maximum), where the
+    original CleanRL's version marked it with 1: the network divides all six channels by 255, so it reads the frames
+    in [0, 1] and the indicators as 0/1, as the original's network did."""
+    from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
+    from cleanrl_utils.evals.special import make_game
+
+    envs = make_game(make_vector_env, "pong_v3", 400)
+    obs, _ = envs.reset(seed=0)
+    envs.close()
+    assert {tuple(np.unique(obs[i, :, :, 4:])) for i in (0, 1)} == {(0, 255)}  # the env's own marks
+    agent, seen = Agent(envs), []
+    agent.network[0].register_forward_hook(lambda module, inputs, output: seen.append(inputs[0]))
+    agent.act(torch.as_tensor(obs))
+    (x,) = seen  # (2 players, 6 channels, 84, 84)
+    assert x.min() >= 0 and x.max() <= 1 and x[:, :4].max() > 0
+    assert [x[i, 4:].flatten(1).amax(1).tolist() for i in (0, 1)] == [[1.0, 0.0], [0.0, 1.0]]
+    assert set(torch.unique(x[:, 4:]).tolist()) == {0.0, 1.0}
+
+
+@pytest.mark.extended  # 6 s of one core: CI runs it after the quick run
+def test_a_game_played_again_from_its_actions_is_the_game_that_was_played():
+    """What a resumed run does with its checkpoint's games: fresh envs, reset, and each game copy's actions since
+    its last reset played again give the frames, returns and lengths (and the emulators' RAM) of the games that
+    were played, across a reset in the middle; and both go on the same."""
+    from cleanrl.ppo_pettingzoo_ma_atari import make_vector_env, start_games
+
+    rng = np.random.default_rng(0)
+    played = make_vector_env("pong_v3", 4, 600, False)  # 2 game copies, games cut after 150 agent steps
+    obs, _ = played.reset(seed=5)
+    game_actions, returns, lengths = [[], []], np.zeros(4), np.zeros(4, dtype=np.int64)
+    for _ in range(400):
+        actions = rng.integers(0, 6, 4)
+        obs, rewards, terminations, truncations, _ = played.step(actions)
+        over = (terminations | truncations).astype(bool)
+        returns, lengths = np.where(over, 0, returns + rewards), np.where(over, 0, lengths + 1)
+        game_actions = [[] if over[2 * k] else [*moves, actions[2 * k : 2 * k + 2]] for k, moves in enumerate(game_actions)]
+    assert [len(moves) for moves in game_actions] == [100, 100]  # two resets (at 150 and 300 steps) behind each copy
+    assert returns.any(), "points were scored in the games under way"
+
+    again = make_vector_env("pong_v3", 4, 600, False)
+    replayed_obs, replayed_returns, replayed_lengths = start_games(again, 5, game_actions)
+    np.testing.assert_array_equal(replayed_obs, obs)
+    np.testing.assert_array_equal(replayed_returns, returns)
+    np.testing.assert_array_equal(replayed_lengths, lengths)
+    rams = [[game.par_env.unwrapped.ale.getRAM() for game in envs.vec_envs] for envs in (played, again)]
+    assert all(np.array_equal(a, b) for a, b in zip(*rams))
+    for _ in range(200):  # past the next cut, at 150 steps into these games
+        actions = rng.integers(0, 6, 4)
+        for a, b in zip(played.step(actions)[:4], again.step(actions)[:4]):
+            np.testing.assert_array_equal(a, b)
+    played.close()
+    again.close()
+
+
+@pytest.mark.extended  # 8 s of one core: CI runs it after the quick run
+def test_a_checkpoint_whose_games_do_not_fit_is_one_line(tmp_path):
+    """The games of a checkpoint are played again on --resume: actions this game does not have, or another number of
+    game copies, are refused in one line before any of them is played."""
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils import plain_data
+
+    first = run_in_process(SCRIPT, *TINY, "--checkpoint-frequency", "1", cwd=tmp_path / "first", timeout_s=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = ckpt.checkpoints(first.run_dir / ckpt.CHECKPOINT_DIR)[0]
+    state = plain_data.read(saved)
+    assert [len(moves) for moves in state["game_actions"]] == [50, 50]  # both copies 50 steps into their games
+    for name, game_actions in {
+        "unknown action": [np.array([[0, 99]]), np.zeros((0, 2), dtype=np.int64)],
+        "three game copies": [np.zeros((0, 2), dtype=np.int64)] * 3,
+        "three players": [np.zeros((4, 3), dtype=np.int64)] * 2,
+    }.items():
+        cwd = tmp_path / name.replace(" ", "_")  # a copy of the run each: a refused resume keeps its folder's lock here
+        shutil.copytree(tmp_path / "first", cwd)
+        bad = cwd / "bad.pt"
+        with open(bad, "wb") as f:
+            plain_data.write(f, {**state, "game_actions": game_actions})
+        run = run_in_process(SCRIPT, "--resume", str(bad), cwd=cwd)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and lines == [f"{SCRIPT}: error: --resume: the checkpoint's games are not this run's"], (
+            name,
+            run.stderr[-2000:],
+        )
 
 
 def test_capture_video_writes_mp4s_of_the_first_game(smoke):

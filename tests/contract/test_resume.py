@@ -114,6 +114,15 @@ KILL_CASES = {
     "qdagger_dqn_atari_jax_impalacnn.py": KillCase(
         "qdagger_dqn_atari_jax_impalacnn.py", ("--teacher-model-path", str(JAX_TEACHER_MODEL), *QDAGGER_TINY), "25", 300
     ),
+    # Pong self-play: 16 iterations of 4 player envs (2 game copies) x 32 steps, each game cut after 150 agent steps
+    # (600 frames), a checkpoint every 2. The emulators cannot be saved: the resumed run plays each game copy's actions
+    # since its reset again, which must give back its frames, its players' returns and lengths, and what follows
+    "ppo_pettingzoo_ma_atari.py": KillCase(
+        "ppo_pettingzoo_ma_atari.py",
+        ("--num-envs", "4", "--num-steps", "32", "--total-timesteps", "2048", "--max-cycles", "600"),
+        "2",
+        2048,
+    ),
     # ProofofMemory: 16 iterations of 4 x 64 steps with a tiny Transformer-XL, a checkpoint every 2; the memory of the
     # episodes under way and the last 100 episodes' statistics (episode/r_mean) must carry over
     "ppo_trxl/ppo_trxl.py": KillCase(
