@@ -400,6 +400,29 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+# ---------------------------------------------------------------- hit-or-miss outcomes (games won or lost)
+
+
+def binomial_p_value(successes: int, trials: int, p: float = 0.5) -> float:
+    """One-sided exact p of `successes` or more in `trials` independent trials that each succeed with probability `p`:
+    the test of "the success rate is at most `p`" for outcomes that are hits or misses (a game won or lost).
+
+    Trials need not share one probability: if their probabilities average at most `p` (a policy that wins more on
+    one side of a game than on the other, sides taken equally often), the count of successes is no more spread than
+    this binomial (Hoeffding, 1956), so its upper tail beyond the mean is no heavier and the test keeps its level.
+    Computed with exact fractions (`p` is taken as the nearest fraction with a denominator up to 10^6).
+    """
+    from fractions import Fraction
+
+    if not (isinstance(trials, int) and isinstance(successes, int) and 0 <= successes <= trials):
+        raise ValueError(f"successes must be a whole number in [0, trials], got {successes} of {trials}")
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    chance = Fraction(p).limit_denominator(10**6)
+    tail = sum(math.comb(trials, k) * chance**k * (1 - chance) ** (trials - k) for k in range(successes, trials + 1))
+    return float(tail)
+
+
 # ---------------------------------------------------------------- what seed counts allow
 
 
