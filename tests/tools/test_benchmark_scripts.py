@@ -748,81 +748,127 @@ def test_qdagger_runs_shared_by_two_budgets_run_once(tmp_path):
         bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, other, 1)])
 
 
-@pytest.mark.extended  # 32 s of one core: CI runs it after the quick run
-def test_selfplay_benchmark_trains_evaluates_and_compares_with_random(tmp_path):
-    """`run` trains through the runner with --save-model; `report` sets the policy's points beside random's."""
-    command = [
-        sys.executable,
-        str(REPO / "benchmark" / "checks" / "pettingzoo_pong_selfplay.py"),
-        "run",
-        "--total-timesteps",
-        "128",
-    ]
-    command += ["--max-cycles", "160", "--out", str(tmp_path), "--", "--num-envs", "2", "--num-steps", "64"]
-    proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((tmp_path / "selfplay__pong_v3__128__1.json").read_text())
-    assert len(summary["eval_points"]) == 10 and summary["max_cycles"] == 160
-    random = json.loads((tmp_path / "random_vs_random__160.json").read_text())["points"]
-    assert len(random) == 10 and all(p == int(p) >= 0 for p in random + summary["eval_points"])
-    mean = sum(summary["eval_points"]) / 10
-    cell = r"([\d.]+) \(([\d, ]+); (\d+) won\)"
-    row = re.search(rf"^\| 128 \| 1 \| {cell} \| {cell} \| (yes|\*\*no\*\*) \|$", proc.stdout, re.M)
-    assert (
-        row and float(row[1]) == pytest.approx(mean, abs=0.05) and float(row[4]) == pytest.approx(sum(random) / 10, abs=0.05)
-    )
-    assert int(row[3]) == sum(p >= 21 for p in summary["eval_points"]) and int(row[6]) == sum(p >= 21 for p in random)
-    assert (row[7] == "yes") == (mean > sum(random) / 10)
+class ScriptedGames:
+    """Stands in for the self-play script's vector env in `play_match`: game copy k's step t gives side 0 a point when
+    t is in POINTS0, side 1 when in POINTS1; a game ends after LENGTH steps, terminated in copies 0-3 and cut by the
+    time limit in the others. Each step's actions are kept."""
 
-    # more games for the saved policy and a random player in its seat, from another seed
-    command = [sys.executable, str(REPO / "benchmark" / "checks" / "pettingzoo_pong_selfplay.py"), "evaluate", "--games", "3"]
-    proc = subprocess.run(
-        [*command, "--seed", "7", "--out", str(tmp_path)], cwd=tmp_path, env=script_env(), capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    played = json.loads((tmp_path / "more_games__128__1__3_games__seed7.json").read_text())
-    baseline = json.loads((tmp_path / "random_vs_random__160__3_games__seed7.json").read_text())
-    assert (played["games"], played["seed"], played["run"], len(played["points"])) == (3, 7, summary["run"], 3)
-    assert len(baseline["points"]) == 3 and all(p == int(p) >= 0 for p in played["points"] + baseline["points"])
-    assert re.search(r"^\| 128 \| 1 \| 3 \(7\) \| [\d.]+ ± [\d.]+ \(\d won\) \| ", proc.stdout, re.M)
+    LENGTH, POINTS0, POINTS1 = 5, {0, 1, 3}, {2}
+
+    def __init__(self, env_id, num_envs, max_cycles, capture_video):
+        import numpy as np
+
+        self.vec_envs = [self.Copy(k, self) for k in range(num_envs // 2)]
+        self.actions, self.np = [], np
+
+    def reset(self, seed=None):
+        return self.np.zeros((2 * len(self.vec_envs), 1)), {}
+
+    def close(self):
+        pass
+
+    class Copy:
+        def __init__(self, k, envs):
+            self.k, self.envs, self.t = k, envs, 0
+
+        def step(self, actions):
+            np = self.envs.np
+            self.envs.actions.append((self.k, tuple(actions)))
+            rewards = np.array([self.t in ScriptedGames.POINTS0, self.t in ScriptedGames.POINTS1], dtype=np.float32)
+            rewards -= rewards[::-1]  # a point is +1 for its side and -1 for the other
+            self.t += 1
+            over = self.t == ScriptedGames.LENGTH
+            self.t %= ScriptedGames.LENGTH
+            terminated, cut = np.full(2, over and self.k < 4), np.full(2, over and self.k >= 4)
+            return np.full((2, 1), self.k), rewards, terminated, cut, [{}, {}]
 
 
-def test_selfplay_more_games_report_tests_the_policy_against_random(tmp_path):
+def test_selfplay_match_alternates_sides_and_counts_points_and_winners():
     from benchmark.checks import pettingzoo_pong_selfplay as bench
 
-    result = {"env_id": "pong_v3", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
-    (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps(result))
-    played, baseline = bench.more_games_files(tmp_path, result, 4, 9)
-    played.write_text(json.dumps({"points": [21, 21, 20, 21]}))
-    baseline.write_text(json.dumps({"points": [3, 21, 5, 8]}))
-    table = bench.more_games_report(tmp_path, 4, 9)
-    # P(policy > random) over the 16 pairs, a tie counting half: each 21 beats 3, 5 and 8 and ties 21 (3.5), the 20
-    # beats three (3): 13.5 / 16
-    assert "| 1,000 | 1 | 4 (9) | 20.8 ± 0.2 (3 won) | 9.2 ± 4.0 (1 won) | 0.84 | " in table
-    assert table.endswith("| yes |")
-    assert bench.more_games_report(tmp_path, 5, 9).count("\n") == 1  # other games not played: no row
+    envs = []
+
+    def make(*args):
+        envs.append(ScriptedGames(*args))
+        return envs[-1]
+
+    games = bench.play_match(make, "pong_v3", lambda obs: [7] * len(obs), lambda obs: [1] * len(obs), 20, 0, 100)
+    assert len(games) == 20 and len(envs[0].actions) == 20 * ScriptedGames.LENGTH  # 2 games of 5 steps per copy
+    assert [g.side for g in games] == [k % 2 for k in range(10) for _ in range(2)]  # side k % 2 in copy k
+    # the policy's buttons on its side, the opponent's on the other
+    assert all(actions[k % 2] == 7 and actions[1 - k % 2] == 1 for k, actions in envs[0].actions)
+    for k in range(10):
+        game = games[2 * k]
+        assert (game.points, game.conceded) == ((3, 1) if k % 2 == 0 else (1, 3))  # side 0 scores 3, side 1 once
+        assert game.over == (k < 4) and game.won == (k < 4 and k % 2 == 0)  # a cut game is not won
+    with pytest.raises(ValueError, match="do not divide"):
+        bench.play_match(make, "pong_v3", None, None, 15, 0, 100)
 
 
-def test_selfplay_other_games_are_named_after_their_game_and_have_no_games_won_count(tmp_path):
+def write_matches(out, wins_by_match: dict) -> None:
+    """A finished 4M-step run for seeds 1-3 and its matches, each with the given (won, lost, cut) games."""
     from benchmark.checks import pettingzoo_pong_selfplay as bench
 
-    result = {"env_id": "boxing_v2", "total_timesteps": 1000, "seed": 1, "max_cycles": 500, "run": "r"}
-    bench.result_path(tmp_path, "boxing_v2", 1000, 1).write_text(json.dumps(result))
-    (tmp_path / "selfplay__pong_v3__1000__1.json").write_text(json.dumps({**result, "env_id": "pong_v3"}))
-    played, baseline = bench.more_games_files(tmp_path, result, 2, 9)
-    assert (played.name, baseline.name) == (
-        "more_games__boxing_v2__1000__1__2_games__seed9.json",
-        "random_vs_random__boxing_v2__500__2_games__seed9.json",
-    )
-    played.write_text(json.dumps({"points": [30, 24]}))
-    baseline.write_text(json.dumps({"points": [10, 12]}))
-    table = bench.more_games_report(tmp_path, 2, 9, "boxing_v2")
-    assert table.count("\n") == 2  # the boxing run only, not Pong's
-    assert "| 1,000 | 1 | 2 (9) | 27.0 ± 3.0 | 11.0 ± 1.0 | 1.00 | " in table  # a punch is a point: no game is "won"
-    assert (
-        bench.points_cell([21, 3], "pong_v3") == "12.0 (21, 3; 1 won)"
-        and bench.points_cell([21, 3], "boxing_v2") == "12.0 (21, 3)"
-    )
+    for seed in (1, 2, 3):
+        result = {"env_id": "pong_v3", "total_timesteps": bench.TOTAL_TIMESTEPS, "seed": seed, "run": f"r{seed}"}
+        bench.result_path(out, "pong_v3", bench.TOTAL_TIMESTEPS, seed).write_text(json.dumps(result))
+        for (player, opponent, games, _), (won, lost, cut) in zip(bench.MATCHES, wins_by_match[seed], strict=True):
+            played = [{"side": i % 2, "points": 21, "conceded": 9, "over": True} for i in range(won)]
+            played += [{"side": i % 2, "points": 9, "conceded": 21, "over": True} for i in range(lost)]
+            played += [{"side": i % 2, "points": 5, "conceded": 5, "over": False} for i in range(cut)]
+            path = bench.match_path(out, result, player, opponent, games)
+            path.parent.mkdir(exist_ok=True)
+            opponent_step = None if opponent is None else int(opponent * bench.TOTAL_TIMESTEPS)
+            path.write_text(json.dumps({"player_step": 4_000_000, "opponent_step": opponent_step, "games": played}))
+
+
+def test_selfplay_report_tests_games_won_and_judges_with_holm(tmp_path):
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
+    from cleanrl_utils import rlstats
+
+    others = [(30, 20, 0)] * 5  # the matches reported, not judged
+    strong = [(70, 30, 0), (66, 30, 4), *others]  # vs random, vs its quarter-run self (4 games cut: left out)
+    write_matches(tmp_path, {1: strong, 2: strong, 3: strong})
+    table = bench.report(tmp_path)
+    p_random, p_quarter = rlstats.binomial_p_value(70, 100), rlstats.binomial_p_value(66, 96)
+    assert f"| 1 | final (4,000,000) | random player | 100 (100) | 70 | 0.70 | 17.4 – 12.6 | {p_random:.2g} | " in table
+    assert "| 1 | final (4,000,000) | itself at 0.25 (1,000,000) | 100 (96) | 66 | 0.69 | " in table
+    # Holm over the six judged tests: the three equal largest p-values (vs the quarter-run self) are multiplied by 3
+    assert f"| {p_quarter:.2g} | {3 * p_quarter:.2g} |" in table
+    assert "passes" in table.splitlines()[-1] and "6 of 6 judged" in table
+
+    # one seed whose final policy is no better than its quarter-run self: the check fails
+    weak = [(70, 30, 0), (52, 48, 0), *others]
+    write_matches(tmp_path, {1: strong, 2: weak, 3: strong})
+    assert "**fails**" in bench.report(tmp_path).splitlines()[-1]
+
+
+@pytest.mark.extended  # ~40 s of one core: CI runs it after the quick run
+def test_selfplay_benchmark_trains_with_snapshots_then_plays_its_matches(tmp_path, monkeypatch):
+    """`run` trains through the runner (checkpoints, snapshots, --save-model); `evaluate` plays each match with the
+    saved policies, and the report has a row for each."""
+    from benchmark.checks import pettingzoo_pong_selfplay as bench
+    from benchmark.harness import one_thread_env, run_queue
+
+    runs = bench.training_runs(tmp_path, 256, [1], 160, ["--num-envs", "2", "--num-steps", "64"])
+    assert "--snapshot-frequency" in runs[0].args and runs[0].checkpoint_every == bench.CHECKPOINT_EVERY
+    assert run_queue(runs, 1, one_thread_env(), tmp_path / "logs") == 0
+    (result,) = bench.finished_runs(tmp_path)
+    # snapshots after each of the 2 iterations: the one nearest each fraction of the run
+    assert [bench.policy_file(tmp_path, result, fraction)[1] for fraction in (0.25, 0.5, 0.9)] == [128, 128, 256]
+    tiny = tuple((player, opponent, 10, judged) for player, opponent, _, judged in bench.MATCHES)  # 1 game per copy
+    monkeypatch.setattr(bench, "MATCHES", tiny)
+    bench.play_matches(tmp_path, 256)
+    played = sorted(p.name for p in (tmp_path / "matches").iterdir())
+    assert len(played) == len(tiny) and "pong_v3__256__1__final__vs__random__10.json" in played
+    for path in (tmp_path / "matches").iterdir():
+        games = json.loads(path.read_text())["games"]
+        assert len(games) == 10 and [g["side"] for g in games] == [k % 2 for k in range(10)]
+        assert all(not g["over"] for g in games)  # 40 agent steps: every game cut
+    table = bench.report(tmp_path, 256)
+    rows = [line for line in table.splitlines() if line.startswith("| 1 | ")]
+    assert len(rows) == len(tiny) and all("| 10 (0) | 0 | — |" in row for row in rows)  # no game decided: no win rate
+    assert "not complete" in table.splitlines()[-1]
 
 
 def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_path):
