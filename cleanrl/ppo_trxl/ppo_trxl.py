@@ -103,8 +103,8 @@ class Args:
     """the dimension of the transformer (embedding and hidden states)"""
     trxl_memory_length: int = 119
     """the memory window: a step and the steps before it in its episode (at most the episode length)"""
-    trxl_attend_self: bool = True
-    """a step attends to its own fresh state too; --no-trxl-attend-self: to the earlier steps of its window only"""
+    trxl_attend_self: bool = False
+    """a step attends to the earlier steps of its window only; --trxl-attend-self: to its own fresh state too"""
     trxl_vector_relu: bool = False
     """end the encoder of vector observations with a ReLU (off: a linear layer alone)"""
     trxl_positional_encoding: str = "absolute"
@@ -296,7 +296,7 @@ class Agent(nn.Module):
         dim, self.num_layers = args.trxl_dim, args.trxl_num_layers
         self.memory_length = min(args.trxl_memory_length, max_episode_steps)
         self.memory_slots = max_episode_steps + 1  # one more: the value of a truncated episode's last observation
-        self.attend_self = getattr(args, "trxl_attend_self", True)
+        self.attend_self = getattr(args, "trxl_attend_self", True)  # model files saved without the flag attended to it
         self.image = len(observation_space.shape) == 3
         if self.image:
             self.encoder = nn.Sequential(

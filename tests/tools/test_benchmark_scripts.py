@@ -276,13 +276,14 @@ def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on
     from benchmark.harness import resumable_args
 
     runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
-    assert [run.checkpoint_every for run in runs] == [4, 4] * 2  # 500k steps, then the published 2M
-    assert [run.result.name.split("__")[2:4] for run in runs] == [
-        ["memory64", "500000"],
-        ["memory1", "500000"],
-        ["memory64", "2000000"],
-        ["memory1", "2000000"],
+    assert [run.checkpoint_every for run in runs] == [4] * 4  # the published 2,048,000 steps, seeds 1 and 2
+    assert [(run.result.name.split("__")[2:4], run.seed) for run in runs] == [
+        (["memory64", "2048000"], 1),
+        (["memory1", "2048000"], 1),
+        (["memory64", "2048000"], 2),
+        (["memory1", "2048000"], 2),
     ]
+    assert all("--trxl-attend-self" not in run.args for run in runs)  # the original's window, the default
     assert [run.checkpoint_every for run in bench.learning_runs(tmp_path, ["ProofofMemory-v0"])] == [0] * 6
     # a fresh run is started with checkpoints on; one stopped after a checkpoint is resumed from it
     assert resumable_args(runs[0].workdir, list(runs[0].args), 4)[-2:] == ["--checkpoint-frequency", "4"]
@@ -300,12 +301,12 @@ def test_trxl_variant_is_queued_only_by_its_own_name_with_its_own_files(tmp_path
 
     published = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0"])
     assert all("--init-ent-coef" not in run.args for run in published)  # the published runs keep their default
-    runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0+ent0.01"])
+    runs = bench.learning_runs(tmp_path, ["MiniGrid-MemoryS9-v0+self+ent0.01"])
     assert [run.result.name for run in runs] == [
-        "ppo_trxl__MiniGrid-MemoryS9-v0+ent0.01__memory64__500000__1.json",
-        "ppo_trxl__MiniGrid-MemoryS9-v0+ent0.01__memory1__500000__1.json",
+        "ppo_trxl__MiniGrid-MemoryS9-v0+self+ent0.01__memory64__500000__1.json",
+        "ppo_trxl__MiniGrid-MemoryS9-v0+self+ent0.01__memory1__500000__1.json",
     ]
-    assert all(run.args[run.args.index("--init-ent-coef") + 1] == "0.01" for run in runs)
+    assert all(run.args[run.args.index("--init-ent-coef") + 1] == "0.01" and "--trxl-attend-self" in run.args for run in runs)
     assert {run.env_id for run in runs} == {"MiniGrid-MemoryS9-v0"}  # the env the runner passes to the script
     assert not {run.workdir for run in runs} & {run.workdir for run in published}  # no shared checkpoints
 
@@ -382,17 +383,17 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
 def test_trxl_report_needs_success_with_memory_and_a_gap_without(tmp_path):
     from benchmark.checks import trxl_memory as bench
 
-    (check,) = [check for check in bench.CHECKS if check.name == "MiniGrid-MemoryS9-v0" and check.total_timesteps == 500_000]
+    (check,) = [check for check in bench.CHECKS if check.name == "MiniGrid-MemoryS9-v0+self"]
     for memory_length, returns in ((check.memory_length, [0.0] * 5 + [0.8] * 95), (1, [0.0] * 40 + [0.8] * 60)):
         result = check.result(tmp_path, memory_length, 1)
         result.write_text(json.dumps({"episodic_returns": [0.0] * 50 + returns, "sps": 100}))
     table = bench.report(tmp_path)
-    assert f"| MiniGrid-MemoryS9-v0 | 500k | {check.memory_length} | 1 | 0.76 | 0.95 (100 episodes) | 100 |" in table
-    assert "MiniGrid-MemoryS9-v0, 500k steps: passes" in table
-    assert "2000k" not in table  # the 2M runs not run: no row, no verdict
+    assert f"| MiniGrid-MemoryS9-v0+self | 500k | {check.memory_length} | 1 | 0.76 | 0.95 (100 episodes) | 100 |" in table
+    assert "MiniGrid-MemoryS9-v0+self, 500k steps: passes" in table
+    assert "2048k" not in table  # the 2M runs not run: no row, no verdict
     check.result(tmp_path, 1, 1).write_text(json.dumps({"episodic_returns": [0.0] * 15 + [0.8] * 85, "sps": 100}))
     assert (
-        "MiniGrid-MemoryS9-v0, 500k steps: **fails** (with memory every seed ≥ 0.9: yes; "
+        "MiniGrid-MemoryS9-v0+self, 500k steps: **fails** (with memory every seed ≥ 0.9: yes; "
         "without memory at least 0.15 below: no)" in bench.report(tmp_path)
     )
 
@@ -899,7 +900,7 @@ UNKNOWN_ONLY = [
     ("checks.envpool_procgen", ["run", "--only", "starpilot", "ppo_procgn"], "ppo_procgen"),
     ("compare.jax_vs_torch", ["learn", "--only", "dqn"], "c51_jax dqn_jax"),
     ("guards.textbook_forms", ["learn", "--only", "ppo_atari.py"], "ppo_atari ppo_continuous_action"),
-    ("checks.trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS7-v0 MiniGrid-MemoryS9-v0"),
+    ("checks.trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS9-v0 MiniGrid-MemoryS9-v0+self"),
     ("checks.qdagger_reincarnation", ["run", "--only", "qdagger"], "BreakoutNoFrameskip-v4 dqn_atari dqn_atari_jax"),
 ]
 
