@@ -1,71 +1,45 @@
-"""QDagger's reincarnation on this machine: a student taught by a local DQN teacher against DQN from scratch.
+"""QDagger's reincarnation on this machine: the PyTorch and JAX students of one local DQN teacher, at one budget and
+six seeds each, against DQN from scratch and against each other.
 
-    python benchmark/checks/qdagger_reincarnation.py run --workers 2    # the stages not done yet, in order
-    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one pair, one seed
-    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_jax_impalacnn --offline-steps 10000 --seeds 2
-                                                                 # its long budget only (seed 2)
-    python benchmark/checks/qdagger_reincarnation.py report             # the Markdown rows for docs/rl-algorithms/qdagger.md
+    python benchmark/checks/qdagger_reincarnation.py run --workers 2   # the stages not done yet, in order
+    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one student
+    python benchmark/checks/qdagger_reincarnation.py report            # the Markdown rows for docs/rl-algorithms/qdagger.md
 
-The claim checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget
-of its own, at least half the teacher's score, and more than `dqn_atari.py` trained from scratch for
-the same number of environment steps. Likewise the JAX pair: `qdagger_dqn_atari_jax_impalacnn.py`
-taught by `dqn_atari_jax.py`, against `dqn_atari_jax.py` from scratch. Breakout, like the reference.
+The claims checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget of
+its own, at least half the teacher's score, and more than `dqn_atari.py` trained from scratch for the same
+online steps; and the JAX file's student does what its PyTorch twin's does. Breakout, like the reference.
 
-The stages, in this order; each run is skipped once its summary exists, so `run` started again after a
-stop goes on where it was:
+**One teacher for both students.** `dqn_atari.py` trains the teacher (200k steps, the settings of
+atari_vs_sb3.py's DQN check, seed 1, `--save-model`, a checkpoint every 25k steps). The PyTorch student reads
+its model file; the JAX student reads the same network converted to `dqn_atari_jax.py`'s format
+(`torch_teacher_as_flax`: the same Q-values to float32 rounding, tested). Both then fill the teacher's memory
+from the same teacher's play, and are scored against the same teacher score: student / teacher compares the
+two files, not two teachers (until 2026-12-05 the JAX student had a `dqn_atari_jax.py` teacher of its own).
 
-1. Teachers: `dqn_atari.py` and `dqn_atari_jax.py`, 200k steps with the settings of atari_vs_sb3.py's
-   DQN check (learning from step 20k, epsilon annealed over the first 100k), seed 1, `--save-model`.
-   `dqn_atari.py` writes a checkpoint every 25k steps (~10 min) and a stopped run goes on from it;
-   `dqn_atari_jax.py` has no checkpoints, so a stopped JAX teacher starts over (~60 min: it ran at
-   ~58 steps/s beside another run in atari_vs_sb3.py).
-2. Students, of each teacher that has saved its model: the QDagger file with `--teacher-model-path`
-   that model file (in the teacher's run folder under `--out`).
-3. Scratch: the teacher's file from scratch with the student's online steps and the flags they share.
+**One budget for both** (`BUDGET`): the teacher plays 50k steps into the replay memory, 10k offline gradient
+steps (scored every 2.5k, 10 games each), then 20k online steps (5k gradient steps), learning from 10% of them,
+the student's epsilon from ~0.24 (it counts the offline steps first) to 0.01 after 3k online steps; a checkpoint
+every 1,000 steps, so a stopped student goes on where it was. The scratch run: `dqn_atari.py`, the same 20k
+online steps, epsilon from 1 to 0.01 over 6k. This is the budget at which the PyTorch student passed on seed 1
+(0.69x, 2026-12-03); the JAX student had 14k online steps then (0.47x, seeds 1-2).
 
-Cost, measured on 2026-12-02 with one thread, nothing else running (a few dozen steps each, after
-warm-up): one gradient step of the IMPALA-CNN student (batch 32: target and teacher forward passes,
-student forward and backward, Adam) takes 0.44 s in PyTorch (0.46 s beside another one-thread run)
-and 0.67 s in JAX (XLA's convolution gradient: 0.49 s of it; the forward pass alone 0.09 s); a
-student's action 7.5 ms (PyTorch) and 3.6 ms (JAX), the teacher's 1.2 ms, an env step 2.3 ms. The
-gradient steps are what a budget can afford. The first two budgets date from before the QDagger files
-had checkpoints, when a student run had to end within ~90 minutes; the third, a longer offline phase,
-writes checkpoints and is resumed by `run` after a stop, across sessions.
+**Seeds 1-6** for students and scratch runs: the RLops gate (`cleanrl_utils.rlstats.improvement_p_value`, two
+sided, on each seed's student / teacher) needs 6 a side to reach 0.05 at all (its smallest p: 2^-5).
 
-Budgets (`PAIRS`). PyTorch: the teacher plays 50k steps into the replay memory (a quarter of its
-training), 3k offline gradient steps (96k distilled samples, about two passes over that memory),
-then 20k online steps, a tenth of the teacher's training: 5k gradient steps (~38 min), 3k offline
-(~23 min), playing and 30 scored games (~11 min): ~72 min. JAX: 50k, 1.75k offline (~20 min), 14k
-online (3.5k gradient steps, ~41 min), playing, scoring and compiling (~10 min): ~71 min. With 1,000
-steps between target-network copies (the default, in gradient steps offline), the offline phase
-refreshes its target 3 times (PyTorch) or twice (JAX). The long budgets: 10k offline steps (~75 min in
-PyTorch, ~2 h in JAX), scored every 2.5k of them (10 games each), then the same online steps as the short
-budget of the file, against the same scratch run; a checkpoint every 1,000 steps (offline, then online).
-Both files read the same online flags: learning from 10% of the online steps, epsilon annealed over
-twice the offline steps (`Budget.shared_args`; a long budget keeps the short one's scratch schedule,
-and its student reaches 0.01 after as many online steps as the short student). A QDagger
-file counts its online steps on from its offline ones, so the student starts halfway down that schedule (epsilon ~0.5, as with the published
-defaults: 500k offline steps, epsilon over 1M) and learns from its first step, while the scratch run
-explores from epsilon 1: that is the reincarnation being measured, not a difference of settings.
+**Verdicts**, fixed before the runs: a student passes when the mean over seeds of its last 20 training games
+(online phase, whole games) is at least half the teacher's score (the mean of its saved model's 10 evaluation
+games, epsilon 0.01), and more than the scratch runs' mean. The twins differ when the gate's p is at most 0.05.
 
-"The same number of steps" counts online steps. The offline phase plays no game; the teacher's 50k
-steps of play stand in for the replay memory that the paper takes from the teacher's own training (a
-`dqn_atari.py` model file comes without it), so they are the teacher's cost, like its 200k training
-steps, and not the student's. The report shows them beside the student's budget.
+Cost (one thread each, two runs side by side): a gradient step of the IMPALA-CNN student (batch 32) took 0.44 s
+in PyTorch and 0.67 s in JAX (2026-12-02), so a PyTorch student ~2.1 h, a JAX student ~3.1 h, the teacher
+~1.25 h, a scratch run ~10 min: ~33 core-hours in all, ~17 h on two cores.
 
-Scores: the teacher's is the mean of its saved model's 10 evaluation games (`eval/episodic_return`,
-epsilon 0.01), the model the student learns from, rather than the moving network of its training
-games (their last 20 are shown beside). The student's and the scratch run's are the means of their
-last 20 training games (whole games, all lives), in the student's online phase; the student's own 10
-evaluation games and its score after the offline phase are shown beside. Seeds 1 and 2 for students
-and scratch runs (one teacher, seed 1): on 2 cores the whole benchmark takes ~4 h (teachers ~75 min,
-four students ~2.5 h, scratch runs ~15 min), ~1.3 h less with `--seeds 1`. A row's means are over the
-seeds whose student and scratch summaries both exist.
-
-The runs go through the project's runner (benchmark/harness.py's queue, logs under `--out`/logs),
-each with one torch/XLA thread. The summaries (`*.json` under `--out`) are committed under
-benchmark/results/qdagger_reincarnation/ (`report --out` that folder); the teachers' model files stay
-in their run folders under `--out`, where the students read them.
+The runs go through the project's runner (benchmark/harness.py's queue, logs under `--out`/logs). The
+summaries (`*.json` under `--out`) are committed under benchmark/results/qdagger_same_teacher/ (`report --out`
+that folder); the teacher's model files stay in its run folder under `--out`, where the students read them.
+The summaries of the earlier budgets (3k, 1.75k or 10k offline steps; the JAX file's own teacher) stay in
+benchmark/results/qdagger_reincarnation/ and qdagger_reincarnation_long_budget/; the check as it was at commit
+c105263 reads them.
 """
 
 import json
@@ -93,11 +67,13 @@ from benchmark.harness import (  # noqa: E402
     script,
     summarize_run,
 )
+from cleanrl_utils import atomic  # noqa: E402
 from cleanrl_utils.report import mean_std  # noqa: E402
 
 LAST_EPISODES = 20
 OF_TEACHER = 0.5  # the student must reach this share of the teacher's score
-SEEDS = (1, 2)  # of the students and the scratch runs
+SEEDS = (1, 2, 3, 4, 5, 6)  # of the students and the scratch runs: the RLops gate needs 6 a side
+ALPHA = 0.05
 TEACHER_SEED = 1
 TEACHER_STEPS = 200_000
 TEACHER_ARGS = ("--total-timesteps", str(TEACHER_STEPS), *EPSILON_SCHEDULE, "--save-model")
@@ -156,29 +132,40 @@ class Pair:
     teacher_checkpoint_every: int  # steps; 0 for a file without checkpoints (a stopped run starts over)
     budget: Budget
     env_id: str = BREAKOUT
+    flax_teacher: bool = False  # the student reads the teacher converted to dqn_atari_jax.py's format
 
 
+# the budget at which the PyTorch student passed on seed 1 (2026-12-03): 10k offline steps scored every 2.5k,
+# 20k online steps; the student's epsilon starts at ~0.24 and reaches 0.01 after 3k online steps
+BUDGET = Budget(online=20_000, offline=10_000, explore=6_000, offline_evals=4, checkpoint_every=1_000)
 PAIRS = (
-    Pair("qdagger_dqn_atari_impalacnn", "dqn_atari", 25_000, Budget(online=20_000, offline=3_000)),
-    # the same online budget after a longer offline phase (~75 min on one thread), scored every 2.5k offline steps
-    # on the way; the scratch run's schedule is the one above (the same run), the student's epsilon starts at ~0.24
-    Pair(
-        "qdagger_dqn_atari_impalacnn",
-        "dqn_atari",
-        25_000,
-        Budget(online=20_000, offline=10_000, explore=6_000, offline_evals=4, checkpoint_every=1_000),
-    ),
-    # a JAX gradient step costs ~1.5x PyTorch's here (XLA's one-thread convolution gradient): a smaller budget
-    Pair("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 0, Budget(online=14_000, offline=1_750)),
-    # the same online budget after a longer offline phase (~2 h on one thread), scored every 2.5k offline steps on
-    # the way; the scratch run's schedule is the one above (the same run), the student's epsilon starts at ~0.16
-    Pair(
-        "qdagger_dqn_atari_jax_impalacnn",
-        "dqn_atari_jax",
-        0,
-        Budget(online=14_000, offline=10_000, explore=3_500, offline_evals=4, checkpoint_every=1_000),
-    ),
+    Pair("qdagger_dqn_atari_impalacnn", "dqn_atari", 25_000, BUDGET),
+    Pair("qdagger_dqn_atari_jax_impalacnn", "dqn_atari", 25_000, BUDGET, flax_teacher=True),
 )
+TWINS = ("qdagger_dqn_atari_jax_impalacnn", "qdagger_dqn_atari_impalacnn")
+
+
+def torch_teacher_as_flax(model: Path, out: Path) -> Path:
+    """Write the Q-network of a `dqn_atari.py` model file as `dqn_atari_jax.py` saves its own (Flax's state dict of
+    the same Nature CNN, msgpack), so that the JAX student learns from the very teacher the PyTorch student learns from.
+
+    Convolution kernels go from (out, in, h, w) to (h, w, in, out), dense ones are transposed, and the first dense
+    layer's inputs are reordered from PyTorch's flattened (channel, row, column) to Flax's (row, column, channel).
+    """
+    import flax
+
+    from cleanrl_utils.model_files import read_torch
+
+    weights = {name: tensor.numpy() for name, tensor in read_torch(model, "cpu").items()}
+    layers = {f"Conv_{i}": f"network.{index}" for i, index in enumerate((0, 2, 4))}
+    params = {name: {"kernel": weights[f"{key}.weight"].transpose(2, 3, 1, 0)} for name, key in layers.items()}
+    hidden = weights["network.7.weight"]  # (512, 64 channels x 7 x 7)
+    params["Dense_0"] = {"kernel": hidden.reshape(len(hidden), 64, 7, 7).transpose(2, 3, 1, 0).reshape(-1, len(hidden))}
+    params["Dense_1"] = {"kernel": weights["network.9.weight"].T}
+    for name, key in {**layers, "Dense_0": "network.7", "Dense_1": "network.9"}.items():
+        params[name]["bias"] = weights[f"{key}.bias"]
+    atomic.write_bytes(out, flax.serialization.msgpack_serialize({"params": params}))
+    return out
 
 
 def result_path(out: Path, role: str, name: str, env_id: str, steps: int, seed: int) -> Path:
@@ -209,7 +196,8 @@ def teacher_run(out: Path, pair: Pair) -> QueuedRun:
 
 
 def teacher_model(out: Path, pair: Pair) -> Path | None:
-    """The model file the teacher run saved (`{exp name}.cleanrl_model` in its run folder); None before it is done."""
+    """The model file the teacher run saved (`{exp name}.cleanrl_model` in its run folder), converted to Flax's format
+    for a JAX student (written next to it once, then kept); None before the teacher is done."""
     teacher = teacher_run(out, pair)
     if not teacher.result.exists():
         return None
@@ -217,7 +205,12 @@ def teacher_model(out: Path, pair: Pair) -> Path | None:
         model = newest_run_dir(teacher.workdir) / f"{pair.teacher}.cleanrl_model"
     except ValueError:  # no run folder: a summary without its run (copied from another --out)
         return None
-    return model if model.is_file() else None
+    if not model.is_file():
+        return None
+    if not pair.flax_teacher:
+        return model
+    converted = model.with_name(f"{pair.teacher}_as_flax.cleanrl_model")
+    return converted if converted.is_file() else torch_teacher_as_flax(model, converted)
 
 
 def student_result(out: Path, pair: Pair, seed: int) -> Path:
@@ -240,15 +233,13 @@ def scratch_run(out: Path, pair: Pair, seed: int) -> QueuedRun:
     return queued("scratch", pair.teacher, pair.budget.shared_args, pair, result, seed)
 
 
-def selected(only: list[str] | None, offline: list[int] | None = None) -> list[Pair]:
-    """The pairs named in `only` by their student's or teacher's file or their env id (all without `only`), and of
-    the budgets with `offline` offline steps (all without it)."""
-    named = [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
-    return [pair for pair in named if not offline or pair.budget.offline in offline]
+def selected(only: list[str] | None) -> list[Pair]:
+    """The pairs named in `only` by their student's or teacher's file or their env id (all without `only`)."""
+    return [pair for pair in PAIRS if not only or {pair.student, pair.teacher, pair.env_id} & set(only)]
 
 
 def once(runs: list[QueuedRun]) -> list[QueuedRun]:
-    """Each run once: pairs of two budgets share their teacher and, with the same online schedule, their scratch run."""
+    """Each run once: the two students share their teacher and their scratch runs."""
     by_result: dict[Path, QueuedRun] = {}
     for run in runs:
         if by_result.setdefault(run.result, run).args != run.args:
@@ -256,16 +247,10 @@ def once(runs: list[QueuedRun]) -> list[QueuedRun]:
     return list(by_result.values())
 
 
-def run(
-    out: Path,
-    workers: int,
-    only: list[str] | None,
-    env: dict[str, str],
-    seeds: tuple[int, ...] = SEEDS,
-    offline: list[int] | None = None,
-) -> int:
-    """The three stages in order, each through the runner; the exit code (that of a stop, at once)."""
-    pairs, logs, codes = selected(only, offline), out / "logs", []
+def run(out: Path, workers: int, only: list[str] | None, env: dict[str, str], seeds: tuple[int, ...] = SEEDS) -> int:
+    """The three stages in order, each through the runner; the exit code (that of a stop, at once). The students run
+    seed by seed, the two files side by side, so that a stopped queue has compared pairs."""
+    pairs, logs, codes = selected(only), out / "logs", []
     out.mkdir(parents=True, exist_ok=True)
     codes.append(run_queue(once([teacher_run(out, pair) for pair in pairs]), workers, env, logs))
     if codes[-1] > 1:  # stopped by a signal: the runner stopped its runs, so stop here too
@@ -273,7 +258,7 @@ def run(
     taught = [pair for pair in pairs if teacher_model(out, pair) is not None]
     for student, teacher in dict.fromkeys((pair.student, pair.teacher) for pair in pairs if pair not in taught):
         print(f"qdagger_reincarnation: {student} waits for its teacher's model ({teacher})", flush=True)
-    codes.append(run_queue([student_run(out, pair, seed) for pair in taught for seed in seeds], workers, env, logs))
+    codes.append(run_queue([student_run(out, pair, seed) for seed in seeds for pair in taught], workers, env, logs))
     if codes[-1] > 1:
         return codes[-1]
     codes.append(run_queue(once([scratch_run(out, pair, seed) for pair in pairs for seed in seeds]), workers, env, logs))
@@ -356,8 +341,7 @@ def offline_cell(budget: Budget, result: Outcome) -> str:
 def report_row(pair: Pair, result: Outcome) -> list[str]:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
-    # the row's own budget: the student's file runs with more than one
-    command = f"`python benchmark/checks/qdagger_reincarnation.py run --only {pair.student} --offline-steps {budget.offline}`"
+    command = f"`python benchmark/checks/qdagger_reincarnation.py run --only {pair.student}`"
     return [
         f"{pair.student} ← {pair.teacher}",
         pair.env_id,
@@ -383,7 +367,7 @@ def report(out: Path) -> str:
         "student steps: teacher play + offline + online",
         "seeds",
         f"teacher: eval (last {LAST_EPISODES} training games)",
-        "student after offline phase (long: on the way)",
+        "student after offline phase (on the way)",
         f"student: last {LAST_EPISODES} (eval)",
         f"scratch: last {LAST_EPISODES}",
         "student / teacher",
@@ -391,7 +375,43 @@ def report(out: Path) -> str:
         "> scratch",
         "command",
     ]
-    return markdown_table(header, [report_row(pair, result) for pair in PAIRS if (result := outcome(out, pair)) is not None])
+    table = markdown_table(header, [report_row(pair, result) for pair in PAIRS if (result := outcome(out, pair)) is not None])
+    return "\n".join([table, "", twins_line(out)])
+
+
+def student_ratios(out: Path, pair: Pair) -> dict[int, float]:
+    """Each finished seed's student score (its last games) over the teacher's evaluation score."""
+    teacher = teacher_run(out, pair).result
+    if not teacher.exists() or not logged(teacher, "eval_returns"):
+        return {}
+    score = statistics.fmean(logged(teacher, "eval_returns"))
+    done = [seed for seed in SEEDS if student_result(out, pair, seed).exists()]
+    return {seed: result_last_mean(student_result(out, pair, seed), LAST_EPISODES) / score for seed in done if score > 0}
+
+
+def twins_line(out: Path) -> str:
+    """The JAX student against its PyTorch twin: student / teacher on the seeds both finished, the RLops gate's test."""
+    import numpy as np
+
+    from cleanrl_utils import rlstats
+
+    jax_pair, torch_pair = (next(pair for pair in PAIRS if pair.student == name) for name in TWINS)
+    jax_ratios, torch_ratios = student_ratios(out, jax_pair), student_ratios(out, torch_pair)
+    seeds = sorted(jax_ratios.keys() & torch_ratios.keys())
+    if not seeds:
+        return "The twins: no seed has both students finished yet."
+    x, y = np.array([jax_ratios[s] for s in seeds]), np.array([torch_ratios[s] for s in seeds])
+    p = rlstats.improvement_p_value([x], [y])
+    better = float(rlstats.probability_of_improvement(x, y))
+    if len(seeds) < len(SEEDS):
+        verdict = f"not decided ({len(seeds)} of {len(SEEDS)} seeds a side)"
+    else:
+        verdict = "**they differ**" if p <= ALPHA else "no difference found"
+    return (
+        f"The twins, student / teacher on seeds {', '.join(map(str, seeds))}: JAX {x.mean():.2f} "
+        f"({', '.join(f'{v:.2f}' for v in x)}), PyTorch {y.mean():.2f} ({', '.join(f'{v:.2f}' for v in y)}); "
+        f"P(JAX > PyTorch) = {better:.2f}, p = {p:.3g} (rlstats.improvement_p_value, two-sided): {verdict}."
+    )
 
 
 def main() -> None:
@@ -399,9 +419,7 @@ def main() -> None:
         __doc__,
         "qdagger_reincarnation",
         {
-            "run": lambda args: run(
-                args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds), args.offline_steps
-            ),
+            "run": lambda args: run(args.out, args.workers, args.only, one_thread_env(), tuple(args.seeds)),
             "report": report_command(report),
         },
         only_help="run: only the pairs of these scripts (student or teacher) or env ids",
@@ -410,15 +428,8 @@ def main() -> None:
     cli.parser.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="run: seeds of students and scratch runs"
     )
-    cli.parser.add_argument(
-        "--offline-steps", type=int, nargs="+", help="run: only the budgets with these offline steps (10000: the long ones)"
-    )
     names = [name for pair in PAIRS for name in (pair.student, pair.teacher, pair.env_id)]
-    args = cli.parse(dict.fromkeys(cli.commands, names))
-    budgets = sorted({pair.budget.offline for pair in selected(args.only)})  # a count they lack would run nothing
-    if missing := [count for count in args.offline_steps or [] if count not in budgets]:
-        cli.parser.error(f"--offline-steps: no budget of these pairs has {missing} offline steps (they have {budgets})")
-    cli.run(args)
+    cli.run(cli.parse(dict.fromkeys(cli.commands, names)))
 
 
 if __name__ == "__main__":

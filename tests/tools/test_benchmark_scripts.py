@@ -489,144 +489,90 @@ if ("--save-model" in args or "--resume" in args) and not name.startswith("qdagg
 
 
 def fake_qdagger_benchmark(tmp_path, monkeypatch):
-    """The benchmark module with the stand-in program for every script, and summaries holding only the run's identity."""
+    """The benchmark module with the stand-in program for every script, summaries holding only the run's identity, and
+    a stand-in conversion of the teacher to Flax's format (which notes the model it converted)."""
     from benchmark.checks import qdagger_reincarnation as bench
 
     program = tmp_path / "fake.py"
     program.write_text(FAKE_QDAGGER_RUN)
     monkeypatch.setattr(bench, "script", lambda name: (str(program), name))
     monkeypatch.setattr(bench, "summarize", lambda run_dir, result, **identity: result.write_text(json.dumps(identity)))
+    monkeypatch.setattr(bench, "torch_teacher_as_flax", lambda model, out: out.write_text(str(model)) and out)
     return bench
 
 
-def test_qdagger_benchmark_runs_teachers_then_students_then_scratch(tmp_path, monkeypatch):
+def test_qdagger_benchmark_runs_the_teacher_then_both_students_then_scratch(tmp_path, monkeypatch):
     from benchmark.harness import one_thread_env
 
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
     out = tmp_path / "out"
-    # a torch teacher stopped at its checkpoint of 25k steps
+    # the teacher stopped at its checkpoint of 25k steps
     teacher = bench.teacher_run(out, bench.PAIRS[0])
     checkpoints = teacher.workdir / "runs" / "BreakoutNoFrameskip-v4__dqn_atari__1__9" / "checkpoints"
     checkpoints.mkdir(parents=True)
     (checkpoints / "checkpoint_25000.pt").write_bytes(b"")
 
-    assert bench.run(out, 2, None, one_thread_env()) == 0
+    assert bench.run(out, 1, None, one_thread_env()) == 0  # one at a time: the order they start in is the queue's
     started = (tmp_path / "order.txt").read_text().split()
-    roles = [name.split("__")[0] for name in started]
-    # stage by stage; the two JAX budgets share their teacher and their scratch run
-    assert roles == ["teacher"] * 2 + ["student"] * 8 + ["scratch"] * 4
+    # one teacher for both students; the students seed by seed, the two files side by side; the scratch runs
+    torch_student, jax_student = (f"student__{name}__BreakoutNoFrameskip-v4__10000+20000" for name in bench.TWINS[::-1])
+    assert started == (
+        ["teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1"]
+        + [f"{student}__{seed}" for seed in range(1, 7) for student in (torch_student, jax_student)]
+        + [f"scratch__dqn_atari__BreakoutNoFrameskip-v4__20000__{seed}" for seed in range(1, 7)]
+    )
     argv = {name: (out / name / "argv.txt").read_text() for name in started}
-    # the torch teacher goes on from its checkpoint; the JAX one (no checkpoints) runs from the start
+    # the teacher goes on from its checkpoint
     assert argv["teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1"] == (
         "--resume runs/BreakoutNoFrameskip-v4__dqn_atari__1__9 --env-id BreakoutNoFrameskip-v4 --seed 1"
     )
-    jax_teacher = argv["teacher__dqn_atari_jax__BreakoutNoFrameskip-v4__200000__1"]
-    assert jax_teacher.startswith("--total-timesteps 200000 --learning-starts 20000 --exploration-fraction 0.5 --save-model")
-    assert "--checkpoint-frequency" not in jax_teacher
-    # each student is taught by its own teacher's saved model, found in that teacher's run folder
-    for student, teacher_name, offline, online in (
-        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 3000, 20000),
-        ("qdagger_dqn_atari_impalacnn", "dqn_atari", 10000, 20000),
-        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 1750, 14000),
-        ("qdagger_dqn_atari_jax_impalacnn", "dqn_atari_jax", 10000, 14000),
+    # the PyTorch student reads the teacher's model file, the JAX one its conversion, written once beside it
+    model = (out / "teacher__dqn_atari__BreakoutNoFrameskip-v4__200000__1" / "runs" / "run").resolve()
+    for student, teacher_file in (
+        (torch_student, "dqn_atari.cleanrl_model"),
+        (jax_student, "dqn_atari_as_flax.cleanrl_model"),
     ):
-        for seed in (1, 2):
-            args = argv[f"student__{student}__BreakoutNoFrameskip-v4__{offline}+{online}__{seed}"].split()
-            model = (out / f"teacher__{teacher_name}__BreakoutNoFrameskip-v4__200000__1" / "runs" / "run").resolve()
-            assert args[args.index("--teacher-model-path") + 1] == str(model / f"{teacher_name}.cleanrl_model")
+        for seed in range(1, 7):
+            args = argv[f"{student}__{seed}"].split()
+            assert args[args.index("--teacher-model-path") + 1] == str(model / teacher_file)
             assert args[-2:] == ["--seed", str(seed)]
-            assert args[args.index("--total-timesteps") + 1] == str(online)
-            assert args[args.index("--offline-steps") + 1] == str(offline)
-    # the long offline phases write checkpoints, scored every 2,500 offline steps; the short ones neither
-    for long_student in (
-        argv["student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__1"],
-        argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__10000+20000__2"],
-    ):
-        assert "--offline-eval-frequency 2500" in long_student and "--checkpoint-frequency 1000" in long_student
-    assert "--checkpoint-frequency" not in argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__3000+20000__1"]
+            assert args[args.index("--total-timesteps") + 1] == "20000" and args[args.index("--offline-steps") + 1] == "10000"
+            assert "--offline-eval-frequency 2500" in argv[f"{student}__{seed}"]
+            assert "--checkpoint-frequency 1000" in argv[f"{student}__{seed}"]
+    assert (model / "dqn_atari_as_flax.cleanrl_model").read_text() == str(model / "dqn_atari.cleanrl_model")
+    # both students share every flag but the teacher's file
+    torch_args, jax_args = (argv[f"{student}__3"].split() for student in (torch_student, jax_student))
+    position = torch_args.index("--teacher-model-path") + 1
+    assert torch_args[:position] + torch_args[position + 1 :] == jax_args[:position] + jax_args[position + 1 :]
     # the scratch run: the student's online steps and flags, none of the teacher's
     scratch = argv["scratch__dqn_atari__BreakoutNoFrameskip-v4__20000__2"]
     assert scratch == (
         "--total-timesteps 20000 --learning-starts 2000 --exploration-fraction 0.3 --buffer-size 50000"
         " --env-id BreakoutNoFrameskip-v4 --seed 2"
     )
-    student = argv["student__qdagger_dqn_atari_impalacnn__BreakoutNoFrameskip-v4__3000+20000__2"]
-    assert student.startswith(scratch.removesuffix(" --env-id BreakoutNoFrameskip-v4 --seed 2"))
 
     # started again when all is done: nothing runs
     assert bench.run(out, 2, None, one_thread_env()) == 0
     assert (tmp_path / "order.txt").read_text().split() == started
 
 
-def test_qdagger_benchmark_offline_steps_picks_the_long_budget_of_one_pair(tmp_path, monkeypatch):
-    from benchmark.harness import one_thread_env
-
-    bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
-    out = tmp_path / "out"
-    only, seeds = ["qdagger_dqn_atari_jax_impalacnn"], (2,)
-    assert bench.run(out, 1, only, one_thread_env(), seeds, offline=[10_000]) == 0
-    # its teacher, its long student (not the short one) and the scratch run that student is judged against
-    assert (tmp_path / "order.txt").read_text().split() == [
-        "teacher__dqn_atari_jax__BreakoutNoFrameskip-v4__200000__1",
-        "student__qdagger_dqn_atari_jax_impalacnn__BreakoutNoFrameskip-v4__10000+14000__2",
-        "scratch__dqn_atari_jax__BreakoutNoFrameskip-v4__14000__2",
-    ]
-
-
-@pytest.mark.parametrize(
-    "argv, error",
-    [
-        (
-            ["--offline-steps", "10000", "5000"],
-            "no budget of these pairs has [5000] offline steps (they have [1750, 3000, 10000])",
-        ),
-        # the PyTorch file's short budget, asked of the JAX file: it would run nothing
-        (
-            ["--only", "qdagger_dqn_atari_jax_impalacnn", "--offline-steps", "3000"],
-            "no budget of these pairs has [3000] offline steps (they have [1750, 10000])",
-        ),
-    ],
-)
-def test_qdagger_benchmark_rejects_offline_steps_no_selected_budget_has(tmp_path, argv, error):
-    done = subprocess.run(
-        [sys.executable, "benchmark/checks/qdagger_reincarnation.py", "run", "--out", str(tmp_path), *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 2
-    assert f"--offline-steps: {error}" in done.stderr
-    assert not any(tmp_path.iterdir())
-
-
 def test_qdagger_benchmark_students_wait_for_their_teachers_model(tmp_path, monkeypatch):
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
     queues = []
 
-    def run_queue(runs, workers, env, log_dir):  # the torch teacher fails; the JAX one is done already
+    def run_queue(runs, workers, env, log_dir):  # the teacher fails
         queues.append([run.result.name.split("__")[:2] for run in runs if not run.result.exists()])
-        return 1 if runs[0].result.name.startswith("teacher") else 0
+        return 1 if runs and runs[0].result.name.startswith("teacher") else 0
 
     monkeypatch.setattr(bench, "run_queue", run_queue)
     out = tmp_path / "out"
-    jax_pair = next(pair for pair in bench.PAIRS if pair.teacher == "dqn_atari_jax")
-    jax_teacher = bench.teacher_run(out, jax_pair)
-    (jax_teacher.workdir / "runs" / "run").mkdir(parents=True)
-    (jax_teacher.workdir / "runs" / "run" / "events.out.tfevents.0").write_text("")
-    (jax_teacher.workdir / "runs" / "run" / "dqn_atari_jax.cleanrl_model").write_text("weights")
-    jax_teacher.result.write_text("{}")
-
     assert bench.run(out, 2, None, {}) == 1  # a stage failed
-    assert queues == [
-        [["teacher", "dqn_atari"]],
-        [["student", "qdagger_dqn_atari_jax_impalacnn"]] * 4,  # only the students whose teacher saved its model
-        [["scratch", "dqn_atari"]] * 2 + [["scratch", "dqn_atari_jax"]] * 2,
-    ]
+    assert queues == [[["teacher", "dqn_atari"]], [], [["scratch", "dqn_atari"]] * 6]  # no student without its teacher
     # a summary whose run folder is gone (copied from another --out) teaches no student
     bench.teacher_run(out, bench.PAIRS[0]).result.write_text("{}")
     assert bench.teacher_model(out, bench.PAIRS[0]) is None
 
-    # stopped by a signal in the teachers' stage: no later stage starts
+    # stopped by a signal in the teacher's stage: no later stage starts
     queues.clear()
     monkeypatch.setattr(bench, "run_queue", lambda runs, *_: queues.append(runs) or 130)
     assert bench.run(out, 2, ["dqn_atari"], {}) == 130 and len(queues) == 1
@@ -645,54 +591,70 @@ def write_qdagger_result(path, returns, eval_returns=(), offline_returns=()):
     )
 
 
+GAME = "BreakoutNoFrameskip-v4"
+
+
+def student_file(tmp_path, name, seed):
+    return tmp_path / f"student__{name}__{GAME}__10000+20000__{seed}.json"
+
+
 def test_qdagger_report_applies_both_bars(tmp_path):
     from benchmark.checks import qdagger_reincarnation as bench
 
-    game = "BreakoutNoFrameskip-v4"
-    write_qdagger_result(tmp_path / f"teacher__dqn_atari__{game}__200000__1.json", [0.0] * 50 + [12.0] * 20, [20.0] * 10)
+    write_qdagger_result(tmp_path / f"teacher__dqn_atari__{GAME}__200000__1.json", [0.0] * 50 + [12.0] * 20, [20.0] * 10)
     # seeds 1 and 2: students at 9 and 11 (mean 10 = 0.5 x 20), scratch runs at 2 and 4; only the last 20 games count
     for seed, student, scratch in ((1, 9.0, 2.0), (2, 11.0, 4.0)):
         write_qdagger_result(
-            tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__3000+20000__{seed}.json",
+            student_file(tmp_path, "qdagger_dqn_atari_impalacnn", seed),
             [0.0] * 30 + [student] * 20,
             [student + 1] * 10,
-            [5.0],
+            [4.0, 6.0, 8.0, 10.0],
         )
-        write_qdagger_result(tmp_path / f"scratch__dqn_atari__{game}__20000__{seed}.json", [50.0] * 5 + [scratch] * 20)
+        write_qdagger_result(tmp_path / f"scratch__dqn_atari__{GAME}__20000__{seed}.json", [50.0] * 5 + [scratch] * 20)
     table = bench.report(tmp_path)
     row = (
-        "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 3k + 20k | 1, 2 | 20.0 (12.0) "
-        "| 5.0 ± 0.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
-        "| `python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --offline-steps 3000` |"
+        "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 10k + 20k | 1, 2 | 20.0 (12.0) "
+        "| 2.5k: 4.0 → 5k: 6.0 → 7.5k: 8.0 → 10k: 10.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
+        "| `python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn` |"
     )
     assert row in table.splitlines()
-    assert "jax" not in table  # not run: no row rather than a made-up one
+    assert "qdagger_dqn_atari_jax_impalacnn ←" not in table  # not run: no row rather than a made-up one
+    assert table.endswith("The twins: no seed has both students finished yet.")
 
     # a student below half the teacher, though above scratch; then one that trails scratch
-    write_qdagger_result(
-        tmp_path / f"student__qdagger_dqn_atari_impalacnn__{game}__3000+20000__2.json", [10.2] * 20
-    )  # mean 9.6
+    write_qdagger_result(student_file(tmp_path, "qdagger_dqn_atari_impalacnn", 2), [10.2] * 20)  # mean 9.6
     assert "| 0.48× | **no** | yes |" in bench.report(tmp_path)
-    write_qdagger_result(tmp_path / f"scratch__dqn_atari__{game}__20000__1.json", [20.0] * 20)
+    write_qdagger_result(tmp_path / f"scratch__dqn_atari__{GAME}__20000__1.json", [20.0] * 20)
     assert "| 12.0 ± 8.0 | 0.48× | **no** | **no** |" in bench.report(tmp_path)
     # a seed whose scratch run is missing is left out of the means
-    (tmp_path / f"scratch__dqn_atari__{game}__20000__2.json").unlink()
-    assert "| 1 | 20.0 (12.0) | 5.0 ± 0.0 | 9.0 ± 0.0 (10.0 ± 0.0) | 20.0 ± 0.0 | 0.45× |" in bench.report(tmp_path)
+    (tmp_path / f"scratch__dqn_atari__{GAME}__20000__2.json").unlink()
+    assert (
+        "| 1 | 20.0 (12.0) | 2.5k: 4.0 → 5k: 6.0 → 7.5k: 8.0 → 10k: 10.0 | 9.0 ± 0.0 (10.0 ± 0.0) | 20.0 ± 0.0 | 0.45× |"
+        in (bench.report(tmp_path))
+    )
 
 
-def test_qdagger_report_shows_a_long_offline_phase_on_the_way(tmp_path):
+def test_qdagger_report_compares_the_twins_with_the_rlops_test(tmp_path):
     from benchmark.checks import qdagger_reincarnation as bench
+    from cleanrl_utils import rlstats
 
-    game = "BreakoutNoFrameskip-v4"
-    write_qdagger_result(tmp_path / f"teacher__dqn_atari_jax__{game}__200000__1.json", [18.0] * 20, [22.0] * 10)
-    write_qdagger_result(tmp_path / f"scratch__dqn_atari_jax__{game}__14000__1.json", [1.0] * 20)
-    long = f"student__qdagger_dqn_atari_jax_impalacnn__{game}__10000+14000__1.json"
-    write_qdagger_result(tmp_path / long, [12.0] * 20, [13.0] * 10, [4.0, 6.0, 8.0, 10.0])
-    rows = [row for row in bench.report(tmp_path).splitlines() if "50k + 10k + 14k" in row]
-    assert len(rows) == 1 and "| 2.5k: 4.0 → 5k: 6.0 → 7.5k: 8.0 → 10k: 10.0 | 12.0 ± 0.0 (13.0 ± 0.0) |" in rows[0]
-    assert "| 0.55× | yes | yes |" in rows[0]
-    # a budget whose student has no summary (still running, or never run) has no row
-    assert "50k + 1.75k + 14k" not in bench.report(tmp_path)
+    write_qdagger_result(tmp_path / f"teacher__dqn_atari__{GAME}__200000__1.json", [12.0] * 20, [20.0] * 10)
+    jax_scores, torch_scores = [8.0, 9.0, 10.0, 11.0, 12.0, 13.0], [14.0, 15.0, 16.0, 17.0, 18.0, 19.0]
+    for seed in range(1, 5):  # four seeds of each: not enough to decide
+        write_qdagger_result(student_file(tmp_path, bench.TWINS[0], seed), [jax_scores[seed - 1]] * 20)
+        write_qdagger_result(student_file(tmp_path, bench.TWINS[1], seed), [torch_scores[seed - 1]] * 20)
+    line = bench.report(tmp_path).splitlines()[-1]
+    assert line.startswith("The twins, student / teacher on seeds 1, 2, 3, 4: JAX 0.48 (0.40, 0.45, 0.50, 0.55), PyTorch 0.78")
+    assert "P(JAX > PyTorch) = 0.00" in line and line.endswith("not decided (4 of 6 seeds a side).")
+    for seed in (5, 6):  # six a side, every JAX seed below every PyTorch one: the smallest p the test can give
+        write_qdagger_result(student_file(tmp_path, bench.TWINS[0], seed), [jax_scores[seed - 1]] * 20)
+        write_qdagger_result(student_file(tmp_path, bench.TWINS[1], seed), [torch_scores[seed - 1]] * 20)
+    line = bench.report(tmp_path).splitlines()[-1]
+    assert f"p = {rlstats.smallest_p([(6, 6)]):.3g}" in line and line.endswith(": **they differ**.")
+    # interleaved scores: no difference found
+    for seed in range(1, 7):
+        write_qdagger_result(student_file(tmp_path, bench.TWINS[1], seed), [jax_scores[seed - 1] + 0.5] * 20)
+    assert bench.report(tmp_path).endswith(": no difference found.")
 
 
 def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
@@ -737,16 +699,42 @@ def test_qdagger_students_explore_over_half_the_scratch_runs_schedule():
             )
 
 
-def test_qdagger_runs_shared_by_two_budgets_run_once(tmp_path):
+def test_qdagger_runs_shared_by_both_students_run_once(tmp_path):
     from benchmark.checks import qdagger_reincarnation as bench
 
-    short, long = (pair for pair in bench.PAIRS if pair.teacher == "dqn_atari_jax")
-    runs = bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, long, 1)])
-    assert [run.result for run in runs] == [bench.scratch_run(tmp_path, short, 1).result]
+    torch_pair, jax_pair = bench.PAIRS
+    runs = bench.once([bench.scratch_run(tmp_path, torch_pair, 1), bench.scratch_run(tmp_path, jax_pair, 1)])
+    assert [run.result for run in runs] == [bench.scratch_run(tmp_path, torch_pair, 1).result]
+    assert bench.teacher_run(tmp_path, torch_pair).result == bench.teacher_run(tmp_path, jax_pair).result
     # the same summary from other flags would hide a run: refused
-    other = bench.Pair(long.student, long.teacher, 0, bench.Budget(online=14_000, offline=10_000))
+    other = bench.Pair(jax_pair.student, jax_pair.teacher, 0, bench.Budget(online=20_000, offline=10_000))
     with pytest.raises(ValueError, match="different flags"):
-        bench.once([bench.scratch_run(tmp_path, short, 1), bench.scratch_run(tmp_path, other, 1)])
+        bench.once([bench.scratch_run(tmp_path, torch_pair, 1), bench.scratch_run(tmp_path, other, 1)])
+
+
+def test_the_teacher_converted_for_the_jax_student_computes_the_same_q_values(tmp_path):
+    """dqn_atari.py's network, written in dqn_atari_jax.py's format, loads in the JAX QDagger file and gives the
+    PyTorch teacher's Q-values (the first dense layer's inputs reordered from (channel, row, column) to
+    (row, column, channel))."""
+    import numpy as np
+    import torch
+
+    from benchmark.checks.qdagger_reincarnation import torch_teacher_as_flax
+    from cleanrl import dqn_atari
+    from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
+    from tests.fixtures.teachers import TEACHER_MODEL
+
+    converted = torch_teacher_as_flax(TEACHER_MODEL, tmp_path / "teacher.cleanrl_model")
+    env = qdagger_jax.make_env(GAME, 0, False, "unused")()
+    teacher, params = qdagger_jax.load_teacher(str(converted), "dqn_atari", env)
+    original = dqn_atari.QNetwork(env)
+    original.load_state_dict(torch.load(TEACHER_MODEL, weights_only=True))
+    env.close()
+    frames = np.random.default_rng(0).integers(0, 256, (5, 4, 84, 84), dtype=np.uint8)
+    with torch.no_grad():
+        expected = original(torch.as_tensor(frames)).numpy()
+    np.testing.assert_allclose(np.asarray(teacher.apply(params, frames)), expected, rtol=1e-4, atol=1e-6)
+    assert np.abs(expected).max() > 1e-3  # not a network of zeros
 
 
 class ScriptedGames:
@@ -901,7 +889,11 @@ UNKNOWN_ONLY = [
     ("compare.jax_vs_torch", ["learn", "--only", "dqn"], "c51_jax dqn_jax"),
     ("guards.textbook_forms", ["learn", "--only", "ppo_atari.py"], "ppo_atari ppo_continuous_action"),
     ("checks.trxl_memory", ["run", "--only", "MiniGrid-MemoryS8-v0"], "MiniGrid-MemoryS9-v0 MiniGrid-MemoryS9-v0+self"),
-    ("checks.qdagger_reincarnation", ["run", "--only", "qdagger"], "BreakoutNoFrameskip-v4 dqn_atari dqn_atari_jax"),
+    (
+        "checks.qdagger_reincarnation",
+        ["run", "--only", "qdagger"],
+        "BreakoutNoFrameskip-v4 dqn_atari qdagger_dqn_atari_impalacnn",
+    ),
 ]
 
 
