@@ -40,6 +40,10 @@ class Args:
     """Weights & Biases user or team owning the project (default: your own)"""
     capture_video: bool = False
     """accepted like in the other scripts, but does nothing here: envpool renders no frames to record"""
+    checkpoint_frequency: int = 0
+    """save a checkpoint to resume from every this many iterations (0: never)"""
+    resume: str | None = None
+    """continue the run of this checkpoint file, or of this run folder's newest one, with its arguments (checked as the command line's); a checkpoint is read as data, never run"""
 
     # the algorithm's settings; defaults are the published hyperparameters
     env_id: str = "MontezumaRevenge-v5"
@@ -331,7 +335,9 @@ if __name__ == "__main__":
     exp.require(args.env_id in envpool.list_all_envs(), f"{args.env_id}: not an env of envpool ({hint})")
     atari = type(envpool.make_spec(args.env_id)).__name__ == "AtariEnvSpec"
     exp.require(atari, f"{args.env_id} is not an Atari game of envpool (e.g. MontezumaRevenge-v5)")
-    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, args.seed), args.env_id)
+    # envpool cannot save its games: a run resumed at iteration k plays new ones, seeded from seed + k × num_envs
+    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
+    envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     obs_shape = envs.observation_space.shape  # (4, 84, 84): 4 stacked frames
     frame_shape = obs_shape[1:]
     action_rng = np.random.default_rng(args.seed)  # the random play that initialises the observation normaliser
@@ -365,22 +371,28 @@ if __name__ == "__main__":
     stats = EpisodeStatistics(args.num_envs)
     game_curiosity = torch.zeros(args.num_envs, device=device)  # intrinsic rewards of each sub-env's current game
     recent_returns = deque(maxlen=20)
-    visited = VisitedPlaces(
-        args.env_id, args.num_envs
-    )  # rooms and places reached in training, where the game's RAM layout is known
-    global_step = 0
+    visited = VisitedPlaces(args.env_id, args.num_envs)  # rooms and places reached, where the RAM layout is known
+    learners = {"agent": agent, "rnd_model": rnd_model, "optimizer": optimizer, "visited_places": visited}
+    global_step, first_iteration = 0, 1
+    if exp.loaded_checkpoint:
+        checkpoint = exp.restore_run_state(learners)
+        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        (obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count) = checkpoint["rms"]
+        discounted_curiosity = checkpoint["discounted_curiosity"]
+        recent_returns.extend(checkpoint["recent_returns"])
     with exp:
-        envs.reset()
-        print(f"initialising the observation normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")
-        next_obs, next_done = random_play(
-            envs, args.num_steps * args.num_iterations_obs_norm_init, obs_rms, stats, action_rng, exp.raise_if_stopped
-        )
+        next_obs, next_done = envs.reset()[0], np.zeros(args.num_envs, dtype=bool)
+        if not exp.loaded_checkpoint:  # a resumed run has its normaliser
+            print(f"initialising the normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")
+            next_obs, next_done = random_play(
+                envs, args.num_steps * args.num_iterations_obs_norm_init, obs_rms, stats, action_rng, exp.raise_if_stopped
+            )
+            exp.restart_sps_clock()  # after the random play: SPS counts training only
         next_obs = torch.as_tensor(next_obs, device=device)
         frame_mean = torch.as_tensor(obs_rms.mean, dtype=torch.float32, device=device)
         frame_std = torch.as_tensor(np.sqrt(obs_rms.var), dtype=torch.float32, device=device)
 
-        exp.restart_sps_clock()  # after the random play: SPS counts training only
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -409,9 +421,9 @@ if __name__ == "__main__":
                     if len(ended):
                         ended_curiosity = game_curiosity[ended].cpu().numpy()
                         game_curiosity[ended] = 0.0
-                        game_places = visited.end_games(ended)
-                        for game_return, game_length, curiosity, places in zip(
-                            game_returns, game_lengths, ended_curiosity, game_places
+                        game_rooms, game_places = visited.rooms_of(ended), visited.end_games(ended)
+                        for game_return, game_length, curiosity, places, rooms in zip(
+                            game_returns, game_lengths, ended_curiosity, game_places, game_rooms
                         ):
                             recent_returns.append(game_return)
                             print(f"global_step={global_step}, episodic_return={float(game_return)}")
@@ -421,6 +433,7 @@ if __name__ == "__main__":
                             writer.add_scalar("charts/episode_curiosity_reward", curiosity, global_step)
                             if visited.known:
                                 writer.add_scalar("charts/episode_visited_places", places, global_step)
+                                writer.add_scalar("charts/episode_visited_rooms", rooms, global_step)
 
                 next_values = [value.cpu().numpy() for value in agent(next_obs)[1:]]
 
@@ -442,9 +455,7 @@ if __name__ == "__main__":
             # one flat batch of the rollout
             b_obs = obs.reshape((-1,) + obs_shape)
             b_next_frames = next_frames.reshape((-1,) + frame_shape)
-            b_logprobs = logprobs.reshape(-1)
-            b_actions = actions.reshape(-1)
-            b_ext_values = ext_values.reshape(-1)
+            b_logprobs, b_actions, b_ext_values = logprobs.reshape(-1), actions.reshape(-1), ext_values.reshape(-1)
             b_ext_returns = torch.as_tensor((ext_advantages + ext_values_np).reshape(-1), device=device)
             b_int_returns = torch.as_tensor((int_advantages + int_values_np).reshape(-1), device=device)
             b_advantages = args.int_coef * int_advantages + args.ext_coef * ext_advantages
@@ -487,11 +498,8 @@ if __name__ == "__main__":
                     mb_ext_returns = b_ext_returns[mb_inds]
                     if args.clip_vloss:
                         ext_v_loss_unclipped = (new_ext_values - mb_ext_returns) ** 2
-                        ext_v_clipped = b_ext_values[mb_inds] + torch.clamp(
-                            new_ext_values - b_ext_values[mb_inds],
-                            -args.clip_coef,
-                            args.clip_coef,
-                        )
+                        ext_v_change = (new_ext_values - b_ext_values[mb_inds]).clamp(-args.clip_coef, args.clip_coef)
+                        ext_v_clipped = b_ext_values[mb_inds] + ext_v_change
                         ext_v_loss_clipped = (ext_v_clipped - mb_ext_returns) ** 2
                         ext_v_loss = 0.5 * masked_mean(torch.max(ext_v_loss_unclipped, ext_v_loss_clipped), mb_valid)
                     else:
@@ -523,3 +531,8 @@ if __name__ == "__main__":
             if visited.known:
                 writer.add_scalar("charts/visited_rooms", len(visited.rooms), global_step)
                 writer.add_scalar("charts/visited_places", len(visited.places), global_step)
+
+            if exp.checkpoint_due(iteration):
+                rms = ((obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count))
+                state = {"iteration": iteration, "rms": rms, "discounted_curiosity": discounted_curiosity}
+                exp.save_checkpoint(global_step, state | {"recent_returns": list(recent_returns)}, learners)

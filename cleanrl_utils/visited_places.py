@@ -48,3 +48,25 @@ class VisitedPlaces:
         for env in envs:
             self.game_places[env] = set()
         return counts
+
+    def rooms_of(self, envs: np.ndarray) -> list[int]:
+        """How many rooms the current games of `envs` reached (call before `end_games`, which forgets them)."""
+        return [len({room for room, _, _ in self.game_places[env]}) for env in envs]
+
+    def state_dict(self) -> dict[str, list]:
+        """The run's rooms and places as plain data, for a checkpoint (the games under way are not kept)."""
+        return {"rooms": sorted(self.rooms), "places": [list(place) for place in sorted(self.places)]}
+
+    def load_state_dict(self, state: dict[str, list]) -> None:
+        """Take a `state_dict()`; the games of a resumed run start anew, with nothing reached. ValueError (nothing
+        changed) for anything else than whole numbers in [0, 255], places as (room, x cell, y cell)."""
+        if not isinstance(state, dict) or set(state) != {"rooms", "places"}:
+            raise ValueError("it is not the rooms and places a run reached")
+        rooms, places = state["rooms"], state["places"]
+        byte = lambda n: type(n) is int and 0 <= n < 256  # noqa: E731 (RAM bytes and the cells they give)
+        if not (isinstance(rooms, list) and isinstance(places, list) and all(byte(room) for room in rooms)):
+            raise ValueError("its rooms are not RAM bytes")
+        if not all(isinstance(p, list | tuple) and len(p) == 3 and all(byte(n) for n in p) for p in places):
+            raise ValueError("its places are not (room, x cell, y cell)")
+        self.rooms, self.places = set(rooms), {tuple(place) for place in places}
+        self.game_places = [set() for _ in self.game_places]

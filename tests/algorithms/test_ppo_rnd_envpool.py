@@ -161,11 +161,42 @@ def test_visited_places_count_rooms_and_cells_from_the_ram():
     assert places.end_games(np.array([0, 2])) == [2, 1]
     places.update(ram)
     assert places.end_games(np.array([0, 1])) == [1, 1] and len(places.places) == 3
+    # rooms per game: env 2 is in room 2; env 0 moves there too before its game ends
+    places.update(ram)
+    ram[0, 3] = 2
+    places.update(ram)
+    assert places.rooms_of(np.array([0, 1, 2])) == [2, 1, 1]
     # a game whose RAM layout is unknown counts nothing, whatever its RAM holds
     unknown = VisitedPlaces("Breakout-v5", 3)
     unknown.update(ram)
     assert not unknown.known and not unknown.places and unknown.end_games(np.array([0])) == [0]
     assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4", 1).known
+
+
+def test_visited_places_go_into_a_checkpoint_and_back_without_the_games_under_way(tmp_path):
+    from cleanrl_utils import plain_data
+    from cleanrl_utils.visited_places import VisitedPlaces
+
+    places = VisitedPlaces("MontezumaRevenge-v5", 2)
+    ram = np.zeros((2, 128), dtype=np.uint8)
+    ram[:, 3], ram[:, 42], ram[:, 43] = [1, 4], [10, 200], [150, 160]
+    places.update(ram)
+    with open(tmp_path / "saved", "wb") as saved:
+        plain_data.write(saved, places.state_dict())
+    resumed = VisitedPlaces("MontezumaRevenge-v5", 2)
+    resumed.update(ram[::-1].copy())  # a game under way in the fresh object: forgotten by the load
+    resumed.load_state_dict(plain_data.read(tmp_path / "saved"))
+    assert resumed.rooms == {1, 4} and resumed.places == {(1, 1, 18), (4, 25, 20)}
+    assert resumed.end_games(np.array([0, 1])) == [0, 0]  # the resumed run's games start anew
+    for bad in (
+        {"rooms": [1]},
+        {"rooms": [256], "places": []},
+        {"rooms": [1], "places": [[1, 2]]},
+        {"rooms": "1", "places": []},
+    ):
+        with pytest.raises(ValueError):
+            resumed.load_state_dict(bad)
+    assert resumed.rooms == {1, 4}  # a refused state changes nothing
 
 
 @pytest.mark.extended  # 18 s of one core: CI runs it after the quick run
@@ -188,3 +219,49 @@ def test_montezuma_run_logs_the_places_it_reached(tmp_path):
     games = scalars["charts/episode_visited_places"]
     assert [step for step, _ in games] == [step for step, _ in scalars["charts/episodic_return"]] == [240]
     assert 2 <= games[0][1] <= places[-1]
+
+
+@pytest.mark.extended  # ~40 s of one core: CI runs it after the quick run
+def test_a_resumed_run_keeps_what_it_learned_and_reached_and_plays_new_games(tmp_path):
+    """envpool cannot save its games: a resumed run restores the agent, the predictor (and its fixed target), the
+    optimiser, both normalisers, the discounted intrinsic sums and the rooms and places reached, skips the random
+    play, and starts new games from other env seeds. 4 iterations of 4 envs x 32 steps, a checkpoint every 2,
+    resumed twice from its first checkpoint (step 256), each time from a copy of the run folder."""
+    pytest.importorskip("envpool")
+    import shutil
+
+    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.tensorboard_reader import read_scalars
+    from tests.helpers import run_in_process
+
+    args = ("--num-envs", "4", "--num-steps", "32", "--total-timesteps", "512", "--num-iterations-obs-norm-init", "1")
+    first = run_in_process("ppo_rnd_envpool.py", *args, "--checkpoint-frequency", "2", cwd=tmp_path / "first", timeout_s=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = ckpt.read(first.run_dir / "checkpoints" / "checkpoint_256.pt")
+    logs = []
+    for copy in ("a", "b"):
+        shutil.copytree(tmp_path / "first", tmp_path / copy)
+        run_dir = tmp_path / copy / "runs" / first.run_dir.name
+        resumed = run_in_process(
+            "ppo_rnd_envpool.py", "--resume", str(run_dir / "checkpoints" / "checkpoint_256.pt"), cwd=tmp_path / copy,
+            timeout_s=300,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert "random steps" not in resumed.stdout  # the normaliser came from the checkpoint
+        logs.append({tag: series for tag, series in read_scalars(run_dir).items() if tag != "charts/SPS"})
+        # the optimiser went on from its state: 4 iterations x 4 epochs x 4 minibatches of Adam steps
+        state = ckpt.read(run_dir / "checkpoints" / "checkpoint_512.pt")
+        assert {float(param["step"]) for param in state["optimizer"]["state"].values()} == {64.0}
+        assert state["rms"][0][2] > saved["rms"][0][2]  # the frame statistics went on counting
+        assert set(map(tuple, state["visited_places"]["places"])) >= set(map(tuple, saved["visited_places"]["places"]))
+    assert logs[0] == logs[1], "resuming the same checkpoint twice gives the same run"
+    uninterrupted = {tag: series for tag, series in read_scalars(first.run_dir).items() if tag != "charts/SPS"}
+    assert {tag: [(s, v) for s, v in series if s <= 256] for tag, series in logs[0].items()} == {
+        tag: [(s, v) for s, v in series if s <= 256] for tag, series in uninterrupted.items()
+    }, "what was logged up to the checkpoint stays"
+    assert [s for s, _ in logs[0]["losses/fwd_loss"]] == [128, 256, 384, 512], "it trained to the end"
+    # new games: the values it acts on differ from the uninterrupted run's after the checkpoint
+    assert logs[0]["losses/value_loss"][2:] != uninterrupted["losses/value_loss"][2:]
+    # the places reached carry over: never fewer than at the checkpoint
+    at_checkpoint = dict(uninterrupted["charts/visited_places"])[256]
+    assert all(value >= at_checkpoint for step, value in logs[0]["charts/visited_places"] if step > 256)

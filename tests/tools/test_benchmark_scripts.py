@@ -860,24 +860,34 @@ def test_selfplay_benchmark_trains_with_snapshots_then_plays_its_matches(tmp_pat
     assert "not complete" in table.splitlines()[-1]
 
 
-def test_rnd_exploration_compares_places_reached_with_and_without_the_bonus(tmp_path):
+def test_rnd_exploration_judges_the_places_each_run_reached_with_and_without_the_bonus(tmp_path):
     from benchmark.checks import rnd_exploration as bench
 
-    runs = bench.learning_runs(tmp_path, [1, 2])
-    # both arms of a seed before the next seed, the same flags but the intrinsic coefficient
-    assert [(run.seed, run.args[-1]) for run in runs] == [(1, "1.0"), (1, "0.0"), (2, "1.0"), (2, "0.0")]
+    runs = bench.learning_runs(tmp_path, [1, 2, 3])
+    # both arms of a seed before the next seed, the same flags but the intrinsic coefficient; resumable
+    assert [(run.seed, run.args[-1]) for run in runs] == [(s, c) for s in (1, 2, 3) for c in ("1.0", "0.0")]
     assert runs[0].args[:-1] == runs[1].args[:-1] and runs[0].env_id == "MontezumaRevenge-v5"
-    per_game = {("rnd", 1): 60, ("rnd", 2): 50, ("no_intrinsic", 1): 30, ("no_intrinsic", 2): 34}
-    for (arm, seed), places in per_game.items():
-        summary = {"arm": arm, "seed": seed, "steps": 200_704, "visited_places": 190, "visited_rooms": 1,
-                   "episodic_returns": [0.0, 100.0], "game_places": [5] * 30 + [places] * 20, "sps": 120}  # fmt: skip
+    assert {run.checkpoint_every for run in runs} == {bench.CHECKPOINT_EVERY}
+    assert runs[0].args[runs[0].args.index("--total-timesteps") + 1] == "2000000"
+    totals = {("rnd", 1): 260, ("rnd", 2): 240, ("rnd", 3): 201, ("no_intrinsic", 1): 190, ("no_intrinsic", 2): 200}
+    totals[("no_intrinsic", 3)] = 185
+    for (arm, seed), places in totals.items():
+        summary = {"arm": arm, "seed": seed, "steps": 1_998_848, "visited_places": places, "visited_rooms": 2,
+                   "episodic_returns": [0.0] * 90 + [100.0] * 10, "game_places": [5] * 30 + [40] * 100,
+                   "game_rooms": [1] * 80 + [2] * 20, "sps": 120}  # fmt: skip
         bench.result_path(tmp_path, arm, seed).write_text(json.dumps(summary))
-    table = bench.report(tmp_path)  # places per game over the last 20 games only
-    assert "| rnd | 1 | 200k | 60.0 | 190 | 1 | 2 | 50.0 | 120 |" in table
-    assert "with RND 55.0, without 32.0 (1.72×). Every RND seed above every seed without: yes." in table
-    summary["game_places"] = [50.0] * 20  # no_intrinsic seed 2 ties RND's seed 2: not above
-    bench.result_path(tmp_path, "no_intrinsic", 2).write_text(json.dumps(summary))
-    assert "Every RND seed above every seed without: **no**." in bench.report(tmp_path)
+    # a summary of another budget (the 200k runs of 2026-12) is not read
+    old = {**summary, "visited_places": 999}
+    (tmp_path / "ppo_rnd_envpool__rnd__MontezumaRevenge-v5__200000__1.json").write_text(json.dumps(old))
+    table = bench.report(tmp_path)
+    assert "| rnd | 1 | 1998k | 260 | 2 | 40.0 | 1.20 | 100 | 10 | 10.0 | 120 |" in table  # per game: the last 100 games
+    assert "999" not in table
+    assert table.endswith("with RND 234, without 192. Every RND seed above every seed without (the verdict): yes: passes.")
+    summary["visited_places"] = 201  # no_intrinsic seed 3 ties RND's seed 3: not above
+    bench.result_path(tmp_path, "no_intrinsic", 3).write_text(json.dumps(summary))
+    assert bench.report(tmp_path).endswith("**no**: fails.")
+    bench.result_path(tmp_path, "rnd", 2).unlink()  # a seed short of an arm: no verdict yet
+    assert "verdict" not in bench.report(tmp_path)
 
 
 # A typo in --only used to select nothing, run nothing and exit 0; each script's names, per command
