@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 54's long runs: the four README rows that fail their check, each at the budget its check now runs.
+#   lane A: self-play Pong (3 seeds x 4M agent steps, then the matches), then ppo_trxl MiniGrid-MemoryS9 (2M, 2 seeds,
+#           with and without memory), then RND seeds 1 and 2 (2M steps, with and without the bonus)
+#   lane B: QDagger (one dqn_atari teacher, the PyTorch and JAX students on seeds 1-6, DQN from scratch), then RND seed 3
+# Two runs at a time (one per lane), one thread each, at nice 19. Run it again after any stop: every check skips what
+# is done and resumes its runs from their newest checkpoints. Estimated core-hours (from the SPS recorded in each
+# check's docstring): self-play ~42, trxl ~18, QDagger ~34, RND ~33; ~64 h on two cores.
+# A stop: kill -TERM <this script's pid>; each lane's checks stop their runs (logs kept, checkpoints on disk).
+# ISSUE54_DRY_RUN=1 prints what would run and runs nothing.
+set -u
+PIN=6da633b  # the commit every run of this queue uses
+TREE=$HOME/runs/tree54
+OUT=$HOME/runs/issue54
+VENV=${ISSUE54_VENV:-/work/main/.venv}
+REPO=${ISSUE54_REPO:-/work/main}
+
+if [ ! -d "$TREE" ]; then
+    git -C "$REPO" worktree add --detach "$TREE" "$PIN" || { echo "issue54: cannot make the worktree $TREE at $PIN" >&2; exit 2; }
+fi
+head=$(git -C "$TREE" rev-parse --short=7 HEAD)
+if [ "$head" != "${PIN:0:7}" ] || [ -n "$(git -C "$TREE" status --porcelain --untracked-files=no)" ]; then
+    echo "issue54: $TREE is at $head or has edits; the queue runs only from a clean $PIN" >&2
+    exit 2
+fi
+mkdir -p "$OUT"
+cd "$TREE" || exit 2
+. "$VENV/bin/activate"
+export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl PYTHONUNBUFFERED=1
+export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+run() {  # one check command of a lane, logged; a failed one is said and the lane goes on
+    echo "$(date -u +%FT%TZ) start: $*"
+    if [ -n "${ISSUE54_DRY_RUN:-}" ]; then return 0; fi
+    nice -n 19 python "$@"
+    echo "$(date -u +%FT%TZ) exit $?: $*"
+}
+
+lane_a() {
+    run benchmark/checks/pettingzoo_pong_selfplay.py run --workers 1 --out "$OUT/selfplay"
+    run benchmark/checks/pettingzoo_pong_selfplay.py evaluate --out "$OUT/selfplay"
+    run benchmark/checks/trxl_memory.py run --only MiniGrid-MemoryS9-v0 --workers 1 --threads 1 --out "$OUT/trxl"
+    run benchmark/checks/rnd_exploration.py run --seeds 1 2 --workers 1 --threads 1 --out "$OUT/rnd"
+}
+
+lane_b() {
+    run benchmark/checks/qdagger_reincarnation.py run --workers 1 --out "$OUT/qdagger"
+    run benchmark/checks/rnd_exploration.py run --seeds 3 --workers 1 --threads 1 --out "$OUT/rnd"
+}
+
+# each lane in a process group of its own, so that a stop reaches the checks and, through them, their runs
+export -f run lane_a lane_b
+export OUT
+setsid bash -c lane_a >>"$OUT/lane_a.log" 2>&1 &
+a=$!
+setsid bash -c lane_b >>"$OUT/lane_b.log" 2>&1 &
+b=$!
+trap 'kill -TERM -- -$a -$b 2>/dev/null; wait; exit 130' TERM INT
+wait
+echo "$(date -u +%FT%TZ) issue54: both lanes ended; the reports:"
+for check in "pettingzoo_pong_selfplay.py report --out $OUT/selfplay" "trxl_memory.py report --out $OUT/trxl" \
+    "qdagger_reincarnation.py report --out $OUT/qdagger" "rnd_exploration.py report --out $OUT/rnd"; do
+    echo "python benchmark/checks/$check"
+    [ -n "${ISSUE54_DRY_RUN:-}" ] || python benchmark/checks/$check
+done
