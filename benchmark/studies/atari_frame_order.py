@@ -7,8 +7,8 @@ The original CleanRL (Gymnasium 0.29 wrappers) takes RGB frames from the ALE, `M
 RGB frames, `ResizeObservation` resizes the RGB frame to 84x84 (OpenCV, INTER_AREA) and `GrayScaleObservation`
 turns it gray (OpenCV's RGB-to-gray). Three orders of those steps:
 
-- `original`: max on RGB, resize the RGB frame, then gray (the original's order);
-- `gray_after_max`: max on RGB, gray, then resize (SB3's `WarpFrame`; the order the Atari files use since issue 55);
+- `original`: max on RGB, resize the RGB frame, then gray (the original's order; the Atari files' since issue 55);
+- `gray_after_max`: max on RGB, gray, then resize (SB3's `WarpFrame`);
 - `gray_max`: gray frames from the emulator (`obs_type="grayscale"`), max on gray, then resize (before issue 55).
 
 Frames: each game is reset with one seed and played with one sequence of random actions through each order (the
