@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Issue 53's 27 runs: TD3, DDPG and SAC (the JAX files, measured faster than their torch twins) on Hopper-v4,
+# HalfCheetah-v4 and Walker2d-v4, seeds 1-3, 1M steps each, two at a time, one thread each, at nice 19, from a
+# worktree pinned at the commit they started on. Run it again after any stop: each benchmark continues from its log
+# folder (finished runs skipped, the others resumed from their newest checkpoint, every 25k steps).
+# Then: python -m benchmark.checks.mujoco_1m collect --runs $HOME/runs/tree/runs && python -m benchmark.checks.mujoco_1m report
+set -u
+PIN=c105263  # the commit every run of this queue uses
+TREE=$HOME/runs/tree
+OUT=$HOME/runs/mujoco_1m
+VENV=${MUJOCO_1M_VENV:-/work/main/.venv}
+REPO=${MUJOCO_1M_REPO:-/work/main}
+
+if [ ! -d "$TREE" ]; then
+    git -C "$REPO" worktree add --detach "$TREE" "$PIN" || { echo "mujoco_1m: cannot make the worktree $TREE at $PIN" >&2; exit 2; }
+fi
+head=$(git -C "$TREE" rev-parse --short=7 HEAD)
+if [ "$head" != "${PIN:0:7}" ] || [ -n "$(git -C "$TREE" status --porcelain --untracked-files=no)" ]; then
+    echo "mujoco_1m: $TREE is at $head or has edits; the queue runs only from a clean $PIN" >&2
+    exit 2
+fi
+cd "$TREE" || exit 2
+. "$VENV/bin/activate"
+export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl
+export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+for algo in td3 ddpg sac; do
+    nice -n 19 python -m cleanrl_utils.benchmark --env-ids Hopper-v4 HalfCheetah-v4 Walker2d-v4 --num-seeds 3 --workers 2 \
+        --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
+        --log-dir "$OUT/logs/$algo"
+done
