@@ -234,7 +234,9 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
         raise EnvStateError(f"the checkpoint sets {_where(layer, name)} to a path this run does not use")
     if name in vars(layer) and not _same_kind(value, fresh):
         shown = _kind(value) + (f" {value.shape}" if isinstance(value, np.ndarray) else "")
-        raise EnvStateError(f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}")
+        raise EnvStateError(
+            f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}"
+        )
     if isinstance(value, np.random.Generator) and _same_generator_kind(fresh, value):
         fresh.bit_generator.state = value.bit_generator.state  # into the generator others may hold too
     else:
@@ -259,12 +261,14 @@ def _kind(value: Any) -> str:
 
 def _same_kind(saved: Any, fresh: Any) -> bool:
     """Whether a saved value may replace the fresh env's value: anything where the fresh env holds None (set on its
-    first reset, which a resumed env skips), else one of its kind, so that the env's next step cannot fail on it: a
+    first reset, which a resumed env skips), else one of its kind, never a type the env does not hold there: a
     number for a number (int, float or NumPy's), a bool for a bool, an array of the same dtype and shape (any shape
     where the fresh array is 0-d: some wrappers size their arrays at the first reset), a container of the same type
-    (what it holds is not compared)."""
+    (and length, where the fresh one holds items; what it holds is not compared)."""
     if isinstance(fresh, np.ndarray) and fresh.ndim and isinstance(saved, np.ndarray) and saved.shape != fresh.shape:
         return False
+    if isinstance(fresh, list | tuple) and fresh and type(saved) is type(fresh) and len(saved) != len(fresh):
+        return False  # one item per sub-env (a vector env's observations)
     return fresh is None or _kind(saved) == _kind(fresh)
 
 

@@ -14,15 +14,19 @@ checkpoint is hostile, fail rather than fall back to the older one.
 | the evaluators | each zoo entry's evaluator, as scripts and enjoy call it |
 | the QDagger teachers (torch, JAX) | the scripts' `--teacher-model-path` |
 | `benchmark/checks/trxl_memory.py cue`, `cleanrl/ppo_trxl/enjoy.py --name` | their command lines |
+| `benchmark/checks/cartpole_failure_modes.py` | its command line |
 """
 
+import collections
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -210,6 +214,89 @@ def test_an_env_snapshot_puts_state_into_the_fresh_envs_objects_only():
         env_state.restore(fresh, snapshot)
 
 
+def stepped_cartpoles():
+    """Two CartPoles as ppo.py makes them, 30 steps into a run."""
+    from cleanrl import ppo
+
+    envs = ppo.make_vector_env("CartPole-v1", 2, False, "unused")
+    envs.reset(seed=1)
+    envs.action_space.seed(1)
+    for _ in range(30):
+        envs.step(envs.action_space.sample())
+    return envs
+
+
+def snapshot_positions(layers: list, where: tuple = ()) -> list[tuple]:
+    """Where a value or object sits in a snapshot: (layer, "values" or "objects", name), sub-envs' layers too."""
+    found = []
+    for index, layer in enumerate(layers):
+        found += [(*where, index, field, name) for field in ("values", "objects") for name in layer[field]]
+        for sub, sub_layers in enumerate(layer["sub_envs"] or []):
+            found += snapshot_positions(sub_layers, (*where, index, "sub_envs", sub))
+    return found
+
+
+def with_value(tree, position: tuple, value):
+    if not position:
+        return value
+    head, rest = position[0], position[1:]
+    copy = dict(tree) if isinstance(tree, dict) else list(tree)
+    copy[head] = with_value(tree[head], rest, value)
+    return copy
+
+
+def at(tree, position: tuple):
+    for key in position:
+        tree = tree[key]
+    return tree
+
+
+# of another kind than any CartPole attribute holds, or a malformed object state
+MISFITS = [-1, "x", [], {"kind": ["x"]}, np.zeros(3), collections.deque([1.0], maxlen=7), True]
+
+
+def test_an_env_snapshot_of_the_wrong_kinds_is_refused_in_one_line_or_steps_on():
+    """Each value and object of a real snapshot replaced by each misfit: the restore refuses it (EnvStateError, one
+    line) or the env steps on with it; no other error from the restore, none from the next steps where the fresh env
+    held a value (where it held None, before its first reset, any plain value goes: a known limit)."""
+    snapshot = env_state.snapshot(stepped_cartpoles())
+    positions = snapshot_positions(snapshot)
+    assert len(positions) > 40  # both sub-envs' layers were walked
+    fresh_values = {position: at(env_state.snapshot(stepped_cartpoles()), position) for position in positions}
+    for position in positions:
+        for misfit in MISFITS:
+            hostile_snapshot = plain_data.loads(plain_data.dumps(with_value(snapshot, position, misfit)))
+            envs = stepped_cartpoles()
+            try:
+                env_state.restore(envs, hostile_snapshot)
+            except env_state.EnvStateError as e:
+                assert "\n" not in str(e)
+                continue
+            if fresh_values[position] is not None:
+                for _ in range(3):
+                    envs.step(envs.action_space.sample())
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        {"python": (3, (2**70,) * 625, None)},  # beyond a C unsigned long: OverflowError in random.setstate
+        {"python": (3, tuple(range(624)) + (624,), "not a float")},  # random.setstate takes it; random.gauss fails
+        {"numpy": ("MT19937", np.zeros(624, np.uint32), 2**70, 0, 0.0)},
+        {"numpy": ("MT19937", np.zeros(3, np.uint32), 0, 0, 0.0)},
+        {"torch": torch.zeros(5)},
+    ],
+    ids=["python-overflow", "python-gauss", "numpy-overflow", "numpy-short", "torch-floats"],
+)
+def test_random_states_that_do_not_fit_are_refused_in_one_line(stream):
+    saved = ckpt.rng_state()
+    try:
+        with pytest.raises(ckpt.RefusedCheckpoint, match="random states are not valid"):
+            ckpt.set_rng_state(plain_data.loads(plain_data.dumps({**saved, **stream})))
+    finally:
+        ckpt.set_rng_state(saved)
+
+
 # ---------------------------------------------------------------- model files: enjoy, the evaluators
 
 
@@ -301,6 +388,31 @@ def test_each_evaluator_refuses_every_hostile_model_file(exp_name, tmp_path, mon
         assert marker is None or not marker.exists(), f"{exp_name}'s evaluator ran code from a {kind} file"
 
 
+@pytest.mark.parametrize("exp_name", ["dqn_jax", "ddpg_continuous_action_jax", "dqn"])
+def test_an_evaluator_given_a_fifo_or_a_device_refuses_it_without_waiting(exp_name, tmp_path, monkeypatch):
+    """Opening a FIFO for reading waits for a writer, /dev/zero never ends: the evaluators read regular files only."""
+    monkeypatch.chdir(tmp_path)
+    evaluate, model_class, make_env = ZOO[exp_name].load()
+    os.mkfifo(fifo := tmp_path / "fifo.cleanrl_model")
+    (zeros := tmp_path / "zeros.cleanrl_model").symlink_to("/dev/zero")
+
+    def waited(signum, frame):
+        raise TimeoutError("the evaluator waited on the file")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    try:
+        for path in (fifo, zeros):
+            signal.alarm(120)  # a wait would be endless: cut it short as a failure (building the env takes seconds)
+            with pytest.raises(ValueError, match="not a regular file"):
+                evaluate(
+                    str(path), make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
+                    Model=model_class, device=torch.device("cpu"), capture_video=False, seed=1, **ZOO[exp_name].eval_kwargs,
+                )  # fmt: skip
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # ---------------------------------------------------------------- the QDagger teachers
 
 
@@ -340,6 +452,25 @@ def test_trxl_cue_refuses_every_hostile_file(kind, tmp_path, monkeypatch, capsys
         bench.main()
     assert stopped.value.code == 2
     assert_one_error_line(capsys.readouterr().err, f"trxl_memory.py: error: cue: {path} is not a ppo_trxl.py checkpoint")
+    assert marker is None or not marker.exists()
+
+
+@pytest.mark.parametrize("kind", CODE_RUNNING + ["fifo", "zip_entry_claims_4gb"])
+def test_cartpole_failure_modes_refuses_every_hostile_model_file(kind, tmp_path, monkeypatch, capsys):
+    from benchmark.checks import cartpole_failure_modes as tool
+
+    marker = None
+    if kind in hostile.CODE_RUNNING:
+        path, marker = hostile_file(kind, tmp_path, "pqn.cleanrl_model")
+    elif kind == "fifo":
+        os.mkfifo(path := tmp_path / "pqn.cleanrl_model")
+    else:
+        (path := tmp_path / "pqn.cleanrl_model").write_bytes(hostile.MALFORMED_MODEL_FILES[kind])
+    monkeypatch.setattr(sys, "argv", ["cartpole_failure_modes.py", str(path), "--episodes", "1"])
+    with pytest.raises(SystemExit) as stopped:
+        tool.main()
+    assert stopped.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, f"cartpole_failure_modes.py: error: {path} is not a pqn.py CartPole")
     assert marker is None or not marker.exists()
 
 
