@@ -477,6 +477,23 @@ def test_cartpole_failure_modes_refuses_every_hostile_model_file(kind, tmp_path,
     assert marker is None or not marker.exists()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [{"env_id": "MiniGrid-MemoryS7-v0", 1: 2}, {"env_id": "MiniGrid-MemoryS7-v0"}],
+    ids=["a-key-that-is-no-name", "arguments-missing"],
+)
+def test_trxl_cue_refuses_a_checkpoint_whose_network_cannot_be_built(args, tmp_path, monkeypatch, capsys):
+    from benchmark.checks import trxl_memory as bench
+
+    path = tmp_path / "checkpoint_100.pt"
+    path.write_bytes(plain_data.dumps({"args": args, "agent": {"weight": torch.zeros(1)}}))
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(path), "--episodes", "1"])
+    with pytest.raises(SystemExit) as stopped:
+        bench.main()
+    assert stopped.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, f"trxl_memory.py: error: cue: {path} holds no ppo_trxl.py network")
+
+
 @pytest.mark.parametrize("kind", CODE_RUNNING)
 def test_trxl_enjoy_refuses_every_hostile_model_file(kind, tmp_path):
     wrap = lambda payload: {"args": {"env_id": "CartPole-v1"}, "model_weights": payload, "max_episode_steps": 500}  # noqa: E731
