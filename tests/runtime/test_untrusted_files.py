@@ -11,6 +11,7 @@ checkpoint is hostile, fail rather than fall back to the older one.
 |---|---|
 | `--resume FILE`, `--resume FOLDER` | ppo.py, in this process (`run_in_process`) |
 | `python -m cleanrl_utils.enjoy --model-path` | `enjoy.main` |
+| `python -m cleanrl_utils.enjoy` from the Hub | a fake Hub serving each file (`extended`) |
 | the evaluators | each zoo entry's evaluator, as scripts and enjoy call it |
 | the QDagger teachers (torch, JAX) | the scripts' `--teacher-model-path` |
 | `benchmark/checks/trxl_memory.py cue`, `cleanrl/ppo_trxl/enjoy.py --name` | their command lines |
@@ -134,6 +135,10 @@ def test_links_and_special_files_in_a_run_folder_are_refused(run_folder, tmp_pat
         ckpt.load(folder)
     fifo.unlink()
     (folder / "checkpoints" / "checkpoint_99999.pt").symlink_to("/dev/zero")  # endless
+    with pytest.raises(ckpt.RefusedCheckpoint, match="not a regular file"):
+        ckpt.load(folder)
+    (folder / "checkpoints" / "checkpoint_99999.pt").unlink()
+    (folder / "checkpoints" / "checkpoint_99999.pt").mkdir()  # a folder named like the newest checkpoint
     with pytest.raises(ckpt.RefusedCheckpoint, match="not a regular file"):
         ckpt.load(folder)
 
@@ -348,6 +353,27 @@ def test_enjoy_refuses_every_hostile_model_file(exp_name, tmp_path, monkeypatch,
         assert stopped.value.code == 2, kind
         assert_one_error_line(capsys.readouterr().err, f"enjoy: error: {path} is not a model file saved by an algorithm")
         assert marker is None or not marker.exists(), kind
+
+
+@pytest.mark.extended  # five enjoy processes, 30-60 s of one core: CI runs it after the quick run
+def test_enjoy_refuses_every_hostile_model_file_downloaded_from_the_hub(tmp_path):
+    """The Hub path: the file `enjoy` downloads into the Hub cache goes through the same checks as --model-path."""
+    from tests.fixtures.fake_hub import FakeHub
+    from tests.tools.test_zoo import run_enjoy
+
+    hub = FakeHub().start()
+    try:
+        for seed, (kind, path, marker) in enumerate(model_file_kinds(tmp_path / "files")):
+            if marker is None:
+                continue
+            hub.repos[f"tester/CartPole-v1-dqn-seed{seed}"] = {"dqn.cleanrl_model": path.read_bytes()}
+            hub_env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": hub.token}
+            run = run_enjoy("--exp-name", "dqn", "--hf-entity", "tester", "--seed", str(seed), cwd=tmp_path, **hub_env)
+            assert run.returncode == 2, (kind, run.stderr)
+            assert_one_error_line(run.stderr, "enjoy: error: ")
+            assert "is not a model file saved by an algorithm script" in run.stderr and not marker.exists(), kind
+    finally:
+        hub.stop()
 
 
 def evaluation_env(exp_name: str) -> str:
