@@ -17,8 +17,9 @@ resumed state. Only MiniGrid's grid objects are built from the file, from their 
 
 `restore` checks the file's side: the same wrapper classes in the same order, attribute names that are plain
 names and hide nothing of the layer's class, each known object of the class the fresh layer holds there, arrays
-of the shapes and dtypes the fresh objects have, and no path (a string with `/`) other than the fresh env's own:
-a snapshot can set values, but cannot point a run's files elsewhere.
+of the shapes and dtypes the fresh objects have, each value of the kind the fresh layer holds under its name
+(`_same_kind`), and no path (a string with `/`) other than the fresh env's own: a snapshot can set values, but
+cannot point a run's files elsewhere.
 """
 
 from __future__ import annotations
