@@ -263,7 +263,7 @@ if __name__ == "__main__":
                 exp.save_checkpoint(next_step, {"global_step": global_step, **state}, learners)
 
         if args.save_model:
-            torch.save((actor.state_dict(), qf1.state_dict()), exp.model_path)
+            exp.save_model((actor.state_dict(), qf1.state_dict()))
             episodic_returns = evaluate_deterministic_actor(
                 exp.model_path,
                 make_env,
