@@ -262,7 +262,8 @@ def _kind(value: Any) -> str:
 
 def _same_kind(saved: Any, fresh: Any) -> bool:
     """Whether a saved value may replace the fresh env's value: anything where the fresh env holds None (set on its
-    first reset, which a resumed env skips), else one of its kind, never a type the env does not hold there: a
+    first reset, which a resumed env skips), None anywhere (envs set values back to None: a wrapper's last step
+    before a reset), else one of its kind, never a type the env does not hold there: a
     number for a number (int, float or NumPy's), a bool for a bool, an array of the same dtype and shape (any shape
     where the fresh array is 0-d: some wrappers size their arrays at the first reset), a container of the same type
     (and length, where the fresh one holds items; what it holds is not compared)."""
@@ -270,7 +271,7 @@ def _same_kind(saved: Any, fresh: Any) -> bool:
         return False
     if isinstance(fresh, list | tuple) and fresh and type(saved) is type(fresh) and len(saved) != len(fresh):
         return False  # one item per sub-env (a vector env's observations)
-    return fresh is None or _kind(saved) == _kind(fresh)
+    return fresh is None or saved is None or _kind(saved) == _kind(fresh)
 
 
 def _same_generator_kind(fresh: Any, saved: np.random.Generator) -> bool:
