@@ -8,12 +8,16 @@
 # CHAIN_DRY_RUN=1 prints the order and runs each queue's own dry run (ISSUE54_DRY_RUN, FRAMES_RLOPS_DRY_RUN);
 # mujoco_1m.sh has no dry run, so it is only named.
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd -P)
 QUEUES=(mujoco_1m.sh issue54.sh frames_rlops.sh)
 DRY=${CHAIN_DRY_RUN:-}
 
-running() {  # pids of other processes running this queue script (this chain's own children are started after)
-    pgrep -f "bash .*benchmark/queues/$1" | grep -vx "$$"
+running() {  # pids of processes running this folder's queue script $1, by whatever path they were started
+    local pid script
+    for pid in $(pgrep -f "queues/$1\$"); do
+        script=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep "queues/$1\$" | head -n 1)
+        [ "$(cd "/proc/$pid/cwd" 2>/dev/null && realpath -m "$script")" = "$HERE/$1" ] && echo "$pid"
+    done
 }
 
 child= sleeper=
