@@ -9,7 +9,7 @@
 # A stop: kill -TERM <this script's pid>; each lane's checks stop their runs (logs kept, checkpoints on disk).
 # ISSUE54_DRY_RUN=1 prints what would run and runs nothing.
 set -u
-PIN=6da633b  # the commit every run of this queue uses
+PIN=e4bceb1  # the commit every run of this queue uses (QDagger students and teacher on the same frames)
 TREE=$HOME/runs/tree54
 OUT=$HOME/runs/issue54
 VENV=${ISSUE54_VENV:-/work/main/.venv}
@@ -51,9 +51,12 @@ lane_b() {
 # each lane in a process group of its own, so that a stop reaches the checks and, through them, their runs
 export -f run lane_a lane_b
 export OUT
-setsid bash -c lane_a >>"$OUT/lane_a.log" 2>&1 &
+start_lane() {  # into its log; a dry run prints instead, leaving the logs alone
+    if [ -n "${ISSUE54_DRY_RUN:-}" ]; then setsid bash -c "$1" & else setsid bash -c "$1" >>"$OUT/$1.log" 2>&1 & fi
+}
+start_lane lane_a
 a=$!
-setsid bash -c lane_b >>"$OUT/lane_b.log" 2>&1 &
+start_lane lane_b
 b=$!
 trap 'kill -TERM -- -$a -$b 2>/dev/null; wait; exit 130' TERM INT
 wait

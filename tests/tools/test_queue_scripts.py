@@ -3,6 +3,7 @@ and sleeps), a shared clone of this repository and a HOME under tmp_path: the pi
 that a stop leaves no run behind. The real runs take hours; these take seconds."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from tests.helpers import REPO
 
 QUEUES = REPO / "benchmark" / "queues"
 BEFORE, AFTER = "0ae9cd3", "66d80a2"  # frames_rlops.sh's pins: 66d80a2^ and the frame change
+ISSUE54_PIN = re.search(r"^PIN=(\w+)", (QUEUES / "issue54.sh").read_text(), re.M).group(1)
 STUB_PYTHON = """#!/usr/bin/env bash
 echo "$PWD|${PYTHONPATH:-}|${WANDB_TAGS:-}|${OMP_NUM_THREADS:-}|$(nice)|$*" >> "$STUB_LOG"
 echo $$ >> "$STUB_PIDS"
@@ -34,21 +36,24 @@ def stub_venv(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def queue_env(tmp_path: Path) -> dict[str, str]:
-    """frames_rlops.sh's environment: stub venv, a clone of this repository holding both pins, HOME in tmp_path."""
+    """The queues' environment: stub venv, a clone of this repository holding their pins, HOME in tmp_path."""
     clone = tmp_path / "repo"
     made = subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(REPO), str(clone)], capture_output=True)
     has_pins = made.returncode == 0 and all(
         subprocess.run(["git", "-C", str(clone), "cat-file", "-e", f"{pin}^{{commit}}"], capture_output=True).returncode == 0
-        for pin in (BEFORE, AFTER)
+        for pin in (BEFORE, AFTER, ISSUE54_PIN)
     )
     if not has_pins:
-        pytest.skip(f"this checkout lacks the pinned commits {BEFORE} and {AFTER} (a shallow clone)")
+        pytest.skip(f"this checkout lacks the pinned commits {BEFORE}, {AFTER}, {ISSUE54_PIN} (a shallow clone)")
     (tmp_path / "home").mkdir()
+    venv = str(stub_venv(tmp_path))
     return {
         **os.environ,
         "HOME": str(tmp_path / "home"),
-        "FRAMES_RLOPS_VENV": str(stub_venv(tmp_path)),
+        "FRAMES_RLOPS_VENV": venv,
         "FRAMES_RLOPS_REPO": str(clone),
+        "ISSUE54_VENV": venv,
+        "ISSUE54_REPO": str(clone),
         "STUB_LOG": str(tmp_path / "calls.log"),
         "STUB_PIDS": str(tmp_path / "pids"),
     }
@@ -127,6 +132,29 @@ def test_frames_rlops_stopped_ends_both_sides_runs(queue_env):
     assert queue.wait(timeout=60) == 130
     wait_for(lambda: alive(queue_env) == [], seconds=10)
     assert len(calls(queue_env)) == 2  # no gate after a stop
+
+
+def test_issue54_runs_its_two_lanes_from_its_pin_then_the_reports(queue_env):
+    out = Path(queue_env["HOME"]) / "runs" / "issue54"
+    done = subprocess.run(["bash", str(QUEUES / "issue54.sh")], env=queue_env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    tree = Path(queue_env["HOME"]) / "runs" / "tree54"
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True)
+    assert head.stdout.strip() == ISSUE54_PIN[:7]
+    checks = [call[5] for call in calls(queue_env)]
+    assert all(call[0] == call[1] == str(tree) and call[3] == "1" for call in calls(queue_env))
+    assert sum(" run " in check for check in checks) == 5 and sum(" report " in check for check in checks) == 4
+    assert checks[-4:] == [c for c in checks if " report " in c]  # the reports once both lanes have ended
+    assert len((out / "lane_a.log").read_text().splitlines()) == 8  # 4 checks, a start and an exit line each
+
+
+def test_issue54_dry_run_runs_nothing_and_leaves_the_lane_logs_alone(queue_env):
+    done = subprocess.run(
+        ["bash", str(QUEUES / "issue54.sh")], env={**queue_env, "ISSUE54_DRY_RUN": "1"}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(" start: ") == 6 and calls(queue_env) == []
+    assert sorted(p.name for p in (Path(queue_env["HOME"]) / "runs" / "issue54").iterdir()) == []
 
 
 @pytest.fixture
