@@ -66,6 +66,26 @@ def test_every_logged_tag_is_documented(name):
     assert not undocumented, f"{name} logs {sorted(undocumented)} without documenting them"
 
 
+def resumes(name: str) -> bool:
+    """Whether the script has `--resume` (an `Args` field), read from its source."""
+    return re.search(r"^    resume: str \| None = None$", (REPO / "cleanrl" / name).read_text(), re.MULTILINE) is not None
+
+
+@pytest.mark.parametrize("name", ALGORITHM_FILES)
+def test_each_file_section_says_whether_the_file_resumes(name):
+    page = docs_page(name).read_text()
+    section = page.split(f"## `{Path(name).name}`", 1)[1].split("\n## ", 1)[0]
+    said = re.search(r"^\*\*Resumes:\*\* (yes|no)\b", section, re.MULTILINE)
+    assert said, f"{docs_page(name).name}'s section for {name} lacks its '**Resumes:** yes/no' line"
+    assert (said.group(1) == "yes") == resumes(name), f"the docs say {name} resumes: {said.group(1)}; its Args disagree"
+
+
+def test_the_resume_page_lists_exactly_the_files_that_resume():
+    intro = (REPO / "docs" / "advanced" / "resume-training.md").read_text().split("## ", 1)[0]
+    listed = {Path(n).name for n in re.findall(r"`([\w/]+\.py)`", intro)}
+    assert listed == {Path(n).name for n in ALGORITHM_FILES if resumes(n)}
+
+
 @pytest.mark.parametrize("name", ALGORITHM_FILES)
 def test_script_section_states_its_differences_from_the_original(name):
     """The script's own section of its page (from its heading to the next script's) lists how it departs from the
