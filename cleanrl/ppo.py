@@ -145,9 +145,7 @@ class Agent(nn.Module):
     # Sampling only; the log-probabilities and values come after the rollout (`evaluate_actions`).
     def act(self, x):
         """Rollout: sample actions. Their log-probabilities and the values come later, in one batched call."""
-        logits = self.actor(x)
-        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
-        return (logits - torch.empty_like(logits).exponential_().log()).argmax(-1)
+        return torch.distributions.Categorical(logits=self.actor(x)).sample()
 
     def evaluate_actions(self, x, action):
         """Log-probability and entropy of given actions under the current policy, and the state value."""
