@@ -143,7 +143,7 @@ class Agent(nn.Module):
         return self.critic(x).squeeze(-1)
 
     # Sampling only; the log-probabilities and values come after the rollout (`evaluate_actions`).
-    def act(self, x):
+    def sample_action(self, x):
         """Rollout: sample actions. Their log-probabilities and the values come later, in one batched call."""
         return torch.distributions.Categorical(logits=self.actor(x)).sample()
 
@@ -209,7 +209,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    action = agent.act(next_obs)
+                    action = agent.sample_action(next_obs)
                     obs[step] = next_obs
                     actions[step] = action
 
