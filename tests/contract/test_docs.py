@@ -136,9 +136,9 @@ def test_no_page_says_a_script_needs_nothing_outside_its_file():
 
 
 DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-# `python benchmark/x.py` and `python -m cleanrl_utils.x` as the pages write them (with `bash` for the shell recipes)
+# `python -m cleanrl_utils.x` and `python -m benchmark.x.y` as the pages write them (with `bash` for the shell recipes)
 TOOL_COMMAND = re.compile(
-    r"\bpython3? (?:-m (cleanrl_utils(?:\.\w+)*)|(benchmark/[\w./-]+\.py))|\bbash (benchmark/[\w./-]+\.sh)"
+    r"\bpython3? (?:-m ((?:cleanrl_utils|benchmark)(?:\.\w+)*)|(benchmark/[\w./-]+\.py))|\bbash (benchmark/[\w./-]+\.sh)"
 )
 
 
@@ -175,7 +175,13 @@ def help_in_process(tool: str) -> tuple[int, str]:
 def test_the_pages_run_tools_at_all():
     tools = documented_tools()
     assert "-m cleanrl_utils.report" in tools and "-m cleanrl_utils.benchmark" in tools
-    assert any(tool.startswith("benchmark/") and tool.endswith(".py") for tool in tools)
+    assert any(tool.startswith("-m benchmark.") for tool in tools)
+
+
+def test_the_pages_run_benchmark_scripts_as_modules():
+    """benchmark/ is a package whose scripts import each other: run by file path they would need sys.path edits."""
+    by_path = {tool: pages for tool, pages in documented_tools().items() if tool.endswith(".py")}
+    assert not by_path, f"run these as `python -m benchmark.<folder>.<name>`: {by_path}"
 
 
 @pytest.mark.parametrize("tool", sorted(documented_tools()))
