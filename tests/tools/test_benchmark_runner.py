@@ -444,7 +444,8 @@ with open(os.environ["CLEANRL_RUN_NAME_FILE"], "w") as f:
     f.write(name + "\\n")
 print(f"resumed from {args.resume}" if args.resume else f"started {name}", flush=True)
 if args.env_id.startswith("Checkpointed"):
-    open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w").close()
+    with open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w") as f:
+        f.write("a checkpoint")  # not empty: an empty one is cut short, and the run then starts again
 time.sleep(args.sleep)
 if args.env_id.startswith("Fail") or (args.env_id.startswith("Checkpointed") and not args.resume):
     sys.exit(3)
@@ -499,12 +500,26 @@ def test_a_log_folder_of_another_command_or_other_code_is_refused(tmp_path, resu
     assert run_benchmark(*args, cwd=git_repo).returncode == 0
     (git_repo / "new_module.py").write_text("x = 1\n")
     edited = run_benchmark(*args, cwd=git_repo)
-    assert edited.returncode == 2 and "holds runs of the code at no-tag-" in edited.stderr
+    commit = git(git_repo, "rev-parse", "--short", "HEAD")
+    assert edited.returncode == 2 and edited.stderr.count("\n") == 1, edited.stderr
+    assert f"holds runs of the code at no-tag-2-g{commit}, and this folder is at no-tag-2-g{commit}-dirty" in edited.stderr
+    # the line says how to continue: from a checkout of the commit the runs started on
     assert edited.stderr.strip().endswith(
-        "this folder is at "
-        + edited.stderr.split("this folder is at ")[1].split(";")[0]
-        + "; give another --log-dir to start a new benchmark"
+        f"to continue it, start it again from a checkout of {commit} (git checkout {commit}), or give another --log-dir"
+        " to start a new benchmark"
     )
+    # edits that no commit holds cannot be checked out again
+    (git_repo / "logs2").mkdir()
+    dirty = run_benchmark(*args[:-1], "logs2", cwd=git_repo)
+    assert dirty.returncode == 0, dirty.stderr
+    (git_repo / "new_module.py").write_text("x = 2\n")
+    git(git_repo, "add", "new_module.py")
+    git(git_repo, "commit", "-q", "-m", "x")
+    again = run_benchmark(*args[:-1], "logs2", cwd=git_repo)
+    assert again.returncode == 2 and again.stderr.strip().endswith(
+        "-dirty; give another --log-dir to start a new benchmark"
+    ), again.stderr
+    assert f"holds runs of the code at no-tag-2-g{commit}-dirty," in again.stderr
 
 
 def test_a_second_runner_on_the_same_log_folder_is_refused_at_once(tmp_path, resumable_train):
@@ -524,23 +539,39 @@ def test_a_second_runner_on_the_same_log_folder_is_refused_at_once(tmp_path, res
         first.wait()
 
 
-def test_runs_die_with_a_killed_runner(tmp_path, fake_train):
+def processes_naming(marker: str) -> list[str]:
+    """`ps` lines of the live processes whose command line holds `marker`."""
+    ps = subprocess.run(["ps", "-ww", "-e", "-o", "pid=,stat=,args="], capture_output=True, text=True, check=True).stdout
+    return [line for line in ps.splitlines() if marker in line and " Z" not in line]
+
+
+def test_runs_and_what_they_started_die_with_a_killed_runner(tmp_path, fake_train):
     record = tmp_path / "record"
     record.mkdir()
-    command = f"{fake_train} --sleep 120 --record-dir {record}"
+    command = f"{fake_train} --sleep 120 --spawn-grandchild --record-dir {record}"  # the grandchild ignores SIGTERM
     runner = subprocess.Popen([sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", "A-v1", "--command", command,
                                "--num-seeds", "1", "--workers", "1", "--log-dir", "logs", "--no-auto-tag"],
                               cwd=tmp_path, env=script_env(), stderr=subprocess.DEVNULL)  # fmt: skip
-    log = tmp_path / "logs" / "000__A-v1__seed1.log"
-    wait_for(lambda: log.exists() and "training A-v1" in log.read_text(), 30, "the run")
-    child = int(
-        subprocess.run(["pgrep", "-f", "-P", str(runner.pid), "fake_train"], capture_output=True, text=True).stdout.split()[0]
-    )
-    runner.kill()  # SIGKILL: the runner cannot stop its runs itself
-    runner.wait()
-    wait_for(lambda: not process_is_alive(child), 10, "the run to die with its runner")
+    try:
+        wait_for(lambda: any(record.glob("pids-*.json")), 30, "the run and its child")
+        run, grandchild = json.loads(next(record.glob("pids-*.json")).read_text())
+        assert len(processes_naming(str(tmp_path))) == 3  # the runner, the run and its supervisor
+        runner.kill()  # SIGKILL: the runner cannot stop its runs itself
+        runner.wait()
+        # SIGTERM at once, SIGKILL after the grace period for the grandchild, which ignores SIGTERM
+        wait_for(lambda: not process_is_alive(run), 5, "the run to die with its runner")
+        wait_for(lambda: not process_is_alive(grandchild), 15, "the run's child to die with its runner")
+        wait_for(lambda: not processes_naming(str(tmp_path)), 5, "the run's supervisor to end")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        for pid in (pid for path in record.glob("pids-*.json") for pid in json.loads(path.read_text())):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     ledger = json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"]
     assert [entry["status"] for entry in ledger.values()] == ["running"]  # a later start resumes or restarts it
+    assert (tmp_path / "logs" / "000__A-v1__seed1.exit").read_text() == f"{-signal.SIGTERM}\n"  # how it ended is known
 
 
 def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
