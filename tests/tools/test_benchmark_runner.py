@@ -443,6 +443,7 @@ os.makedirs(f"runs/{name}/checkpoints", exist_ok=True)
 with open(os.environ["CLEANRL_RUN_NAME_FILE"], "w") as f:
     f.write(name + "\\n")
 print(f"resumed from {args.resume}" if args.resume else f"started {name}", flush=True)
+print("OMP_NUM_THREADS=" + os.environ.get("OMP_NUM_THREADS", "<unset>"), flush=True)
 if args.env_id.startswith("Checkpointed"):
     with open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w") as f:
         f.write("a checkpoint")  # not empty: an empty one is cut short, and the run then starts again
@@ -579,3 +580,156 @@ def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
     from cleanrl_utils.benchmark import ledger
 
     assert ledger.RUN_NAME_FILE == experiment.RUN_NAME_FILE
+
+
+# --- the ledger's fields, older ledgers, and what a re-run finds ----------------------------------------------
+
+
+def one_run_ledger(log_dir: Path, **fields) -> Path:
+    """A version-2 ledger of one failed run of `python x.py --env-id A-v1 --seed 1`, with `fields` changed."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"log": "000__A-v1__seed1.log", "status": "failed", "returncode": 3, "threads": None}
+    data = {
+        "version": 2,
+        "code": None,
+        "cwd": str(log_dir.parent.resolve()),
+        "runs": {"python x.py --env-id A-v1 --seed 1": entry},
+    }
+    for name, value in fields.items():
+        (entry if name in entry else data)[name] = value
+    (log_dir / "benchmark.json").write_text(json.dumps(data))
+    return log_dir
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"status": "done"}, "has the status 'done', not one of finished, failed, stopped, running"),
+        ({"returncode": "3"}, "has the return code '3', not a number"),
+        ({"returncode": True}, "has the return code True, not a number"),
+        ({"threads": "two"}, "has the threads 'two', not a number"),
+        ({"log": ".hidden.log"}, "has the log '.hidden.log', not a file name ending in .log"),
+        ({"log": "000__A-v1__seed1.txt"}, "not a file name ending in .log"),
+        ({"version": 3}, "its version 3 is not one this runner reads (1 to 2): a newer runner wrote it"),
+        ({"version": "2"}, "its version '2' is not one"),
+        ({"cwd": "relative/folder"}, "its cwd is 'relative/folder', not an absolute path"),
+        ({"code": 7}, "its code is 7, not a version"),
+        ({"runs": []}, "it is not an object with runs"),
+    ],
+)
+def test_every_field_of_the_ledger_is_checked(tmp_path, fields, problem):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import Ledger
+
+    log_dir = one_run_ledger(tmp_path / "logs", **fields)
+    with pytest.raises(BadInput) as refused:
+        Ledger(log_dir)
+    assert str(refused.value).startswith(f"cannot read {log_dir / 'benchmark.json'}: ")
+    assert problem in str(refused.value) and str(refused.value).endswith("; fix it by hand or give another --log-dir")
+
+
+def test_two_runs_of_one_log_in_the_ledger_are_refused(tmp_path):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import Ledger
+
+    log_dir = one_run_ledger(tmp_path / "logs")
+    data = json.loads((log_dir / "benchmark.json").read_text())
+    data["runs"]["python y.py --env-id A-v1 --seed 1"] = dict(data["runs"]["python x.py --env-id A-v1 --seed 1"])
+    (log_dir / "benchmark.json").write_text(json.dumps(data))
+    with pytest.raises(BadInput, match="two runs have the log 000__A-v1__seed1.log"):
+        Ledger(log_dir)
+
+
+def test_resume_in_the_command_is_refused_in_one_line(tmp_path, resumable_train):
+    for resume in ("--resume runs/x", "--resume=runs/x"):
+        proc = run_with_logs(tmp_path, "--env-ids", "A-v1", "--workers", "1", "--command", f"{resumable_train} {resume}")
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert (
+            "--command must not hold --resume: to continue a benchmark, start it again with the same --log-dir" in proc.stderr
+        )
+    assert not (tmp_path / "logs").exists()
+
+
+def checkpointed_run(cwd: Path, status: str, name: str = "Checkpointed-v1__fake__1") -> None:
+    """The run folder and `.run` file that the resumable fake leaves for env Checkpointed-v1, seed 1."""
+    (cwd / "runs" / name / "checkpoints").mkdir(parents=True)
+    (cwd / "runs" / name / "checkpoints" / "checkpoint_100.pt").write_text("a checkpoint")
+    (cwd / "logs" / "000__Checkpointed-v1__seed1.run").write_text(name + "\n")
+    (cwd / "logs" / "000__Checkpointed-v1__seed1.log").write_text("$ earlier\n")
+
+
+def test_a_ledger_of_the_previous_format_continues_on_its_own_code(git_repo, resumable_train):
+    """benchmark.json as the runner before version 2 wrote it (c105263: no version, cwd or threads): its runs
+    continue on the code it names, and the ledger is written anew in this format."""
+    (git_repo / ".gitignore").write_text("logs/\nruns/\n")
+    git(git_repo, "add", ".gitignore")
+    git(git_repo, "commit", "-q", "-m", "ignore")
+    code = f"no-tag-3-g{git(git_repo, 'rev-parse', '--short', 'HEAD')}"
+    (git_repo / "logs").mkdir()
+    command = f"{resumable_train} --env-id Checkpointed-v1 --seed 1"
+    old = {
+        "code": code,
+        "runs": {command: {"log": "000__Checkpointed-v1__seed1.log", "status": "running", "returncode": None}},
+    }
+    (git_repo / "logs" / "benchmark.json").write_text(json.dumps(old, indent=1) + "\n")
+    checkpointed_run(git_repo, "running")
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--workers", "1", "--log-dir", "logs", "--command")
+    proc = run_benchmark(*args, resumable_train, cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "000__Checkpointed-v1__seed1.log: was running when the benchmark stopped; resuming from runs/Checkpointed-v1__fake__1"
+        in proc.stderr
+    )
+    ledger = json.loads((git_repo / "logs" / "benchmark.json").read_text())
+    assert ledger["version"] == 2 and ledger["code"] == code and ledger["cwd"] == str(git_repo.resolve())
+    assert ledger["runs"][command]["status"] == "finished"
+
+    # at another commit, the old ledger is refused with a line that says how to continue
+    (git_repo / "logs" / "benchmark.json").write_text(json.dumps(old | {"code": "no-tag-520-gc105263"}) + "\n")
+    refused = run_benchmark(*args, resumable_train, cwd=git_repo)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.strip().endswith(
+        f"holds runs of the code at no-tag-520-gc105263, and this folder is at {code}; to continue it, start it again"
+        " from a checkout of c105263 (git checkout c105263), or give another --log-dir to start a new benchmark"
+    )
+
+
+def test_a_ledger_of_the_previous_format_without_a_version_takes_this_one_and_says_so(tmp_path, resumable_train):
+    (tmp_path / "logs").mkdir()
+    command = f"{resumable_train} --env-id A-v1 --seed 1"
+    old = {"code": None, "runs": {command: {"log": "000__A-v1__seed1.log", "status": "failed", "returncode": 3}}}
+    (tmp_path / "logs" / "benchmark.json").write_text(json.dumps(old))
+    proc = run_with_logs(tmp_path, "--env-ids", "A-v1", "--num-seeds", "1", "--workers", "1", "--command", resumable_train)
+    assert proc.returncode == 0, proc.stderr
+    assert "(an older runner's, with --no-auto-tag) does not say which code its runs ran; taken as None" in proc.stderr
+
+
+def test_a_run_noted_running_is_taken_as_its_exit_file_says(tmp_path, resumable_train):
+    """The runner was killed; its run's supervisor noted how the run ended (or it did not, or its note is garbage)."""
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--workers", "1", "--command", resumable_train)
+    (tmp_path / "logs").mkdir()
+    checkpointed_run(tmp_path, "running")
+    command = f"{resumable_train} --env-id Checkpointed-v1 --seed 1"
+    entry = {"log": "000__Checkpointed-v1__seed1.log", "status": "running", "returncode": None, "threads": None}
+    ledger = {"version": 2, "code": None, "cwd": str(tmp_path.resolve()), "runs": {command: entry}}
+    for note, found in [
+        ("-15\n", "was running when the benchmark stopped; resuming from"),
+        ("garbage\n", "was running when the benchmark stopped; resuming from"),
+        ("0\n", "finished earlier (runs/Checkpointed-v1__fake__1), skipped, its end noted after the benchmark stopped"),
+    ]:
+        (tmp_path / "logs" / "benchmark.json").write_text(json.dumps(ledger))
+        (tmp_path / "logs" / "000__Checkpointed-v1__seed1.exit").write_text(note)
+        proc = run_with_logs(tmp_path, *args)
+        assert proc.returncode == 0 and f"000__Checkpointed-v1__seed1.log: {found}" in proc.stderr, (note, proc.stderr)
+        assert json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"][command]["status"] == "finished"
+        assert (tmp_path / "logs" / "000__Checkpointed-v1__seed1.exit").read_text() == "0\n"  # this start's own note
+
+
+def test_a_continued_run_keeps_its_thread_count_and_says_so(tmp_path, resumable_train):
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--command", resumable_train)
+    env = {k: v for k, v in script_env().items() if k != "OMP_NUM_THREADS"}
+    first = run_with_logs(tmp_path, *args, "--workers", "1", env=env | {"OMP_NUM_THREADS": "3"})
+    assert first.returncode == 1, first.stderr
+    second = run_with_logs(tmp_path, *args, "--workers", "1", env=env)
+    assert second.returncode == 0, second.stderr
+    assert "resuming from runs/Checkpointed-v1__fake__1, with OMP_NUM_THREADS=3 as it started" in second.stderr
