@@ -78,9 +78,7 @@ class Supervisor:
     def run(self, argv: list[str]) -> int | None:
         """Start `argv`, wait for it, and return its exit status (None when it could not be started)."""
         try:
-            process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with(os.getpid())
-            )
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with(os.getpid()))
         except OSError as error:
             print(f"benchmark: could not start the command: {error}", flush=True)
             return None
@@ -88,10 +86,13 @@ class Supervisor:
         if self.stop_requested:  # a stop that came while it was starting
             self.kill_deadline = time.monotonic() + self.grace_seconds
             signal_group(self.pgid, signal.SIGTERM)
-        while (returncode := process.poll()) is None:
+        while process.returncode is None:
+            for pid, status in reap():
+                if pid == process.pid:
+                    process.returncode = os.waitstatus_to_exitcode(status)
             self.kill_when_due()
             time.sleep(POLL_SECONDS)
-        return returncode
+        return process.returncode
 
     def kill_when_due(self) -> None:
         if self.pgid is not None and self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
@@ -99,6 +100,7 @@ class Supervisor:
 
     def clear_group(self) -> None:
         """Stop what the run left in its group: SIGTERM, then SIGKILL after the grace period (or at once)."""
+        reap()
         if self.pgid is None or not group_exists(self.pgid):
             return
         if self.kill_deadline is None:
@@ -106,7 +108,35 @@ class Supervisor:
             signal_group(self.pgid, signal.SIGTERM)
         while group_exists(self.pgid) and time.monotonic() < self.kill_deadline:
             time.sleep(POLL_SECONDS)
+            reap()
         signal_group(self.pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 1.0
+        while group_exists(self.pgid) and time.monotonic() < deadline:  # the killed are reaped, not left as zombies
+            time.sleep(POLL_SECONDS)
+            reap()
+
+
+def reap() -> list[tuple[int, int]]:
+    """Wait for every child that has ended, the run and what it left behind alike (this process is their
+    subreaper): (pid, wait status) of each. Reaped, they no longer count as members of the run's group."""
+    ended = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return ended
+        if pid == 0:
+            return ended
+        ended.append((pid, status))
+
+
+def become_subreaper() -> None:
+    """Orphans of the run (a helper whose parent, the run, ended) become this process's children, not init's, so
+    that they are reaped here at once; Linux only."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # 36: PR_SET_CHILD_SUBREAPER
 
 
 def die_with(parent: int):
@@ -129,6 +159,7 @@ def main(argv: list[str]) -> int:
         return 2
     exit_file, grace, command = argv[0], float(argv[1]), argv[3:]
     supervisor = Supervisor(grace)
+    become_subreaper()
     for signum in (*STOP_SIGNALS, signal.SIGUSR1):
         signal.signal(signum, supervisor.on_signal)
     returncode = supervisor.run(command)
