@@ -72,7 +72,7 @@ class DirectoryLock:
                     os.close(self.fd)
                     raise BadInput(
                         f"{folder} is still locked by the runs of a killed benchmark (pid {holder}) after"
-                        f" {wait_for_killed:.0f} s; stop them (ps -ef | grep supervise.py) or give another --log-dir"
+                        f" {wait_for_killed:g} s; stop them (ps -ef | grep supervise.py) or give another --log-dir"
                     )
             else:
                 os.close(self.fd)

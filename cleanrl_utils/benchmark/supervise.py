@@ -78,7 +78,9 @@ class Supervisor:
     def run(self, argv: list[str]) -> int | None:
         """Start `argv`, wait for it, and return its exit status (None when it could not be started)."""
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with(os.getpid()))
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with(os.getpid())
+            )
         except OSError as error:
             print(f"benchmark: could not start the command: {error}", flush=True)
             return None

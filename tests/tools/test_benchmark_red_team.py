@@ -1,9 +1,9 @@
 """Red-team checks of the benchmark runner's continuation (`--log-dir` again) and of its process hygiene.
 
 Each test attacks one claim of docs/get-started/benchmark-utility.md ("Stopping it", "Continuing a stopped
-benchmark", "Auto-tag"). A finding the runner gets wrong today is `xfail(strict=True)` with the finding as its
-reason, so that the fix flips it. Most runs are a small fake training script; the two real-script checks are
-`extended`.
+benchmark", "Auto-tag"). A finding the runner gets wrong is marked `xfail(strict=True)` with the finding as its
+reason, so that the fix flips it; every finding so far is fixed, and its test now guards the fix. Most runs are a
+small fake training script; the two real-script checks are `extended`.
 """
 
 import json

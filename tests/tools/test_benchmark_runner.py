@@ -733,3 +733,104 @@ def test_a_continued_run_keeps_its_thread_count_and_says_so(tmp_path, resumable_
     second = run_with_logs(tmp_path, *args, "--workers", "1", env=env)
     assert second.returncode == 0, second.stderr
     assert "resuming from runs/Checkpointed-v1__fake__1, with OMP_NUM_THREADS=3 as it started" in second.stderr
+
+
+# --- the supervisor and the lock ----------------------------------------------------------------------------------
+
+
+def supervise(tmp_path: Path, code: str, grace: float = 1.0) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run `python -c code` under the supervisor; its result and the exit file."""
+    from cleanrl_utils.benchmark.local import SUPERVISOR
+
+    exit_path = tmp_path / "run.exit"
+    argv = [sys.executable, "-I", str(SUPERVISOR), str(exit_path), str(grace), "--", sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=tmp_path), exit_path
+
+
+def test_the_supervisor_notes_the_exit_status_and_stops_what_the_run_left(tmp_path):
+    # the run starts a helper that ignores SIGTERM, notes its pid and exits 4 without stopping it
+    code = (
+        "import subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, "
+        'signal.SIG_IGN); open("ready", "w").close(); time.sleep(300)\'])\n'
+        "import os, time\n"
+        "while not os.path.exists('ready'): time.sleep(0.01)\n"
+        "open('helper.pid', 'w').write(str(helper.pid))\n"
+        "sys.exit(4)\n"
+    )
+    started = time.monotonic()
+    proc, exit_path = supervise(tmp_path, code, grace=1.0)
+    helper = int((tmp_path / "helper.pid").read_text())
+    try:
+        assert proc.returncode == 0 and exit_path.read_text() == "4\n", proc.stdout + proc.stderr
+        assert not process_is_alive(helper), "the helper outlived its run's supervisor"
+        assert time.monotonic() - started < 10  # SIGKILL after the 1 s grace
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(helper, signal.SIGKILL)
+
+
+def test_the_supervisor_notes_a_run_killed_by_a_signal_and_one_that_cannot_start(tmp_path):
+    proc, exit_path = supervise(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert proc.returncode == 0 and exit_path.read_text() == f"{-signal.SIGKILL}\n"
+    from cleanrl_utils.benchmark.local import SUPERVISOR
+
+    missing = subprocess.run([sys.executable, "-I", str(SUPERVISOR), str(exit_path), "1", "--", str(tmp_path / "none")],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert exit_path.read_text() == "127\n" and "could not start the command" in missing.stdout
+    assert not list(tmp_path.glob("*.tmp")), "a temporary exit file was left"
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def hold_lock(folder: Path, seconds: float) -> subprocess.Popen:
+    """A process that holds `folder`'s lock for `seconds`, as the supervisors of a killed runner do."""
+    code = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder / ".benchmark.lock"), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_folder_locked_by_the_runs_of_a_killed_runner_is_waited_for_then_taken(tmp_path, capsys):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import DirectoryLock
+
+    dead = dead_pid()
+    (tmp_path / ".benchmark.lock").write_text(f"{dead}\n")
+    holder = hold_lock(tmp_path, 1.0)
+    try:
+        started = time.monotonic()
+        lock = DirectoryLock(tmp_path, wait_for_killed=20)
+        assert 0.3 < time.monotonic() - started < 15
+        assert f"the runs of a killed benchmark (pid {dead}) are stopping; waiting" in capsys.readouterr().err
+        assert (tmp_path / ".benchmark.lock").read_text() == f"{os.getpid()}\n"
+        lock.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+    holder = hold_lock(tmp_path, 60)
+    (tmp_path / ".benchmark.lock").write_text(f"{dead}\n")
+    try:
+        with pytest.raises(BadInput, match=rf"still locked by the runs of a killed benchmark \(pid {dead}\) after 0.5 s"):
+            DirectoryLock(tmp_path, wait_for_killed=0.5)
+        (tmp_path / ".benchmark.lock").write_text(f"{holder.pid}\n")  # a live holder: refused at once
+        started = time.monotonic()
+        with pytest.raises(BadInput, match=rf"in use by another benchmark \(pid {holder.pid}\)"):
+            DirectoryLock(tmp_path, wait_for_killed=20)
+        assert time.monotonic() - started < 1
+    finally:
+        holder.kill()
+        holder.wait()
