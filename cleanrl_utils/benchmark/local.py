@@ -253,12 +253,15 @@ class LocalRunner:
         log_path = self.log_dir / spec.log_name
         exit_path = exit_file(self.log_dir, spec).resolve()
         env = self.env
+        try:
+            exit_path.unlink(missing_ok=True)  # an earlier start's: gone before the ledger says "running" again
+        except OSError:
+            pass  # the log cannot be written either: that failure is reported below
         if self.ledger is not None:
             env = self.ledger.run_env(spec, env) | {RUN_NAME_FILE: str(run_name_file(self.log_dir, spec).resolve())}
             # noted before the log is made: a log folder never holds a log that its ledger does not know
             self.ledger.record(spec, RUNNING, threads=env.get("OMP_NUM_THREADS"))
         try:
-            exit_path.unlink(missing_ok=True)  # an earlier start's
             # a continued benchmark's log goes on after what the earlier start wrote
             log = log_path.open("a" if self.ledger is not None else "w")
         except OSError as error:  # e.g. the log folder was removed mid-benchmark: this run fails, the rest go on
