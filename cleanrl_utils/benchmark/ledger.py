@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanrl_utils import atomic
-from cleanrl_utils.benchmark.common import STOP_GRACE_SECONDS, BadInput, RunSpec
+from cleanrl_utils.benchmark.common import STOP_GRACE_SECONDS, BadInput, RunSpec, describe_exit
 
 LEDGER_NAME = "benchmark.json"
 LOCK_NAME = ".benchmark.lock"
@@ -281,6 +281,8 @@ class Ledger:
                 found.append(f"{spec.log_name}: finished earlier{where}, skipped{late}")
                 continue
             ended = "was running when the benchmark stopped" if status == RUNNING else status
+            if noted is not None:  # its supervisor saw it end after the runner was gone
+                ended += f", then ended ({describe_exit(noted)})"
             spec = replace(spec, name=entry["log"].removesuffix(".log"))  # its log goes on (numbers shift with more seeds)
             threads = ""
             if env is not None and "threads" in entry and entry["threads"] != env.get("OMP_NUM_THREADS"):

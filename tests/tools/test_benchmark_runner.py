@@ -713,7 +713,7 @@ def test_a_run_noted_running_is_taken_as_its_exit_file_says(tmp_path, resumable_
     entry = {"log": "000__Checkpointed-v1__seed1.log", "status": "running", "returncode": None, "threads": None}
     ledger = {"version": 2, "code": None, "cwd": str(tmp_path.resolve()), "runs": {command: entry}}
     for note, found in [
-        ("-15\n", "was running when the benchmark stopped; resuming from"),
+        ("-15\n", "was running when the benchmark stopped, then ended (killed by SIGTERM); resuming from"),
         ("garbage\n", "was running when the benchmark stopped; resuming from"),
         ("0\n", "finished earlier (runs/Checkpointed-v1__fake__1), skipped, its end noted after the benchmark stopped"),
     ]:
