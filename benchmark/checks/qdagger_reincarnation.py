@@ -1,9 +1,9 @@
 """QDagger's reincarnation on this machine: the PyTorch and JAX students of one local DQN teacher, at one budget and
 six seeds each, against DQN from scratch and against each other.
 
-    python benchmark/checks/qdagger_reincarnation.py run --workers 2   # the stages not done yet, in order
-    python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn --seeds 1   # one student
-    python benchmark/checks/qdagger_reincarnation.py report            # the Markdown rows for docs/rl-algorithms/qdagger.md
+    python -m benchmark.checks.qdagger_reincarnation run --workers 2   # the stages not done yet, in order
+    python -m benchmark.checks.qdagger_reincarnation run --only qdagger_dqn_atari_impalacnn --seeds 1   # one student
+    python -m benchmark.checks.qdagger_reincarnation report            # the Markdown rows for docs/rl-algorithms/qdagger.md
 
 The claims checked: a student distilled from a trained `dqn_atari.py` teacher reaches, on a small budget of
 its own, at least half the teacher's score, and more than `dqn_atari.py` trained from scratch for the same
@@ -45,16 +45,12 @@ c105263 reads them.
 import json
 import os
 import statistics
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.compare.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE  # noqa: E402
-from benchmark.harness import (  # noqa: E402
+from benchmark.compare.atari_vs_sb3 import BREAKOUT, EPSILON_SCHEDULE
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     Scalars,
@@ -67,8 +63,10 @@ from benchmark.harness import (  # noqa: E402
     script,
     summarize_run,
 )
-from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.report import mean_std  # noqa: E402
+from cleanrl_utils import atomic
+from cleanrl_utils.report import mean_std
+
+REPO = Path(__file__).resolve().parents[2]
 
 LAST_EPISODES = 20
 OF_TEACHER = 0.5  # the student must reach this share of the teacher's score
@@ -341,7 +339,7 @@ def offline_cell(budget: Budget, result: Outcome) -> str:
 def report_row(pair: Pair, result: Outcome) -> list[str]:
     budget = pair.budget
     ratio = "—" if result.ratio is None else f"{result.ratio:.2f}×"  # a teacher that never scored
-    command = f"`python benchmark/checks/qdagger_reincarnation.py run --only {pair.student}`"
+    command = f"`python -m benchmark.checks.qdagger_reincarnation run --only {pair.student}`"
     return [
         f"{pair.student} ← {pair.teacher}",
         pair.env_id,

@@ -1,9 +1,9 @@
 """Does a speed trick pay for itself? Each algorithm file against its textbook form, whole-run steps per second.
 
-    python benchmark/guards/textbook_forms.py list                 # the cases, and whether their text is still in the files
-    python benchmark/guards/textbook_forms.py run --rounds 3       # one process at a time, file and textbook form alternating
-    python benchmark/guards/textbook_forms.py report               # the table (keep the trick only at >= 1.10x)
-    python benchmark/guards/textbook_forms.py learn --seeds 6      # both forms learn alike? (cleanrl_utils.rlops per file)
+    python -m benchmark.guards.textbook_forms list                 # the cases, and whether their text is still in the files
+    python -m benchmark.guards.textbook_forms run --rounds 3       # one process at a time, file and textbook form alternating
+    python -m benchmark.guards.textbook_forms report               # the table (keep the trick only at >= 1.10x)
+    python -m benchmark.guards.textbook_forms learn --seeds 6      # both forms learn alike? (cleanrl_utils.rlops per file)
 
 Our rule (docs/community/script-contract.md): where a file writes something in a faster form than the
 one readers know from the paper or from PyTorch's distributions (Gumbel-max sampling instead of
@@ -31,10 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     markdown_table,
@@ -46,8 +43,10 @@ from benchmark.harness import (  # noqa: E402
     summarize_run,
     write_result,
 )
-from cleanrl_utils import rlops  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+from cleanrl_utils import rlops
+from cleanrl_utils.tensorboard_reader import read_scalars
+
+REPO = Path(__file__).resolve().parents[2]
 
 KEEP_AT = 1.10  # the trick's whole-run speed-up over the textbook form that keeps it
 

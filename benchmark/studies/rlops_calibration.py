@@ -31,7 +31,6 @@ Power: the tag shifted by 0.5 or 1 std on every env (called an improvement acros
 
 import argparse
 import math
-import sys
 import time
 import zlib
 from collections.abc import Callable
@@ -41,12 +40,11 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from benchmark.harness import measured_at
+from cleanrl_utils import rlops, rlstats
+from cleanrl_utils.atomic import write_text
 
-from benchmark.harness import measured_at  # noqa: E402
-from cleanrl_utils import rlops, rlstats  # noqa: E402
-from cleanrl_utils.atomic import write_text  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 ALPHA = 0.05
 DESIGNS = ((5, 5), (6, 6), (7, 7), (8, 8), (10, 10), (13, 13), (20, 20), (5, 20), (20, 5), (7, 13))

@@ -438,8 +438,9 @@ def test_a_results_file_opens_with_the_commit_date_and_command_that_made_it(tmp_
     argv = [str(REPO / "benchmark" / "checks" / "playground_cartpole.py"), "report", "--out", str(tmp_path)]
     monkeypatch.setattr(sys, "argv", [*argv, "--results", str(results)])
     bench.main()
-    first, blank, table = results.read_text().splitlines()
-    command = f"python benchmark/checks/playground_cartpole.py report --out {tmp_path} --results '{results}'"
+    title, blank_after_title, first, blank, table = results.read_text().splitlines()
+    assert (title, blank_after_title) == (f"# {bench.TITLE}", "")
+    command = f"python -m benchmark.checks.playground_cartpole report --out {tmp_path} --results '{results}'"
     assert re.fullmatch(
         rf"Measured at commit [0-9a-f]{{7,40}}(-dirty)? on \d{{4}}-\d{{2}}-\d{{2}} with `{re.escape(command)}`\.", first
     )
@@ -615,7 +616,7 @@ def test_qdagger_report_applies_both_bars(tmp_path):
     row = (
         "| qdagger_dqn_atari_impalacnn ← dqn_atari | BreakoutNoFrameskip-v4 | 200k | 50k + 10k + 20k | 1, 2 | 20.0 (12.0) "
         "| 2.5k: 4.0 → 5k: 6.0 → 7.5k: 8.0 → 10k: 10.0 | 10.0 ± 1.0 (11.0 ± 1.0) | 3.0 ± 1.0 | 0.50× | yes | yes "
-        "| `python benchmark/checks/qdagger_reincarnation.py run --only qdagger_dqn_atari_impalacnn` |"
+        "| `python -m benchmark.checks.qdagger_reincarnation run --only qdagger_dqn_atari_impalacnn` |"
     )
     assert row in table.splitlines()
     assert "qdagger_dqn_atari_jax_impalacnn ←" not in table  # not run: no row rather than a made-up one

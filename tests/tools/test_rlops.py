@@ -87,7 +87,7 @@ def test_iqm_interval_covers_the_estimate_and_narrows_with_more_seeds():
 
 # A fixed score matrix, runs x tasks as rliable takes them. rliable 1.2.0's numbers were recorded once, in a
 # throwaway venv (python3 -m venv /tmp/rliable_venv; /tmp/rliable_venv/bin/pip install rliable==1.2.0 "pandas<3"),
-# by `/tmp/rliable_venv/bin/python benchmark/studies/rlops_rliable_record.py` (get_interval_estimates with 200,000 draws
+# by `/tmp/rliable_venv/bin/python -m benchmark.studies.rlops_rliable_record` (get_interval_estimates with 200,000 draws
 # on these matrices). Point estimates are exact; intervals carry bootstrap noise of about 0.002 at that many draws.
 RLIABLE_X = np.array([[0.92, 0.41, 1.35], [0.77, 0.58, 1.02], [1.10, 0.36, 0.88], [0.65, 0.72, 1.21], [0.83, 0.49, 0.97]])
 RLIABLE_Y = np.array([[0.71, 0.52, 0.90], [0.88, 0.30, 0.79], [0.60, 0.44, 1.05], [0.95, 0.39, 0.68], [0.54, 0.61, 0.83]])
