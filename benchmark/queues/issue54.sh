@@ -9,7 +9,7 @@
 # A stop: kill -TERM <this script's pid>; each lane's checks stop their runs (logs kept, checkpoints on disk).
 # ISSUE54_DRY_RUN=1 prints what would run and runs nothing.
 set -u
-PIN=6da633b  # the commit every run of this queue uses
+PIN=33506b6  # the commit every run of this queue uses (QDagger students and teacher on the same frames)
 TREE=$HOME/runs/tree54
 OUT=$HOME/runs/issue54
 VENV=${ISSUE54_VENV:-/work/main/.venv}
@@ -37,29 +37,32 @@ run() {  # one check command of a lane, logged; a failed one is said and the lan
 }
 
 lane_a() {
-    run benchmark/checks/pettingzoo_pong_selfplay.py run --workers 1 --out "$OUT/selfplay"
-    run benchmark/checks/pettingzoo_pong_selfplay.py evaluate --out "$OUT/selfplay"
-    run benchmark/checks/trxl_memory.py run --only MiniGrid-MemoryS9-v0 --workers 1 --threads 1 --out "$OUT/trxl"
-    run benchmark/checks/rnd_exploration.py run --seeds 1 2 --workers 1 --threads 1 --out "$OUT/rnd"
+    run -m benchmark.checks.pettingzoo_pong_selfplay run --workers 1 --out "$OUT/selfplay"
+    run -m benchmark.checks.pettingzoo_pong_selfplay evaluate --out "$OUT/selfplay"
+    run -m benchmark.checks.trxl_memory run --only MiniGrid-MemoryS9-v0 --workers 1 --threads 1 --out "$OUT/trxl"
+    run -m benchmark.checks.rnd_exploration run --seeds 1 2 --workers 1 --threads 1 --out "$OUT/rnd"
 }
 
 lane_b() {
-    run benchmark/checks/qdagger_reincarnation.py run --workers 1 --out "$OUT/qdagger"
-    run benchmark/checks/rnd_exploration.py run --seeds 3 --workers 1 --threads 1 --out "$OUT/rnd"
+    run -m benchmark.checks.qdagger_reincarnation run --workers 1 --out "$OUT/qdagger"
+    run -m benchmark.checks.rnd_exploration run --seeds 3 --workers 1 --threads 1 --out "$OUT/rnd"
 }
 
 # each lane in a process group of its own, so that a stop reaches the checks and, through them, their runs
 export -f run lane_a lane_b
 export OUT
-setsid bash -c lane_a >>"$OUT/lane_a.log" 2>&1 &
+start_lane() {  # into its log; a dry run prints instead, leaving the logs alone
+    if [ -n "${ISSUE54_DRY_RUN:-}" ]; then setsid bash -c "$1" & else setsid bash -c "$1" >>"$OUT/$1.log" 2>&1 & fi
+}
+start_lane lane_a
 a=$!
-setsid bash -c lane_b >>"$OUT/lane_b.log" 2>&1 &
+start_lane lane_b
 b=$!
 trap 'kill -TERM -- -$a -$b 2>/dev/null; wait; exit 130' TERM INT
 wait
 echo "$(date -u +%FT%TZ) issue54: both lanes ended; the reports:"
-for check in "pettingzoo_pong_selfplay.py report --out $OUT/selfplay" "trxl_memory.py report --out $OUT/trxl" \
-    "qdagger_reincarnation.py report --out $OUT/qdagger" "rnd_exploration.py report --out $OUT/rnd"; do
-    echo "python benchmark/checks/$check"
-    [ -n "${ISSUE54_DRY_RUN:-}" ] || python benchmark/checks/$check
+for check in "pettingzoo_pong_selfplay report --out $OUT/selfplay" "trxl_memory report --out $OUT/trxl" \
+    "qdagger_reincarnation report --out $OUT/qdagger" "rnd_exploration report --out $OUT/rnd"; do
+    echo "python -m benchmark.checks.$check"
+    [ -n "${ISSUE54_DRY_RUN:-}" ] || python -m benchmark.checks.$check
 done
