@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long queues one after another: mujoco_1m.sh (issue 53), then issue54.sh, then frames_rlops.sh (issue 55).
+# The long queues one after another: mujoco_1m.sh (issue 53), then frames_rlops.sh (issue 55: 3-7 h), then issue54.sh.
 # Each queue is resumable, so this chain is too: run it again after any stop, and a queue that finished before
 # passes quickly (its benchmarks skip finished runs) before the next one continues. A queue already running when the
 # chain reaches it (started by hand) is waited for, never started twice. A queue's exit status is logged and the
@@ -9,7 +9,7 @@
 # mujoco_1m.sh has no dry run, so it is only named.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd -P)
-QUEUES=(mujoco_1m.sh issue54.sh frames_rlops.sh)
+QUEUES=(mujoco_1m.sh frames_rlops.sh issue54.sh)
 DRY=${CHAIN_DRY_RUN:-}
 
 running() {  # pids of processes running this folder's queue script $1, by whatever path they were started

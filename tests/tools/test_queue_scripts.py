@@ -159,14 +159,14 @@ def test_issue54_dry_run_runs_nothing_and_leaves_the_lane_logs_alone(queue_env):
 
 @pytest.fixture
 def stub_queues(tmp_path: Path) -> Path:
-    """chain.sh beside three stub queues that log their start and end; issue54.sh fails, frames_rlops.sh sleeps."""
+    """chain.sh beside three stub queues that log their start and end; frames_rlops.sh sleeps, then fails."""
     queues = tmp_path / "benchmark" / "queues"
     queues.mkdir(parents=True)
     shutil.copy(QUEUES / "chain.sh", queues)
     for name, body in (
         ("mujoco_1m.sh", 'sleep "${MUJOCO_S:-0}"'),
-        ("issue54.sh", "false"),
-        ("frames_rlops.sh", 'sleep "$FRAMES_S"'),
+        ("issue54.sh", "true"),
+        ("frames_rlops.sh", 'sleep "$FRAMES_S"; false'),
     ):
         log = tmp_path / "order.log"
         (queues / name).write_text(
@@ -182,17 +182,17 @@ def test_chain_waits_for_a_queue_started_by_hand_then_runs_all_in_turn(stub_queu
     chain = subprocess.run(["bash", str(stub_queues / "chain.sh")], env=env, capture_output=True, text=True, timeout=60)
     by_hand.wait()
     assert chain.returncode == 0, chain.stderr
-    assert "mujoco_1m.sh is already running" in chain.stdout and "issue54.sh ended, exit 1" in chain.stdout
+    assert "mujoco_1m.sh is already running" in chain.stdout and "frames_rlops.sh ended, exit 1" in chain.stdout
     order = [line.split()[:2] for line in (tmp_path / "order.log").read_text().splitlines()]
     assert [" ".join(step) for step in order] == [
         "start mujoco_1m.sh",  # the one started by hand, which the chain does not race
         "end mujoco_1m.sh",
         "start mujoco_1m.sh",
         "end mujoco_1m.sh",
+        "start frames_rlops.sh",  # the short one (3-7 h) before the long one
+        "end frames_rlops.sh",  # failed (exit 1): the chain goes on
         "start issue54.sh",
-        "end issue54.sh",  # failed (exit 1): the chain goes on
-        "start frames_rlops.sh",
-        "end frames_rlops.sh",
+        "end issue54.sh",
     ]
 
 
