@@ -223,6 +223,13 @@ def fingerprint(run: Run, metric: str) -> tuple | None:
     return tuple(run.scalars[metric]), run.runtime_minutes
 
 
+def mostly_equal(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> bool:
+    """Whether more than half of two series' values (at the same steps) agree to 4 digits: a copy with a few returns
+    edited still does; two seeds' returns do not (seeds that never learned are told apart by their clocks)."""
+    a, b = np.array([v for _, v in first]), np.array([v for _, v in second])
+    return a.shape == b.shape and float(np.mean(np.isclose(a, b, rtol=1e-4, atol=0.0))) > 0.5
+
+
 def check_evidence(runs: list[Run], metric: str) -> None:
     """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
     one tag or a copy given another seed would count the same evidence twice and shrink every p.
@@ -251,6 +258,8 @@ def check_evidence(runs: list[Run], metric: str) -> None:
             )
     for same in by_print.values():
         for first, second in itertools.combinations(same, 2):
+            if not mostly_equal(first.scalars[metric], second.scalars[metric]):
+                continue  # one clock by chance (runs written in a blink): the returns tell them apart
             if first.group == second.group or first.seed != second.seed:
                 raise RlopsError(
                     f"{describe(first)} and {describe(second)} logged at the same steps with the same {SPS_TAG} values "
