@@ -9,8 +9,9 @@ seed) counts once. Per env, it prints each tag's mean ± std over seeds of every
 and median SPS; across envs, aggregate scores of normalised runs (IQM, median, mean, optimality gap) and each
 tag's probability of improvement (PoI) over the baseline, with stratified-bootstrap confidence intervals. The
 gate tests each tag against the baseline across envs and on every env, in one Holm family, with a test whose
-false-alarm rate is bounded for any score distributions (`rlstats.improvement_p_value`); a tag fails when it
-regressed across envs or on any env, and is inconclusive when its seeds cannot reach the test's level.
+false-alarm rate is bounded for any score distributions and whatever a seed's runs share (`rlstats.improvement_test`,
+the seed its unit); a tag fails when it regressed across envs or on any env, and is inconclusive when its seeds cannot
+reach the test's level or runs were left out.
 `--fail-on-regression` exits 1 on a regression and 3 on an inconclusive comparison. The Markdown, the learning
 curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
@@ -638,13 +639,14 @@ class Args:
     confidence: float = 0.95
     """level of the intervals; the tests' alpha is 1 minus it"""
     bootstrap_samples: Annotated[int, tyro.conf.arg(metavar="N")] = 5000
-    """bootstrap draws of the intervals (the test takes none)"""
+    """bootstrap draws of the intervals, at most 1,000,000 (the test takes none)"""
     seed: int = 0
     """seed of the bootstrap draws"""
     smooth: int = 5
     """curves: rolling mean over this many values per run"""
     fail_on_regression: bool = False
-    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive"""
+    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive or runs
+    were left out"""
 
 
 MAX_BOOTSTRAP_SAMPLES = 1_000_000  # each draw holds every run's score: more would not fit in memory on many runs
