@@ -1,8 +1,8 @@
 """Statistics for comparing RL runs across tasks and seeds, after Agarwal et al. (2021), "Deep RL at the
 Edge of the Statistical Precipice": aggregate scores (IQM, median, mean, optimality gap) and the probability
 of improvement (PoI), each with a stratified-bootstrap confidence interval; the test RLops gates on, whose
-false-alarm rate is bounded for any score distributions with a mean PoI of 1/2 at any run count (a matched-pairs
-bound after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
+false-alarm rate is bounded for any score distributions with a mean PoI of 1/2 at any run count, whatever a seed's
+runs share (a matched-pairs bound over independent seeds after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
 Brunner–Munzel's studentized statistic, with its permutation and t p-values, is kept for checks that compare
 two samples of one evaluation and as the calibration study's reference; it is not the gate's test.
 
