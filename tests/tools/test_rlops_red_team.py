@@ -1,15 +1,15 @@
 """Red-team checks of the RLops gate's claims (docs/get-started/rlops.md, cleanrl_utils/rlops.py, rlstats.py).
 
-Each test is one attack. An attack the code withstands today is a plain test, so the claim stays defended. An attack
-that breaks a claim today is marked `xfail(strict=True)` with the finding as its reason: the fix makes it pass, and
-strict xfail then reports it, so the mark comes off with the fix.
+Each test is one attack. An attack the code withstands is a plain test, so the claim stays defended; an attack that
+breaks a claim is marked `xfail(strict=True)` with the finding as its reason until the fix removes the mark. Every
+finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 
-1. The false-alarm rate stays at most alpha for any pair of score distributions with P(X > Y) = 1/2: it does when
-   runs are independent (exact enumeration and simulation below), not when one seed's luck is shared by its runs on
-   every env (the benchmark runner runs the same seeds on every env) or a tag's seed is paired with the baseline's.
+1. The false-alarm rate stays at most alpha for any pair of score distributions with P(X > Y) = 1/2: with runs
+   independent (exact enumeration and simulation below), with one seed's luck shared by its runs on every env (the
+   benchmark runner runs the same seeds on every env), and with a tag's seed paired with the baseline's.
 2. The unit of evidence is (tag, env, seed): symlinks, path spellings and overlapping --runs-dir count a run once;
-   a copy given another seed is refused only when it is exact.
-3. Every input error is one line and exit 2: some are tracebacks (exit 1, the regression code) or pass silently.
+   a copy given another seed is refused, exact or with a few returns edited.
+3. Every input error is one line and exit 2; a run that cannot be read is named; crashed seeds do not pass the gate.
 """
 
 import itertools
