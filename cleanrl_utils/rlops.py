@@ -81,7 +81,7 @@ class Verdict:
     overall: Test  # across envs
     per_env: list[Test]  # in --env-ids order; with one env, the test across envs itself
     gate: str  # regression (across envs or on any env), inconclusive or pass
-    left_out: int = 0  # runs of the tag or the baseline left out (stopped early): the gate cannot pass
+    left_out: int = 0  # runs of the tag or the baseline left out (stopped early, no metric, unreadable): cannot pass
 
 
 # ---------------------------------------------------------------- coming from openrlbenchmark
@@ -381,8 +381,9 @@ def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> st
     blind = [test for test in verdict.per_env if not test.reachable]
     if not blind:  # every test can reach alpha: runs were left out
         return (
-            f"{verdict.left_out} run{'s' if verdict.left_out > 1 else ''} of it or the baseline left out as stopped early "
-            "(see the warnings): seeds that crash may be what the change broke, so the gate does not pass on the rest"
+            f"{verdict.left_out} run{'s' if verdict.left_out > 1 else ''} of it or the baseline left out (stopped early, "
+            "no metric or unreadable: see the warnings): seeds that crash may be what the change broke, so the gate "
+            "does not pass on the rest"
         )
     best = min(test.smallest_p for test in blind)
     return (

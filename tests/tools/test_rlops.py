@@ -470,6 +470,20 @@ def test_a_run_that_stopped_early_is_named_and_left_out(tmp_path, capsys):
     assert code == 2 and "--strict refuses runs that stopped early" in one_line_error(err)
 
 
+def test_a_crashed_seed_keeps_a_passing_tag_inconclusive(tmp_path, capsys):
+    """8 vs 8 seeds, no difference: the gate passes; the same with a ninth seed of the tag crashed half way: the
+    survivors alone must not pass it (the crash may be what the change broke)."""
+    write_group(tmp_path, "A-v1", "base", range(1, 9), 100)
+    write_group(tmp_path, "A-v1", "new", range(11, 19), 100)
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 0, err
+    write_run(tmp_path, "A-v1", "new", 19, np.linspace(0, 50, 15))  # stopped at step 1,500 of 3,000
+    code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3 and "stopped at step 1,500 of 3,000" in err
+    summary = next(line for line in out.splitlines() if line.startswith("rlops: new vs base:"))
+    assert "inconclusive (1 run of it or the baseline left out (stopped early" in summary, summary
+
+
 def test_a_window_longer_than_a_run_warns(tmp_path, capsys):
     write_group(tmp_path, "A-v1", "base", range(1, 6), 100)
     write_group(tmp_path, "A-v1", "new", range(1, 6), 100)
