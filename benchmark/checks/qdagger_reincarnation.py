@@ -24,7 +24,9 @@ online steps, epsilon from 1 to 0.01 over 6k. This is the budget at which the Py
 (0.69x, 2026-12-03); the JAX student had 14k online steps then (0.47x, seeds 1-2).
 
 **Seeds 1-6** for students and scratch runs: the RLops gate (`cleanrl_utils.rlstats.improvement_p_value`, two
-sided, on each seed's student / teacher) needs 6 a side to reach 0.05 at all (its smallest p: 2^-5).
+sided, on each seed's student / teacher) needs 6 independent seeds a side to reach 0.05 at all (its smallest p:
+2^-5); the twins of one seed share its env seed, so it counts them as pairs of seeds (issue 52): 6 seeds are 3
+pairs (p >= 0.25), and 12 a side are needed.
 
 **Verdicts**, fixed before the runs: a student passes when the mean over seeds of its last 20 training games
 (online phase, whole games) is at least half the teacher's score (the mean of its saved model's 10 evaluation
@@ -399,10 +401,13 @@ def twins_line(out: Path) -> str:
     if not seeds:
         return "The twins: no seed has both students finished yet."
     x, y = np.array([jax_ratios[s] for s in seeds]), np.array([torch_ratios[s] for s in seeds])
-    p = rlstats.improvement_p_value([x], [y])
+    p = rlstats.improvement_p_value([x], [y], [seeds], [seeds])  # one seed number, one env seed: maybe shared luck
+    smallest = rlstats.smallest_p(len(seeds), len(seeds), len(seeds))
     better = float(rlstats.probability_of_improvement(x, y))
     if len(seeds) < len(SEEDS):
         verdict = f"not decided ({len(seeds)} of {len(SEEDS)} seeds a side)"
+    elif smallest > ALPHA:
+        verdict = f"not decidable (the twins share their seeds: {len(seeds) // 2} pairs of seeds reach p = {smallest:.2g})"
     else:
         verdict = "**they differ**" if p <= ALPHA else "no difference found"
     return (

@@ -651,11 +651,9 @@ def test_qdagger_report_compares_the_twins_with_the_rlops_test(tmp_path):
         write_qdagger_result(student_file(tmp_path, bench.TWINS[0], seed), [jax_scores[seed - 1]] * 20)
         write_qdagger_result(student_file(tmp_path, bench.TWINS[1], seed), [torch_scores[seed - 1]] * 20)
     line = bench.report(tmp_path).splitlines()[-1]
-    assert f"p = {rlstats.smallest_p([(6, 6)]):.3g}" in line and line.endswith(": **they differ**.")
-    # interleaved scores: no difference found
-    for seed in range(1, 7):
-        write_qdagger_result(student_file(tmp_path, bench.TWINS[1], seed), [jax_scores[seed - 1] + 0.5] * 20)
-    assert bench.report(tmp_path).endswith(": no difference found.")
+    # the twins of a seed share its env seed: 6 seeds are 3 pairs of seeds, which reach 0.25 at best (issue 52)
+    assert f"p = {rlstats.smallest_p(6, 6, 6):.3g}" in line and rlstats.smallest_p(6, 6, 6) == 0.25
+    assert line.endswith(": not decidable (the twins share their seeds: 3 pairs of seeds reach p = 0.25).")
 
 
 def test_qdagger_summary_keeps_the_evaluation_and_offline_scores(tmp_path):
