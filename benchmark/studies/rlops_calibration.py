@@ -28,7 +28,7 @@ with 20): the gate is right to fail these (an env did regress), so only the test
 Power: the tag shifted by 0.5 or 1 std on every env (called an improvement across envs), one env collapsing by
 2 std (the gate fails), and hit-or-miss seeds that solve 9 times in 10 against 5 in 10.
 
-    python benchmark/studies/rlops_calibration.py --output benchmark/results/rlops_calibration.md
+    python -m benchmark.studies.rlops_calibration --output benchmark/results/rlops_calibration.md
 """
 
 import argparse
@@ -45,8 +45,6 @@ from scipy import stats
 from benchmark.harness import measured_at
 from cleanrl_utils import rlops, rlstats
 from cleanrl_utils.atomic import write_text
-
-REPO = Path(__file__).resolve().parents[2]
 
 ALPHA = 0.05
 DESIGNS = ((5, 5), (6, 6), (7, 7), (8, 8), (10, 10), (13, 13), (20, 20), (5, 20), (20, 5), (7, 13))
@@ -423,7 +421,7 @@ def record(
         "# RLops calibration",
         "",
         measured_at(
-            f"python benchmark/studies/rlops_calibration.py --null-trials {args.null_trials} "
+            f"python -m benchmark.studies.rlops_calibration --null-trials {args.null_trials} "
             f"--power-trials {args.power_trials} --seed {args.seed}"
         )
         + f" ({'finished' if done else 'partial'}: {len(nulls) + len(dependent) + len(mixed)} null rows, {len(power)} power rows, "
