@@ -2,7 +2,7 @@
 # Issue 54's long runs: the four README rows that fail their check, each at the budget its check now runs.
 #   lane A: self-play Pong (3 seeds x 4M agent steps, then the matches), then ppo_trxl MiniGrid-MemoryS9 (2M, 2 seeds,
 #           with and without memory), then RND seeds 1 and 2 (2M steps, with and without the bonus)
-#   lane B: QDagger (one dqn_atari teacher, the PyTorch and JAX students on seeds 1-6, DQN from scratch), then RND seed 3
+#   lane B: QDagger (one dqn_atari teacher, the PyTorch students on seeds 1-6, the JAX ones on 101-106, DQN from scratch on both), then RND seed 3
 # Two runs at a time (one per lane), one thread each, at nice 19. Run it again after any stop: every check skips what
 # is done and resumes its runs from their newest checkpoints. Estimated core-hours (from the SPS recorded in each
 # check's docstring): self-play ~42, trxl ~18, QDagger ~34, RND ~33; ~64 h on two cores.
