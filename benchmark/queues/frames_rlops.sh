@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 55's RLops check of the Atari frame change (66d80a2: the two-frame max on RGB, as the original, instead of
 # the max on the emulator's gray frames). ppo_atari.py on MsPacmanNoFrameskip-v4 (where the frames differ most
-# often), 300k steps, seeds 1-6 a side: "gray-max" runs from a worktree pinned at 66d80a2^ (0ae9cd3), "rgb-max" from
-# one pinned at 66d80a2. The two sides run side by side, one run each at a time, one thread each, at nice 19.
+# often), 300k steps, 6 seeds a side: "gray-max" (seeds 1-6) runs from a worktree pinned at 66d80a2^ (0ae9cd3),
+# "rgb-max" (seeds 101-106) from one pinned at 66d80a2. Each side has seeds of its own: the gate counts runs of one
+# seed number under both tags as pairs of seeds (their luck may be shared), and 6 shared seeds could not decide.
+# The two sides run side by side, one run each at a time, one thread each, at nice 19.
 # Run it again after any stop: each side's benchmark continues from its log folder (finished runs skipped, the
 # others resumed from their newest checkpoint, every 25 iterations = 25,600 steps). Estimated 5-13 core-hours
 # (ppo_atari.py, one thread: ~200 SPS on an idle core, ~75 under this machine's load); ~3-7 h on two cores.
@@ -41,8 +43,8 @@ done
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONUNBUFFERED=1
 
 side() {  # one side's six runs, in its own worktree (runs land in its runs/), continued from its log folder
-    local name=$1 tree=$2
-    local command=(python -m cleanrl_utils.benchmark --env-ids MsPacmanNoFrameskip-v4 --num-seeds 6 --workers 1
+    local name=$1 tree=$2 start_seed=$3  # seeds of their own per side: the gate counts shared seed numbers as pairs
+    local command=(python -m cleanrl_utils.benchmark --env-ids MsPacmanNoFrameskip-v4 --num-seeds 6 --start-seed "$start_seed" --workers 1
         --command "python cleanrl/ppo_atari.py --total-timesteps 300000 --checkpoint-frequency 25"
         --log-dir "$OUT/logs/$name")
     echo "$(date -u +%FT%TZ) start ($name, in $tree): WANDB_TAGS=frames-$name $(printf '%q ' "${command[@]}")"
@@ -54,14 +56,14 @@ side() {  # one side's six runs, in its own worktree (runs land in its runs/), c
 }
 
 if [ -n "$DRY" ]; then
-    side gray-max "${TREE[gray-max]}"
-    side rgb-max "${TREE[rgb-max]}"
+    side gray-max "${TREE[gray-max]}" 1
+    side rgb-max "${TREE[rgb-max]}" 101
 else  # each side in a process group of its own, so that a stop reaches its benchmark and, through it, the runs
     export -f side
     export OUT DRY
-    setsid bash -c 'side "$@"' side gray-max "${TREE[gray-max]}" >>"$OUT/gray-max.log" 2>&1 &
+    setsid bash -c 'side "$@"' side gray-max "${TREE[gray-max]}" 1 >>"$OUT/gray-max.log" 2>&1 &
     a=$!
-    setsid bash -c 'side "$@"' side rgb-max "${TREE[rgb-max]}" >>"$OUT/rgb-max.log" 2>&1 &
+    setsid bash -c 'side "$@"' side rgb-max "${TREE[rgb-max]}" 101 >>"$OUT/rgb-max.log" 2>&1 &
     b=$!
     trap 'kill -TERM -- -$a -$b 2>/dev/null; wait; exit 130' TERM INT
     wait $a

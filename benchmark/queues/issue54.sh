@@ -9,7 +9,7 @@
 # A stop: kill -TERM <this script's pid>; each lane's checks stop their runs (logs kept, checkpoints on disk).
 # ISSUE54_DRY_RUN=1 prints what would run and runs nothing.
 set -u
-PIN=33506b6  # the commit every run of this queue uses (QDagger students and teacher on the same frames)
+PIN=700928d  # the commit every run of this queue uses (QDagger: teacher and students on the same frames, twins on seeds of their own)
 TREE=$HOME/runs/tree54
 OUT=$HOME/runs/issue54
 VENV=${ISSUE54_VENV:-/work/main/.venv}

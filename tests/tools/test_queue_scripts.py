@@ -93,7 +93,11 @@ def test_frames_rlops_runs_each_side_from_its_pin_then_gives_the_gates_exit(queu
     for cwd, pythonpath, tags, threads, niceness, args in sides:
         side = tags.removeprefix("frames-").replace("-", "_")
         assert cwd == pythonpath == str(trees[side]) and threads == "1" and niceness == "19"
-        assert "-m cleanrl_utils.benchmark --env-ids MsPacmanNoFrameskip-v4 --num-seeds 6 --workers 1" in args
+        start = {"gray_max": 1, "rgb_max": 101}[side]  # seeds of its own per side, so the gate can decide at 6 a side
+        assert (
+            f"-m cleanrl_utils.benchmark --env-ids MsPacmanNoFrameskip-v4 --num-seeds 6 --start-seed {start} --workers 1"
+            in args
+        )
         assert (
             "--total-timesteps 300000 --checkpoint-frequency 25" in args
             and f"--log-dir {home}/runs/frames_rlops/logs/" in args
