@@ -194,19 +194,24 @@ LEARNING_CHECKS = {
 FORMS = ("trick", "textbook")
 
 
+TEXTBOOK_SEED_OFFSET = 100  # the textbook form's seeds: 101, 102, ... beside the trick's 1, 2, ...
+
+
 def learning_runs(case: Case, out: Path, seed: int, args: tuple[str, ...], env_id: str) -> list[tuple[str, QueuedRun]]:
-    """Both forms' runs of one seed (form, run); the form the file does not hold runs from a copy under `out`."""
+    """Both forms' k-th runs (form, run): the trick on seed k, the textbook form on seed 100 + k, so that the forms
+    share no seed's luck (rlops counts runs of one seed number under both tags as pairs of seeds, issue 52); the form
+    the file does not hold runs from a copy under `out`."""
     runs = []
     for form in FORMS:
+        seed_of_form = seed + TEXTBOOK_SEED_OFFSET if form == "textbook" else seed
         program = REPO / "cleanrl" / case.script
         if form != case.held_form():
             program = out / form / case.script  # the same file name: its runs carry the original's exp_name
             program.parent.mkdir(parents=True, exist_ok=True)
             program.write_text(case.source(form))
-        result = out / f"{form}__{seed}.json"
-        runs.append(
-            (form, QueuedRun(result, (str(program),), args, env_id, seed, summarize=partial(summarize_run, result=result)))
-        )
+        result = out / f"{form}__{seed_of_form}.json"
+        summarize = partial(summarize_run, result=result)
+        runs.append((form, QueuedRun(result, (str(program),), args, env_id, seed_of_form, summarize=summarize)))
     return runs
 
 
@@ -299,8 +304,8 @@ def main() -> None:
         only_help="run/learn: only these files (without .py)",
     )
     cli.count("--rounds", 3, "run: rounds of both forms")
-    # one env per file: rlops needs 6 independent seeds a side before a comparison can be decided; both forms run the
-    # same seed numbers, which it counts as pairs of seeds (issue 52): 6 seeds stay inconclusive, 12 can decide
+    # one env per file: rlops needs 6 independent seeds a side before a comparison can be decided (the forms run
+    # seed numbers of their own, see `learning_runs`)
     cli.count("--seeds", 6, "learn: seeds per form")
     cases = [case.script.removesuffix(".py") for case in CASES]
     cli.run(cli.parse({"run": cases, "learn": [script.removesuffix(".py") for script in LEARNING_CHECKS]}))
