@@ -109,7 +109,7 @@ Command = Callable[[argparse.Namespace], int | None]  # a command's work: an exi
 
 
 class CommandLine:
-    """A benchmark script's command line: `python benchmark/<kind>/<name>.py COMMAND [options]`, with `--out`, the
+    """A benchmark script's command line: `python -m benchmark.<kind>.<name> COMMAND [options]`, with `--out`, the
     folder of its runs and summaries (`benchmark_runs/<name>` by default), and `--only` where `only_help` says
     what it selects; each script adds its own options to `parser`."""
 
@@ -207,8 +207,12 @@ def tree_commit(tree: Path = REPO, paths: Sequence[str] = ()) -> str:
 
 
 def this_command() -> str:
-    """The command line of this process as run from the repository's root (`python benchmark/...py ARGS`)."""
+    """The command line of this process as run from the repository's root: `python -m benchmark.x.y ARGS` for a
+    benchmark script (`python -m` gives its file's path as argv[0]), `python PATH ARGS` for any other program."""
     program = Path(sys.argv[0]).resolve()
+    if program.is_relative_to(REPO / "benchmark") and program.suffix == ".py":
+        module = ".".join(program.relative_to(REPO).with_suffix("").parts)
+        return shlex.join(["python", "-m", module, *sys.argv[1:]])
     shown = program.relative_to(REPO).as_posix() if program.is_relative_to(REPO) else sys.argv[0]
     return shlex.join(["python", shown, *sys.argv[1:]])
 

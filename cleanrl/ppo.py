@@ -143,11 +143,9 @@ class Agent(nn.Module):
         return self.critic(x).squeeze(-1)
 
     # Sampling only; the log-probabilities and values come after the rollout (`evaluate_actions`).
-    def act(self, x):
+    def sample_action(self, x):
         """Rollout: sample actions. Their log-probabilities and the values come later, in one batched call."""
-        logits = self.actor(x)
-        # Gumbel-max trick: argmax(logits - log E) with E ~ Exp(1) is a sample from softmax(logits).
-        return (logits - torch.empty_like(logits).exponential_().log()).argmax(-1)
+        return torch.distributions.Categorical(logits=self.actor(x)).sample()
 
     def evaluate_actions(self, x, action):
         """Log-probability and entropy of given actions under the current policy, and the state value."""
@@ -209,7 +207,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    action = agent.act(next_obs)
+                    action = agent.sample_action(next_obs)
                     obs[step] = next_obs
                     actions[step] = action
 

@@ -276,7 +276,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     if args.world_size == 1:
                         exp.raise_if_stopped()
-                    elif exp.stop_signals:  # the ranks stop together, once their rollouts are over (below)
+                    elif exp.stop_requested():  # the ranks stop together, once their rollouts are over (below)
                         break
                     global_step += args.num_envs
                     obs[step] = next_obs  # copied before the next step overwrites the env's array
@@ -299,7 +299,7 @@ if __name__ == "__main__":
                 next_value = agent.get_value(next_obs).cpu().numpy()
 
             if args.world_size > 1:  # a signal reaches each rank at its own step: stop where all of them can
-                stop = torch.tensor([float(bool(exp.stop_signals))], device=device)
+                stop = torch.tensor([float(exp.stop_requested())], device=device)
                 dist.all_reduce(stop, op=dist.ReduceOp.MAX)
                 if stop.item():
                     raise KeyboardInterrupt

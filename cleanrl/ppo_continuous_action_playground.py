@@ -204,7 +204,7 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x).squeeze(-1)
 
-    def act(self, x, deterministic=False):
+    def sample_action(self, x, deterministic=False):
         """Rollout: sample actions (or take the mean). Log-probabilities and values come later, batched."""
         mean = self.actor_mean(x)
         return mean if deterministic else mean + self.actor_logstd.exp() * torch.randn_like(mean)
@@ -301,7 +301,7 @@ if __name__ == "__main__":
                     exp.raise_if_stopped()
                     global_step += args.num_envs
                     obs[step] = next_obs
-                    actions[step] = action = agent.act(next_obs)
+                    actions[step] = action = agent.sample_action(next_obs)
 
                     # DLPack both ways: JAX reads the action tensor's memory, torch the simulator's arrays
                     state, *out = envs.step(state, jnp.from_dlpack(action), fresh)

@@ -111,13 +111,15 @@ class Args:
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         check_atari_game(env_id)
+        import cv2  # here, not at the top: without the atari extra, making the env fails in one line
+
         # frame skip by MaxAndSkipEnv (max over the last two frames), not by the ALE
         skip = {"frameskip": 1} if gym.spec(env_id).kwargs.get("frameskip", 1) != 1 else {}
         if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, obs_type="grayscale", **skip)
+            env = gym.make(env_id, render_mode="rgb_array", disable_env_checker=True, **skip)
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
-            env = gym.make(env_id, disable_env_checker=True, obs_type="grayscale", **skip)
+            env = gym.make(env_id, disable_env_checker=True, **skip)
         # below the life and reward wrappers: `info["episode"]` holds a whole game's raw score
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -126,7 +128,9 @@ def make_env(env_id, idx, capture_video, run_name):
         if "FIRE" in env.unwrapped.get_action_meanings():
             env = FireResetEnv(env)
         env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))  # of the emulator's gray frames (the luma of its colours)
+        env = gym.wrappers.ResizeObservation(env, (84, 84))  # the max of the last two RGB frames, rescaled
+        gray = gym.spaces.Box(0, 255, (84, 84), "uint8")  # then the luminance of the rescaled frame: the teacher's frames
+        env = gym.wrappers.TransformObservation(env, lambda rgb: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), gray)
         env = gym.wrappers.FrameStackObservation(env, 4)
         return env
 

@@ -158,7 +158,7 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x).squeeze(-1)
 
-    def act(self, x, deterministic=False):
+    def sample_action(self, x, deterministic=False):
         """Rollout: sample actions (or take the mean). Log-probabilities and values come later, batched."""
         mean = self.actor_mean(x)
         return mean if deterministic else mean + self.actor_logstd.exp() * torch.randn_like(mean)
@@ -227,7 +227,7 @@ if __name__ == "__main__":
                 for step in range(args.num_steps):
                     exp.raise_if_stopped()
                     global_step += args.num_envs
-                    action = agent.act(next_obs)
+                    action = agent.sample_action(next_obs)
                     obs[step] = next_obs
                     actions[step] = action
 

@@ -282,6 +282,11 @@ class Experiment:
         if self.stop_signals:
             raise KeyboardInterrupt
 
+    def stop_requested(self) -> bool:
+        """Whether Ctrl-C or SIGTERM has arrived, for a script that must stop at a point of its own choosing (the
+        ranks of `ppo_atari_multigpu.py` stop together) rather than at the next `raise_if_stopped`."""
+        return bool(self.stop_signals)
+
     def __enter__(self) -> Experiment:
         """Training starts: catch Ctrl-C and SIGTERM from now on, and start the SPS clock (setup is not training)."""
         self.start_time = time.time() - self.elapsed_before

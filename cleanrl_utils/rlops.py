@@ -9,8 +9,9 @@ seed) counts once. Per env, it prints each tag's mean ± std over seeds of every
 and median SPS; across envs, aggregate scores of normalised runs (IQM, median, mean, optimality gap) and each
 tag's probability of improvement (PoI) over the baseline, with stratified-bootstrap confidence intervals. The
 gate tests each tag against the baseline across envs and on every env, in one Holm family, with a test whose
-false-alarm rate is bounded for any score distributions (`rlstats.improvement_p_value`); a tag fails when it
-regressed across envs or on any env, and is inconclusive when its seeds cannot reach the test's level.
+false-alarm rate is bounded for any score distributions and whatever a seed's runs share (`rlstats.improvement_test`,
+the seed its unit); a tag fails when it regressed across envs or on any env, and is inconclusive when its seeds cannot
+reach the test's level or runs were left out.
 `--fail-on-regression` exits 1 on a regression and 3 on an inconclusive comparison. The Markdown, the learning
 curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
@@ -19,6 +20,7 @@ import functools
 import os
 import shlex
 import sys
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ from cleanrl_utils.rlops_runs import (
     exp_names_per_tag,
     local_runs,
     select,
+    unreadable,
     wandb_runs,
     warn,
 )
@@ -66,7 +69,8 @@ class Test:
     p_value: float
     adjusted: float  # Holm-adjusted over the gate's family (every tag, across envs and on each env)
     counts: list[tuple[int, int]]  # (tag's runs, baseline's runs) per env
-    smallest_p: float  # the smallest p these counts allow
+    seeds: tuple[int, int, int]  # the seeds the test used: the tag's and the baseline's on every env, and shared
+    smallest_p: float  # the smallest p these seeds allow
     reachable: bool  # whether the adjusted p could reach alpha at all
     label: str
 
@@ -77,6 +81,7 @@ class Verdict:
     overall: Test  # across envs
     per_env: list[Test]  # in --env-ids order; with one env, the test across envs itself
     gate: str  # regression (across envs or on any env), inconclusive or pass
+    left_out: int = 0  # runs of the tag or the baseline left out (stopped early, no metric, unreadable): cannot pass
 
 
 # ---------------------------------------------------------------- coming from openrlbenchmark
@@ -162,6 +167,10 @@ def parse_target_scores(items: list[str], lower_is_better: bool) -> dict[str, tu
                 f"--target-scores {item}: LOW ({low:g}) must be below HIGH ({high:g}), or the normalised scores would "
                 "turn a regression into an improvement; if lower scores are better, pass --lower-is-better"
             )
+        with np.errstate(over="ignore", divide="ignore"):
+            scale = 1.0 / (high - low) if high != low else np.inf
+        if not (np.isfinite(high - low) and np.isfinite(scale)):
+            raise RlopsError(f"--target-scores {item}: HIGH - LOW must be a finite number whose inverse is finite too")
         if env_id in targets:
             raise RlopsError(f"--target-scores gives {env_id} twice: give one LOW,HIGH per env")
         targets[env_id] = (low, high)
@@ -196,6 +205,11 @@ def score_table(
         ]
         for tag in tags
     }
+
+
+def seed_table(runs: list[Run], tags: list[str], env_ids: list[str]) -> dict[str, list[list[str]]]:
+    """{tag: [each env's seeds]}, in `score_table`'s order: the test's unit is the seed, not the run."""
+    return {tag: [[r.seed for r in runs if r.group == tag and r.env_id == env_id] for env_id in env_ids] for tag in tags}
 
 
 def baseline_starts(runs: list[Run], baseline: str, env_ids: list[str], metric: str, lower_is_better: bool) -> list[float]:
@@ -247,13 +261,14 @@ def label(adjusted: float, improvement: float, reachable: bool, alpha: float) ->
     return "no detectable difference"
 
 
-def gate_outcome(overall: Test, per_env: list[Test]) -> str:
+def gate_outcome(overall: Test, per_env: list[Test], left_out: int = 0) -> str:
     """A tag fails the gate when it regressed across envs or on any env; it is inconclusive when some of these
-    tests cannot reach alpha with its seeds (a regression there would go unseen); else it passes."""
+    tests cannot reach alpha with its seeds (a regression there would go unseen) or when runs were left out (seeds
+    that crashed may be what the change broke); else it passes."""
     tests = [overall, *per_env]
     if any(test.label == "regression" for test in tests):
         return "regression"
-    if any(test.label == "inconclusive" for test in tests):
+    if left_out or any(test.label == "inconclusive" for test in tests):
         return "inconclusive"
     return "pass"
 
@@ -273,10 +288,9 @@ def family_pairs(scores: dict[str, list[np.ndarray]], baseline: str) -> list[tup
 
 
 def family_smallest(tags: int, envs: int, seeds: int) -> list[float]:
-    """The smallest p of each of the gate's tests with `seeds` runs per tag on every env."""
-    across = rlstats.smallest_p([(seeds, seeds)] * envs)
-    alone = [rlstats.smallest_p([(seeds, seeds)])] * envs if envs > 1 else []
-    return [across, *alone] * tags
+    """The smallest p of each of the gate's tests with `seeds` runs per tag on every env, none shared with the
+    baseline's (the test across envs counts seeds, not runs: it has the same smallest p as one env alone)."""
+    return [rlstats.smallest_p(seeds, seeds)] * family_size(tags, envs)
 
 
 def family_size(tags: int, envs: int) -> int:
@@ -292,40 +306,65 @@ def least_seeds(tags: int, envs: int, alpha: float) -> int:
     return seeds
 
 
-def compare(scores: dict[str, list[np.ndarray]], baseline: str, reps: int, confidence: float, seed: int) -> list[Verdict]:
-    """Each tag against the baseline, across envs and on each env, all in one Holm family (the gate's)."""
+def compare(
+    scores: dict[str, list[np.ndarray]],
+    baseline: str,
+    reps: int,
+    confidence: float,
+    seed: int,
+    seeds: dict[str, list[list[str]]] | None = None,
+    left_out: dict[str, int] | None = None,
+) -> list[Verdict]:
+    """Each tag against the baseline, across envs and on each env, all in one Holm family (the gate's).
+
+    `seeds[tag][env]` labels the runs of `scores[tag][env]`; without it, run i of every tag is seed i (runs of one
+    seed number may share luck, so the test leaves their pairs out). `left_out[tag]`: runs left out, which keep a
+    tag from passing (the baseline's count for every tag)."""
     rng = np.random.default_rng(seed)
     alpha = 1 - confidence
+    labels = seeds or {tag: rlstats.positions(per_env) for tag, per_env in scores.items()}
     pairs = family_pairs(scores, baseline)
-    p_values = [rlstats.improvement_p_value(x, y) for _, _, x, y in pairs]
-    counts = [[(len(a), len(b)) for a, b in zip(x, y)] for _, _, x, y in pairs]
-    smallest = [rlstats.smallest_p(c) for c in counts]
-    adjusted = rlstats.holm(p_values)
-    reach = rlstats.reachable(smallest, alpha)
+    label_pairs = family_pairs({tag: labels[tag] for tag in scores}, baseline)
+    results = [rlstats.improvement_test(x, y, sx, sy) for (_, _, x, y), (_, _, sx, sy) in zip(pairs, label_pairs)]
+    adjusted = rlstats.holm([r.p_value for r in results])
+    reach = rlstats.reachable([r.smallest_p for r in results], alpha)
     tests = []
-    for (_, _, x, y), p, adj, c, low, ok in zip(pairs, p_values, adjusted, counts, smallest, reach):
-        improvement = rlstats.improvement_estimate(x, y, reps, confidence, rng)
-        tests.append(Test(improvement, p, adj, c, low, ok, label(adj, improvement.value, ok, alpha)))
+    for (_, _, x, y), result, adj, ok in zip(pairs, results, adjusted, reach):
+        estimate = rlstats.improvement_estimate(x, y, reps, confidence, rng)
+        counts = [(len(a), len(b)) for a, b in zip(x, y)]
+        design = (result.n_x, result.n_y, result.shared)
+        # the side of 1/2 is the tested statistic's (pairs of one seed left out), the interval the bootstrap's
+        side = result.improvement
+        tests.append(Test(estimate, result.p_value, adj, counts, design, result.smallest_p, ok, label(adj, side, ok, alpha)))
+    left_out = left_out or {}
     verdicts = []
     for tag in dict.fromkeys(tag for tag, _, _, _ in pairs):
         own = [test for (t, _, _, _), test in zip(pairs, tests) if t == tag]
         overall, per_env = own[0], own[1:] or own[:1]
-        verdicts.append(Verdict(tag, overall, per_env, gate_outcome(overall, per_env)))
+        dropped = left_out.get(tag, 0) + left_out.get(baseline, 0)
+        verdicts.append(Verdict(tag, overall, per_env, gate_outcome(overall, per_env, dropped), dropped))
     return verdicts
 
 
 @functools.lru_cache(maxsize=64)
-def detectable(counts: tuple[tuple[int, int], ...], level: float) -> float | None:
-    """`rlstats.detectable_shift`, once per seed counts (tags with the same counts share it)."""
-    return rlstats.detectable_shift(list(counts), level)
+def detectable(design: tuple[int, int, int, int], level: float) -> float | None:
+    """`rlstats.detectable_shift` for (envs, tag's seeds, baseline's seeds, shared), once per design."""
+    return rlstats.detectable_shift(*design, level)
 
 
-def seeds_text(counts: list[tuple[int, int]]) -> str:
-    pairs = sorted(set(counts))
-    env_text = f"{len(counts)} env" + ("s" if len(counts) > 1 else "")
-    if len(pairs) == 1:
-        return f"{pairs[0][0]} vs {pairs[0][1]} seeds on {env_text}"
-    return f"{', '.join(f'{a} vs {b}' for a, b in counts)} seeds on {env_text}"
+def seeds_text(test: Test) -> str:
+    n_x, n_y, shared = test.seeds
+    envs = len(test.counts)
+    env_text = f"{envs} env" + ("s" if envs > 1 else "")
+    text = f"{n_x} vs {n_y} seeds on {env_text}"
+    if envs > 1 and any(c != (n_x, n_y) for c in test.counts):
+        text += " (the seeds run on every env)"
+    if shared:
+        text += (
+            f", {shared} of them run by both (runs of one seed may share its luck, so only pairs of different seeds "
+            "count: run the tag on seeds the baseline did not use)"
+        )
+    return text
 
 
 def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> str:
@@ -336,10 +375,16 @@ def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> st
     overall = verdict.overall
     if not overall.reachable:
         return (
-            f"{seeds_text(overall.counts)} can reach p = {overall.smallest_p:.2g} at best, too large for "
+            f"{seeds_text(overall)} can reach p = {overall.smallest_p:.2g} at best, too large for "
             f"α = {alpha:.2g}{family}: no effect of any size can be detected; {least}"
         )
     blind = [test for test in verdict.per_env if not test.reachable]
+    if not blind:  # every test can reach alpha: runs were left out
+        return (
+            f"{verdict.left_out} run{'s' if verdict.left_out > 1 else ''} of it or the baseline left out (stopped early, "
+            "no metric or unreadable: see the warnings): seeds that crash may be what the change broke, so the gate "
+            "does not pass on the rest"
+        )
     best = min(test.smallest_p for test in blind)
     return (
         f"{len(blind)} of {len(verdict.per_env)} envs alone can reach p = {best:.2g} at best, too large for "
@@ -352,26 +397,26 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
     test = verdict.overall
     if not test.reachable:
         return why_inconclusive(verdict, alpha, tags, envs)
-    reach = f"{seeds_text(test.counts)} can reach p = {test.smallest_p:.2g}"
+    reach = f"{seeds_text(test)} can reach p = {test.smallest_p:.2g}"
     level = alpha / family_size(tags, envs)  # Holm's strictest step: what every test can count on
-    shift = detectable(tuple(test.counts), level)
+    shift = detectable((len(test.counts), *test.seeds), level)
     if shift is None:
-        found = "no shift of normal scores on every env is found four times in five"
+        found = "no shift of normal scores on every env is found at least four times in five"
     else:
         found = (
             f"a shift of {shift:.1f} seed-to-seed standard deviations on every env (PoI "
-            f"{rlstats.shift_improvement(shift):.2f}) is found four times in five"
+            f"{rlstats.shift_improvement(shift):.2f}) is found at least four times in five"
         )
     text = f"{reach}; {found}"
     if envs > 1:
-        fewest = min(verdict.per_env, key=lambda t: min(t.counts[0]))
-        one = detectable(tuple(fewest.counts), level)
+        fewest = min(verdict.per_env, key=lambda t: min(t.seeds[:2]))
+        one = detectable((1, *fewest.seeds), level)
         text += (
-            "; on one env alone, no shift is found four times in five"
+            "; on one env alone, no shift is found at least four times in five"
             if one is None
             else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f} standard deviations"
         )
-    return text + " (simulated normal scores, at α divided by the number of tests)"
+    return text + " (10,000 simulated draws of independent normal scores, at α divided by the number of tests)"
 
 
 # ---------------------------------------------------------------- Markdown
@@ -395,9 +440,12 @@ def normalization_note(
 
 TEST_NOTE = (
     'p: two-sided, of "the mean PoI is 1/2", whatever the score distributions and seed counts (hit-or-miss seeds, '
-    "heavy tails, unequal spreads, ties): the mean PoI's distance from 1/2 is compared, by the matched-pairs bound "
-    "(Hoeffding, 1963; Markov's inequality on (|u| - c)+), with the most spread mean of fair coin flips, as many as "
-    "the envs times the fewest seeds of a group on any env; computed exactly, no random draws."
+    "heavy tails, unequal spreads, ties) and whatever a seed's runs share (its luck on every env; the tag's and the "
+    "baseline's runs of one seed number): the seed is the unit, so the test uses the seeds run on every env and "
+    "leaves out pairs of runs of one seed; the mean PoI's distance from 1/2 is compared, by the matched-pairs bound "
+    "(Hoeffding, 1963; Markov's inequality on (|u| - c)+), with the most spread mean of fair coin flips, one per pair "
+    "of independent seeds (the fewer group's seeds when the groups share none, half the shared seeds when they share "
+    "all); computed exactly, no random draws."
 )
 
 
@@ -592,13 +640,22 @@ class Args:
     confidence: float = 0.95
     """level of the intervals; the tests' alpha is 1 minus it"""
     bootstrap_samples: Annotated[int, tyro.conf.arg(metavar="N")] = 5000
-    """bootstrap draws of the intervals (the test takes none)"""
+    """bootstrap draws of the intervals, at most 1,000,000 (the test takes none)"""
     seed: int = 0
     """seed of the bootstrap draws"""
     smooth: int = 5
     """curves: rolling mean over this many values per run"""
     fail_on_regression: bool = False
-    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive"""
+    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive or runs
+    were left out"""
+
+
+MAX_BOOTSTRAP_SAMPLES = 1_000_000  # each draw holds every run's score: more would not fit in memory on many runs
+
+
+def control_characters(text: str) -> bool:
+    """Whether `text` holds a newline, tab or other control character: it would split table rows and summary lines."""
+    return any(unicodedata.category(char) == "Cc" for char in text)
 
 
 def repeated(values: list[str]) -> list[str]:
@@ -608,6 +665,9 @@ def repeated(values: list[str]) -> list[str]:
 def check_args(args: Args) -> None:
     if not args.exp_names or not args.tags:
         raise RlopsError("--exp-name and --tags are needed: the runs to compare and the tags that group them")
+    odd = [tag for tag in [*args.tags, args.baseline or ""] if control_characters(tag)]
+    if odd:
+        raise RlopsError(f"tag {odd[0]!r} holds a control character (a newline, tab, ...): tags name table rows")
     if repeated(args.tags):
         raise RlopsError(f"--tags repeats {', '.join(map(repr, repeated(args.tags)))}: each group counts once")
     if args.env_ids and repeated(args.env_ids):
@@ -621,11 +681,22 @@ def check_args(args: Args) -> None:
             f"{given} with the one tag {args.tags[0]!r} compares nothing: give the tags to compare with it "
             "(one tag alone, without these flags, gives its tables and figures)"
         )
-    args.baseline = args.baseline or args.tags[-1]
+    if args.baseline is None:
+        args.baseline = args.tags[-1]
     if args.baseline not in args.tags:
         raise RlopsError(f"--baseline {args.baseline!r} is not one of --tags")
     if args.metric_last_n_average_window < 1 or args.bootstrap_samples < 1 or args.smooth < 1:
         raise RlopsError("--metric-last-n-average-window, --bootstrap-samples and --smooth must be at least 1")
+    if args.bootstrap_samples > MAX_BOOTSTRAP_SAMPLES:
+        raise RlopsError(
+            f"--bootstrap-samples {args.bootstrap_samples} is more than {MAX_BOOTSTRAP_SAMPLES:,}: the draws would not "
+            "fit in memory (5,000 gives intervals to about 0.01)"
+        )
+    if not args.output_filename.name or not (args.output_markdown is None or args.output_markdown.name):
+        flag = "--output-filename" if not args.output_filename.name else "--output-markdown"
+        raise RlopsError(
+            f"{flag} needs a file name, got {str(args.output_filename if flag == '--output-filename' else args.output_markdown)!r}"
+        )
     if not 0 < args.confidence < 1:
         raise RlopsError(f"--confidence must lie between 0 and 1, got {args.confidence}")
     if not 0 <= args.min_progress <= 1:
@@ -685,15 +756,27 @@ def normalization_targets(args: Args, env_ids: list[str]) -> tuple[dict[str, tup
 
 
 def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[LeftOut]]:
-    """The runs compared after every check, the envs, the runs left out and the runs flagged."""
+    """The runs compared after every check, the envs, the runs left out and the runs flagged. A left-out run whose
+    tag is unknown (its event files unreadable) has the group "" and keeps every tag from passing."""
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
-    runs = select(load_runs(args, exp_names), args.tags, exp_names)
+    loaded = load_runs(args, exp_names)
+    local = not args.wandb_project_name
+    lost = (
+        [LeftOut(run, "holds nothing readable") for run in unreadable(loaded, set().union(*exp_names.values()))]
+        if local
+        else []
+    )
+    runs = select(loaded, args.tags, exp_names)
     env_ids = args.env_ids or sorted({run.env_id for run in runs if run.group == args.baseline})
     runs = [run for run in runs if run.env_id in env_ids]
+    lost = [item for item in lost if item.run.env_id in env_ids]
     check_coverage(runs, args.tags, env_ids)
-    runs = check_metric(runs, args.metric)
+    with_metric = check_metric(runs, args.metric)
+    lost += [LeftOut(run, f"logged no {args.metric}") for run in runs if run not in with_metric]
+    runs = with_metric
     check_finite(runs, args.metric)
     runs, left_out = check_progress(runs, env_ids, args.min_progress, args.strict)
+    left_out = lost + left_out
     check_evidence(runs, args.metric)
     runs = check_speeds(runs)
     check_coverage(runs, args.tags, env_ids)  # again: dropping runs may empty a cell
@@ -730,7 +813,10 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     scores = score_table(runs, args.tags, env_ids, metric, window, args.lower_is_better)
     starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
     lows, highs, unscaled = normalization(scores, starts, args.baseline, env_ids, targets)
-    verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed)
+    seeds = seed_table(runs, args.tags, env_ids)
+    unknown = sum(item.run.group not in args.tags for item in left_out)
+    dropped = {tag: sum(item.run.group == tag for item in left_out) + unknown * (tag != args.baseline) for tag in args.tags}
+    verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed, seeds, dropped)
 
     rng = np.random.default_rng(args.seed + 1)
     output, markdown_path = output_paths(args)
@@ -740,7 +826,15 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
         warn(unscaled_note(unscaled, args.baseline).replace("`", ""))
         note = unscaled_note(unscaled, args.baseline)
     else:
-        normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
+        with np.errstate(over="ignore", invalid="ignore"):
+            normalized = {tag: rlstats.normalize(per_env, lows, highs) for tag, per_env in scores.items()}
+        overflow = [env for i, env in enumerate(env_ids) if not all(np.isfinite(n[i]).all() for n in normalized.values())]
+        if overflow:
+            raise RlopsError(
+                f"normalised scores on {', '.join(overflow)} overflow: the scale's LOW and HIGH "
+                f"({', '.join(f'{lows[env_ids.index(e)]:g}, {highs[env_ids.index(e)]:g}' for e in overflow)}) are too "
+                "close for these scores; give wider --target-scores"
+            )
         estimates = rlfigures.aggregate_estimates(normalized, reps, level, rng)
         curves = curves_by_tag(runs, args.tags, env_ids, metric, args.lower_is_better)
         figures = {
@@ -812,6 +906,9 @@ def main(argv: list[str] | None = None) -> int:
         markdown, verdicts, env_ids = build(args)
     except (RlopsError, OSError) as e:
         print(f"rlops: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("rlops: error: out of memory: fewer --bootstrap-samples or fewer runs", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(markdown)
     print()

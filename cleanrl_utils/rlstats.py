@@ -1,8 +1,8 @@
 """Statistics for comparing RL runs across tasks and seeds, after Agarwal et al. (2021), "Deep RL at the
 Edge of the Statistical Precipice": aggregate scores (IQM, median, mean, optimality gap) and the probability
 of improvement (PoI), each with a stratified-bootstrap confidence interval; the test RLops gates on, whose
-false-alarm rate is bounded for any score distributions with a mean PoI of 1/2 at any run count (a matched-pairs
-bound after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
+false-alarm rate is bounded for any score distributions with a mean PoI of 1/2 at any run count, whatever a seed's
+runs share (a matched-pairs bound over independent seeds after Hoeffding, 1963); Holm's correction for several tests; and what a set of seed counts can detect.
 Brunner–Munzel's studentized statistic, with its permutation and t p-values, is kept for checks that compare
 two samples of one evaluation and as the calibration study's reference; it is not the gate's test.
 
@@ -181,8 +181,9 @@ TOLERANCE = 1e-12  # a distance this close above an atom of the bound counts as 
 class NullBound:
     """A variable at least as spread as the mean PoI's distance from 1/2 when the mean PoI is 1/2.
 
-    D = B / pairs - 1/2 with B ~ Binomial(pairs, 1/2): the PoI of `pairs` disjoint (x, y) pairs, each a fair
-    coin. Stored as the distinct values of |D| (ascending), their probabilities, and E(|D| - value)+ at each.
+    |D|, where D is a mixture of B / m - 1/2 with B ~ Binomial(m, 1/2) (the PoI of m disjoint (x, y) pairs, each a
+    fair coin) over one or more pair counts m. Stored as the distinct values of |D| (ascending), their
+    probabilities, and E(|D| - value)+ at each.
     """
 
     atoms: np.ndarray
@@ -202,19 +203,20 @@ class NullBound:
         return np.minimum(1.0, ratios.min(axis=-1))
 
 
-def matched_pairs(counts: Sequence[tuple[int, int]]) -> int:
-    """The fair coins the test counts: tasks × the fewest runs of a group on any task."""
-    return len(counts) * min(min(pair) for pair in counts)
+def mixture_bound(parts: Sequence[tuple[float, int]]) -> NullBound:
+    """The bound for a statistic that is a weighted average of parts, each no more spread than the mean of m fair
+    coins: `parts` lists (weight, m), weights summing to 1. By Jensen, E f(average) <= the weighted sum of E f(part)
+    for every convex f, so the mixture of the parts' coin-flip laws bounds every stop-loss value."""
+    from fractions import Fraction
 
-
-def null_bound(pairs: int) -> NullBound:
-    """The bound for `pairs` matched pairs: |B / pairs - 1/2|, B ~ Binomial(pairs, 1/2), and its stop-loss values."""
-    wins = np.arange(pairs + 1)
-    chances = np.array([math.comb(pairs, int(k)) for k in wins], dtype=float) / 2.0**pairs
-    twice_distance = np.abs(2 * wins - pairs)  # 2 * pairs * |D|
-    mass = np.bincount(twice_distance, weights=chances)
-    present = np.flatnonzero(mass > 0)
-    atoms, probabilities = present / (2 * pairs), mass[present]
+    mass: dict[Fraction, float] = {}
+    for weight, pairs in parts:
+        for wins in range(pairs + 1):
+            atom = Fraction(abs(2 * wins - pairs), 2 * pairs)
+            mass[atom] = mass.get(atom, 0.0) + weight * math.comb(pairs, wins) / 2.0**pairs
+    ordered = sorted(mass)
+    atoms = np.array([float(a) for a in ordered])
+    probabilities = np.array([mass[a] for a in ordered])
     at_or_above = np.cumsum(probabilities[::-1])[::-1]
     # E(|D| - a_j)+ = sum over i > j of (a_i - a_{i-1}) P(|D| >= a_i): positive terms, no cancellation
     gains = np.diff(atoms) * at_or_above[1:]
@@ -222,27 +224,101 @@ def null_bound(pairs: int) -> NullBound:
     return NullBound(atoms, probabilities, stop_loss)
 
 
-def improvement_p_value(x: Scores, y: Scores) -> float:
-    """Two-sided p of "the mean PoI over tasks is 1/2", whatever the score distributions, seed counts and ties.
+def null_bound(pairs: int) -> NullBound:
+    """The bound for `pairs` matched pairs: |B / pairs - 1/2|, B ~ Binomial(pairs, 1/2), and its stop-loss values."""
+    return mixture_bound([(1.0, pairs)])
 
-    A task's PoI is a U-statistic; Hoeffding (1963, section 5) writes it as the average, over every way of
-    matching its runs into m disjoint (x, y) pairs (m: the smaller group), of the matched pairs' mean score
-    (1, 1/2 or 0 each). An average is no more spread than its parts (Jensen), a mean of m pairs no more than a
-    mean of fewer (sample means are a reverse martingale), and a pair's score no more than a coin of the same
-    mean; so the mean PoI over K tasks is no more spread, in the convex order, than a mean of K × (the fewest
-    runs of a group on any task) independent coins with mean 1/2 (Hoeffding, 1956: for a given mean, equal
-    chances spread the most). `NullBound.p_value` turns that into a tail bound. Hit-or-miss runs (one group's
-    runs beat all of the other's or lose to all) reach it. No random draws.
+
+def seed_parts(n_x: int, n_y: int, shared: int = 0) -> list[tuple[float, int]]:
+    """(weight, matched pairs) of each part of the test's statistic when the tag has `n_x` seeds, the baseline `n_y`,
+    and `shared` of the seed numbers are run by both.
+
+    A seed is the unit: its runs (on every env, in both groups) may share luck, runs of different seeds are
+    independent. The statistic compares every tag run with every baseline run of another seed; those (x, y) pairs
+    fall in up to four kinds, by whether each seed is shared. Within a kind the average is a U-statistic whose
+    kernel reads two different seeds: Hoeffding (1963, section 5) writes it as an average over matchings of
+    disjoint pairs of seeds, as many as the kind allows: shared against shared, half the shared seeds (a seed can
+    be in one pair only, on one side); otherwise the smaller side. The weights are the kinds' shares of all pairs.
     """
-    counts = [(np.shape(a)[-1], np.shape(b)[-1]) for a, b in zip(x, y)]
-    distance = abs(average_improvement(x, y) - 0.5)
-    return float(null_bound(matched_pairs(counts)).p_value(distance))
+    own_x, own_y = n_x - shared, n_y - shared
+    kinds = [
+        (shared * (shared - 1), shared // 2),
+        (shared * own_y, min(shared, own_y)),
+        (own_x * shared, min(own_x, shared)),
+        (own_x * own_y, min(own_x, own_y)),
+    ]
+    total = sum(count for count, _ in kinds)
+    return [(count / total, pairs) for count, pairs in kinds if count > 0]
 
 
-def smallest_p(counts: Sequence[tuple[int, int]]) -> float:
-    """The smallest p `improvement_p_value` can give with these run counts: every task completely separated one
-    way, 2 ** (1 - matched pairs)."""
-    return float(null_bound(matched_pairs(counts)).p_value(0.5))
+def seed_bound(n_x: int, n_y: int, shared: int = 0) -> NullBound | None:
+    """The bound for these seed counts; None when no pair of runs of different seeds exists (nothing to test)."""
+    parts = seed_parts(n_x, n_y, shared)
+    return mixture_bound(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class ImprovementTest:
+    """The test of one tag against the baseline, over one or more envs."""
+
+    improvement: float  # the mean over envs of P(X > Y) over runs of different seeds (the statistic tested)
+    p_value: float
+    smallest_p: float  # the p of a complete separation: the best these seeds allow
+    n_x: int  # the tag's seeds run on every env tested (the runs the test uses)
+    n_y: int
+    shared: int  # of those, the seed numbers both groups ran
+
+
+def positions(scores: Scores) -> list[list[int]]:
+    """Seed labels when none are given: run i of each group on each env is seed i (the runner's numbering)."""
+    return [list(range(np.shape(s)[-1])) for s in scores]
+
+
+def improvement_test(x: Scores, y: Scores, x_seeds: Sequence[Sequence] | None = None, y_seeds=None) -> ImprovementTest:
+    """Two-sided test of "the mean PoI over envs is 1/2", whatever the score distributions, ties, seed counts, and
+    whatever a seed's runs share (its luck on every env; the tag's and the baseline's runs of one seed number).
+
+    `x_seeds[k][i]` labels the i-th run of x on env k (default: its position, so run i of x and run i of y are
+    one seed). Runs of a seed missing on some env are left out (the seed is the unit across envs). The statistic is
+    the mean over envs of the share of (x, y) run pairs of different seeds that x wins (ties half). Written per seed
+    (each seed's comparisons averaged over envs first), it is an average of U-statistics over independent seeds,
+    no more spread in the convex order than the mixture `seed_parts` gives (an average of m independent values in
+    [0, 1] is no more spread than m fair coins with the same mean: Hoeffding, 1956 and 1963). `NullBound.p_value`
+    turns that into a tail bound. Exact arithmetic on the runs, no random draws.
+    """
+    x_seeds = positions(x) if x_seeds is None else x_seeds
+    y_seeds = positions(y) if y_seeds is None else y_seeds
+    for labels in [*x_seeds, *y_seeds]:
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"a group has a seed twice on one env: {list(labels)}")
+    kept_x = set.intersection(*(set(labels) for labels in x_seeds))
+    kept_y = set.intersection(*(set(labels) for labels in y_seeds))
+    shared = len(kept_x & kept_y)
+    bound = seed_bound(len(kept_x), len(kept_y), shared)
+    if bound is None:
+        return ImprovementTest(0.5, 1.0, 1.0, len(kept_x), len(kept_y), shared)
+    shares = []
+    for a, b, a_seeds, b_seeds in zip(x, y, x_seeds, y_seeds):
+        keep_a = np.array([s in kept_x for s in a_seeds], dtype=bool)
+        keep_b = np.array([s in kept_y for s in b_seeds], dtype=bool)
+        labels_a = [s for s in a_seeds if s in kept_x]
+        labels_b = [s for s in b_seeds if s in kept_y]
+        other = np.array([[sa != sb for sb in labels_b] for sa in labels_a], dtype=bool)
+        shares.append(comparisons(np.asarray(a, dtype=float)[keep_a], np.asarray(b, dtype=float)[keep_b])[other].mean())
+    improvement = float(np.mean(shares))
+    p = float(bound.p_value(abs(improvement - 0.5)))
+    return ImprovementTest(improvement, p, float(bound.p_value(0.5)), len(kept_x), len(kept_y), shared)
+
+
+def improvement_p_value(x: Scores, y: Scores, x_seeds: Sequence[Sequence] | None = None, y_seeds=None) -> float:
+    """The p of `improvement_test`: by default run i of x and run i of y are taken as one seed (they may share luck)."""
+    return improvement_test(x, y, x_seeds, y_seeds).p_value
+
+
+def smallest_p(n_x: int, n_y: int, shared: int = 0) -> float:
+    """The smallest p the test can give with these seeds: every run of one group above every run of the other."""
+    bound = seed_bound(n_x, n_y, shared)
+    return 1.0 if bound is None else float(bound.p_value(0.5))
 
 
 # ---------------------------------------------------------------- Brunner–Munzel's statistic (not the gate's test)
@@ -434,10 +510,10 @@ def reachable(smallest: Sequence[float], alpha: float) -> list[bool]:
     return [p <= alpha for p in holm(smallest)]
 
 
-def least_seeds(tasks: int, alpha: float, tests: int = 1) -> int:
-    """The fewest seeds per group (the same in every group and task) with which a test can reach alpha / tests."""
+def least_seeds(alpha: float, tests: int = 1) -> int:
+    """The fewest seeds per group, none shared by the two groups, with which a test can reach alpha / tests."""
     seeds = 1
-    while smallest_p([(seeds, seeds)] * tasks) > alpha / tests:
+    while smallest_p(seeds, seeds) > alpha / tests:
         seeds += 1
     return seeds
 
@@ -448,33 +524,38 @@ def shift_improvement(shift: float) -> float:
 
 
 def detectable_shift(
-    counts: Sequence[tuple[int, int]], level: float, power: float = 0.8, draws: int = 1000, seed: int = 0
+    envs: int, n_x: int, n_y: int, shared: int, level: float, power: float = 0.8, draws: int = 10000, seed: int = 0
 ) -> float | None:
-    """The smallest shift of normal scores (in seed-to-seed standard deviations, the same on every task) that the test
-    at `level` calls an improvement with probability `power`, by simulation; None when no shift reaches it.
+    """The smallest shift of normal scores (in seed-to-seed standard deviations, the same on every env) that the test
+    at `level` calls an improvement with probability at least `power`, by simulation of independent runs; None when
+    no shift reaches it. `shared`: how many of the seed numbers both groups ran (their pairs are left out).
 
     The draws are fixed by `seed` and shared by every shift tried, so the share found grows with the shift and a
-    bisection finds it to within 0.001 std.
+    bisection finds it to within 0.001 std. It aims two standard errors above `power` (0.808 for 0.8 at 10,000
+    draws), so that the shift's chance on fresh draws is at least `power`, not `power` give or take the draws' luck.
     """
-    bound = null_bound(matched_pairs(counts))
-    if bound.p_value(0.5) > level:
+    bound = seed_bound(n_x, n_y, shared)
+    if bound is None or bound.p_value(0.5) > level:
         return None
+    aim = power + 2 * math.sqrt(power * (1 - power) / draws)
+    other = np.ones((n_x, n_y), dtype=bool)
+    other[np.arange(shared), np.arange(shared)] = False  # the first `shared` runs of each group are one seed each
     rng = np.random.default_rng(seed)
-    seeds = [int(s) for s in rng.integers(1 << 31, size=len(counts))]
+    env_seeds = [int(s) for s in rng.integers(1 << 31, size=envs)]
 
     def found(shift: float) -> float:
         improvement = np.zeros(draws)
-        for (n_x, n_y), task_seed in zip(counts, seeds):
-            task_rng = np.random.default_rng(task_seed)  # the same draws at every shift
-            x, y = task_rng.normal(size=(draws, n_x)), task_rng.normal(size=(draws, n_y))
-            improvement += probability_of_improvement(x + shift, y) / len(counts)
+        for env_seed in env_seeds:
+            env_rng = np.random.default_rng(env_seed)  # the same draws at every shift
+            x, y = env_rng.normal(size=(draws, n_x)), env_rng.normal(size=(draws, n_y))
+            improvement += comparisons(x + shift, y)[:, other].mean(axis=-1) / envs
         p = bound.p_value(np.abs(improvement - 0.5))
         return float(np.mean((p <= level) & (improvement > 0.5)))
 
     low, high = 0.0, 12.0
-    if found(high) < power:
+    if found(high) < aim:
         return None
     while high - low > 1e-3:
         middle = (low + high) / 2
-        low, high = (low, middle) if found(middle) >= power else (middle, high)
+        low, high = (low, middle) if found(middle) >= aim else (middle, high)
     return high

@@ -8,6 +8,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 Series = list[tuple[int, float]]
 
 
+class EventFileError(ValueError):
+    """A run's event files hold bytes that are not what TensorBoard writes: the message names the run folder."""
+
+
 @dataclass(frozen=True)
 class RunEvents:
     """Everything `read_run` gets from one pass over a run's event files."""
@@ -24,7 +28,10 @@ def _load(logdir: str | Path) -> EventAccumulator:
         raise FileNotFoundError(f"no TensorBoard run folder at {logdir}")
     # size_guidance 0 keeps every event: the default samples long series down.
     accumulator = EventAccumulator(str(logdir), size_guidance={"scalars": 0, "tensors": 0})
-    accumulator.Reload()
+    try:
+        accumulator.Reload()
+    except Exception as e:  # protobuf's DecodeError and the like: a record with valid framing but not an Event
+        raise EventFileError(f"{logdir}: an event file cannot be read ({type(e).__name__}: {e})") from None
     return accumulator
 
 
@@ -32,12 +39,15 @@ def _scalars(accumulator: EventAccumulator) -> dict[str, Series]:
     return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
 
 
-def _texts(accumulator: EventAccumulator) -> dict[str, str]:
+def _texts(accumulator: EventAccumulator, logdir: str | Path) -> dict[str, str]:
     texts = {}
     for tag in accumulator.Tags()["tensors"]:
         events = accumulator.Tensors(tag)
         if events and events[0].tensor_proto.string_val:
-            texts[tag.removesuffix("/text_summary")] = events[0].tensor_proto.string_val[0].decode()
+            try:
+                texts[tag.removesuffix("/text_summary")] = events[0].tensor_proto.string_val[0].decode()
+            except UnicodeDecodeError:
+                raise EventFileError(f"{logdir}: the text {tag!r} is not UTF-8") from None
     return texts
 
 
@@ -57,7 +67,7 @@ def read_scalars(logdir: str | Path) -> dict[str, Series]:
 
 def read_texts(logdir: str | Path) -> dict[str, str]:
     """The text summaries of the run (e.g. the `hyperparameters` table), as {tag: first text}."""
-    return _texts(_load(logdir))
+    return _texts(_load(logdir), logdir)
 
 
 def read_wall_times(logdir: str | Path, tag: str) -> list[tuple[int, float]]:
@@ -69,4 +79,6 @@ def read_run(logdir: str | Path) -> RunEvents:
     """Scalars, texts and the wall-time span of the run in `logdir`, reading its events once."""
     accumulator = _load(logdir)
     times = _wall_times(accumulator)
-    return RunEvents(_scalars(accumulator), _texts(accumulator), min(times) if times else None, max(times) if times else None)
+    return RunEvents(
+        _scalars(accumulator), _texts(accumulator, logdir), min(times) if times else None, max(times) if times else None
+    )

@@ -1,6 +1,6 @@
 """Why does a trained CartPole agent's episode end? Plays a saved pqn.py model and counts the reasons.
 
-    python benchmark/checks/cartpole_failure_modes.py runs/CartPole-v1__pqn__1__*/pqn.cleanrl_model [--episodes 20]
+    python -m benchmark.checks.cartpole_failure_modes runs/CartPole-v1__pqn__1__*/pqn.cleanrl_model [--episodes 20]
 
 For each epsilon (0 and 0.05) it plays the episodes and reports their mean length and how they
 ended: the time limit (500 steps), the cart leaving the track (|x| > 2.4) or the pole falling.

@@ -1,10 +1,10 @@
 """The envpool and Procgen files on this machine: learning on 1M steps against a random policy, and speed.
 
-    python benchmark/checks/envpool_procgen.py random                 # the random policy's whole-game score in each game
-    python benchmark/checks/envpool_procgen.py run --workers 2        # the learning runs not done yet, 2 at a time
-    python benchmark/checks/envpool_procgen.py run --workers 1 --threads 2   # one run alone on the machine: 2 torch threads
-    python benchmark/checks/envpool_procgen.py speed --rounds 2       # steps per second, one process at a time
-    python benchmark/checks/envpool_procgen.py report                 # the Markdown tables for the docs
+    python -m benchmark.checks.envpool_procgen random                 # the random policy's whole-game score in each game
+    python -m benchmark.checks.envpool_procgen run --workers 2        # the learning runs not done yet, 2 at a time
+    python -m benchmark.checks.envpool_procgen run --workers 1 --threads 2   # one run alone on the machine: 2 torch threads
+    python -m benchmark.checks.envpool_procgen speed --rounds 2       # steps per second, one process at a time
+    python -m benchmark.checks.envpool_procgen report                 # the Markdown tables for the docs
 
 The checks (1 seed each, 1M steps, far below the published 10M/25M: the point is to catch a file
 that does not learn, not to reproduce the published scores): `ppo_atari_envpool.py` and
@@ -36,17 +36,13 @@ how much of ppo_atari.py's time its games take bounds what any faster env can ga
 import importlib
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark import harness  # noqa: E402
-from benchmark.harness import (  # noqa: E402
+from benchmark import harness
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     SpeedRun,
@@ -63,6 +59,8 @@ from benchmark.harness import (  # noqa: E402
     torch_threads_env,
     write_result,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30

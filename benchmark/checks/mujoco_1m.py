@@ -138,11 +138,11 @@ SOURCES = {
         "and docs/benchmark/sac.md (vwxyzjn/cleanrl@35896b1f). Statistic: " + UPSTREAM_TABLE + "."
     ),
     "reference-ddpg": (
-        "The reference documentation in ../shared/reference/000_8b750b9888827a95.txt (CleanRL's "
-        "docs/rl-algorithms/ddpg.md as ingested there), the table of `ddpg_continuous_action_jax.py` (line 1760): "
-        "gym MuJoCo v2, 3 seeds, 1M steps (the default budget). The window of the JAX columns is not stated there; "
-        "the `ddpg_continuous_action.py` column is the `pr-299` table its RLops section makes with "
-        "`--metric-last-n-average-window 100` on HalfCheetah-v2, Walker2d-v2 and Hopper-v2 (lines 341-355)."
+        "The original CleanRL's docs/rl-algorithms/ddpg.md (https://github.com/vwxyzjn/cleanrl/blob/master/"
+        "docs/rl-algorithms/ddpg.md), the table of `ddpg_continuous_action_jax.py`: gym MuJoCo v2, 3 seeds, 1M steps "
+        "(the default budget). The window of the JAX columns is not stated there; the `ddpg_continuous_action.py` "
+        "column is the `pr-299` table its RLops section makes with `--metric-last-n-average-window 100` on "
+        "HalfCheetah-v2, Walker2d-v2 and Hopper-v2."
     ),
     "fujimoto-2018": (
         "Fujimoto, van Hoof and Meger (2018), Addressing Function Approximation Error in Actor-Critic Methods, "
@@ -716,7 +716,7 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
     parts = [
         "# DDPG, TD3 and SAC at 1M steps on MuJoCo (gym v4)",
         "",
-        f"Made at commit {tree_commit(REPO, RECORD_CODE)} on {date} with `{command}`, from the run files in "
+        f"Measured at commit {tree_commit(REPO, RECORD_CODE)} on {date} with `{command}`, from the run files in "
         f"`{display(out)}`. The runs ran the code tagged {', '.join(f'`{t}`' for t in tags)}"
         + (f" (commit {', '.join(commits)})" if commits else "")
         + f". {status}",

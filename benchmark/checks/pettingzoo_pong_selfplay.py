@@ -1,10 +1,10 @@
 """Does self-play learn? ppo_pettingzoo_ma_atari.py on PettingZoo's Pong: games won against a random player and
 against the policy's own earlier selves, with an exact binomial test on the games.
 
-    python benchmark/checks/pettingzoo_pong_selfplay.py run [--total-timesteps 4000000] [--seeds 1 2 3] [--workers 1]
-    python benchmark/checks/pettingzoo_pong_selfplay.py evaluate     # the matches of every finished run, then report
-    python benchmark/checks/pettingzoo_pong_selfplay.py report       # the tables and the verdict, from the matches played
-    python benchmark/checks/pettingzoo_pong_selfplay.py lengths RUN_DIR [--bins 5]  # one run's episode-length curve
+    python -m benchmark.checks.pettingzoo_pong_selfplay run [--total-timesteps 4000000] [--seeds 1 2 3] [--workers 1]
+    python -m benchmark.checks.pettingzoo_pong_selfplay evaluate     # the matches of every finished run, then report
+    python -m benchmark.checks.pettingzoo_pong_selfplay report       # the tables and the verdict, from the matches played
+    python -m benchmark.checks.pettingzoo_pong_selfplay lengths RUN_DIR [--bins 5]  # one run's episode-length curve
 
 One policy plays both paddles, so each player's return stays near 0 however well it plays. What the check
 measures instead is games won, a hit-or-miss outcome:
@@ -48,11 +48,10 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from benchmark.harness import QueuedRun, Scalars, one_thread_env, positive_int, run_queue, script, summarize_run, write_result
+from cleanrl_utils.tensorboard_reader import read_scalars
 
-from benchmark.harness import QueuedRun, Scalars, one_thread_env, positive_int, run_queue, script, summarize_run, write_result  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 ENV_ID = "pong_v3"
 TOTAL_TIMESTEPS = 4_000_000

@@ -1,8 +1,8 @@
 """MuJoCo Playground's CartpoleBalance on the CPU: the learning check of ppo_continuous_action_playground.py, and its speed.
 
-    python benchmark/checks/playground_cartpole.py learn --workers 1 # 2 seeds, one after the other, through the runner
-    python benchmark/checks/playground_cartpole.py speed --rounds 2  # steady SPS beside ppo_continuous_action.py
-    python benchmark/checks/playground_cartpole.py report            # the tables, also into benchmark/results/playground_cartpole.md
+    python -m benchmark.checks.playground_cartpole learn --workers 1 # 2 seeds, one after the other, through the runner
+    python -m benchmark.checks.playground_cartpole speed --rounds 2  # steady SPS beside ppo_continuous_action.py
+    python -m benchmark.checks.playground_cartpole report            # the tables, also into benchmark/results/playground_cartpole.md
 
 The learning check (issue 24): CartpoleBalance pays at most 1 per step for 1000 steps, so its maximum
 return is 1000; a seed passes when the mean return of its last wave of episodes (one per env: the time
@@ -22,14 +22,10 @@ jitted batch step at each batch size, and dm_control's one env through Gymnasium
 
 import json
 import statistics
-import sys
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     Scalars,
@@ -45,11 +41,14 @@ from benchmark.harness import (  # noqa: E402
     this_command,
     write_result,
 )
-from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_wall_times  # noqa: E402
+from cleanrl_utils import atomic
+from cleanrl_utils.tensorboard_reader import read_wall_times
+
+REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = "ppo_continuous_action_playground"
 ENV_ID = "CartpoleBalance"
+TITLE = f"{SCRIPT}.py on {ENV_ID}: learning and speed"  # the results file's first line
 MAX_RETURN, BAR = 1000.0, 0.8
 SEEDS = (1, 2)
 # CPU settings: tens of envs, smaller batches than the Isaac Gym variant's 4096 x 16 and a smaller step size for them
@@ -215,9 +214,9 @@ def report(out: Path, total: int) -> str:
 
 
 def write_report(out: Path, total: int, results: Path) -> None:
-    """The tables, printed and written to `results` under the line that says how they were made."""
+    """The tables, printed and written to `results` under its title and the line that says how they were made."""
     table = report(out, total)
-    atomic.write_text(results, f"{measured_at(this_command())}.\n\n{table}\n")
+    atomic.write_text(results, f"# {TITLE}\n\n{measured_at(this_command())}.\n\n{table}\n")
     print(table)
 
 

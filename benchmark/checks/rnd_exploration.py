@@ -1,8 +1,8 @@
 """Does RND's curiosity make ppo_rnd_envpool.py explore? Montezuma's Revenge, with and without it.
 
-    python benchmark/checks/rnd_exploration.py run --workers 2 --threads 1    # the runs not done yet, resuming stopped ones
-    python benchmark/checks/rnd_exploration.py run --seeds 1                  # only seed 1 of each arm
-    python benchmark/checks/rnd_exploration.py report                         # the Markdown table for docs/rl-algorithms/ppo-rnd.md
+    python -m benchmark.checks.rnd_exploration run --workers 2 --threads 1    # the runs not done yet, resuming stopped ones
+    python -m benchmark.checks.rnd_exploration run --seeds 1                  # only seed 1 of each arm
+    python -m benchmark.checks.rnd_exploration report                         # the Markdown table for docs/rl-algorithms/ppo-rnd.md
 
 The published run (2 billion steps on 128 envs) is far out of reach of a 2-core CPU, and at a small
 budget neither arm scores many points in Montezuma's Revenge. What RND changes first is where the agent
@@ -34,14 +34,10 @@ another run (92-112 measured, 2026-12-02), ~5.6 h per run, ~33 core-hours for th
 import json
 import os
 import statistics
-import sys
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     Scalars,
@@ -52,6 +48,8 @@ from benchmark.harness import (  # noqa: E402
     summarize_run,
     torch_threads_env,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 ENV_ID = "MontezumaRevenge-v5"
 STEPS = 2_000_000

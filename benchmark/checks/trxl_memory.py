@@ -1,9 +1,9 @@
 """Does ppo_trxl.py's Transformer-XL memory matter? Each memory task, with the memory and without it.
 
-    python benchmark/checks/trxl_memory.py run --only MiniGrid-MemoryS9-v0 --workers 2 --threads 1   # the 2M check
-    python benchmark/checks/trxl_memory.py run --only ProofofMemory-v0                               # the small one
-    python benchmark/checks/trxl_memory.py report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
-    python benchmark/checks/trxl_memory.py cue CHECKPOINT --episodes 500    # a MiniGrid agent's success, split by the cue seen
+    python -m benchmark.checks.trxl_memory run --only MiniGrid-MemoryS9-v0 --workers 2 --threads 1   # the 2M check
+    python -m benchmark.checks.trxl_memory run --only ProofofMemory-v0                               # the small one
+    python -m benchmark.checks.trxl_memory report                          # the Markdown table for docs/rl-algorithms/ppo-trxl.md
+    python -m benchmark.checks.trxl_memory cue CHECKPOINT --episodes 500    # a MiniGrid agent's success, split by the cue seen
 
 Each check trains ppo_trxl.py on a task that cannot be solved without remembering an early cue, with
 the memory of its published settings and with a memory of length 1 (no memory: the original's window,
@@ -47,10 +47,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     queue_command,
@@ -58,6 +55,8 @@ from benchmark.harness import (  # noqa: E402
     summarize_run,
     torch_threads_env,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 LAST_EPISODES = 100
 SUCCESS_BAR = 0.9

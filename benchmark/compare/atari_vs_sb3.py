@@ -1,9 +1,9 @@
 """The Atari files on this machine: learning on small budgets beside SB3 and a random policy, and speed.
 
-    python benchmark/compare/atari_vs_sb3.py random                # the random policy's whole-game score in each game
-    python benchmark/compare/atari_vs_sb3.py run --workers 2       # the learning runs not done yet, 2 at a time
-    python benchmark/compare/atari_vs_sb3.py speed --rounds 2      # steps per second, one process at a time
-    python benchmark/compare/atari_vs_sb3.py report                # the Markdown tables for the docs
+    python -m benchmark.compare.atari_vs_sb3 random                # the random policy's whole-game score in each game
+    python -m benchmark.compare.atari_vs_sb3 run --workers 2       # the learning runs not done yet, 2 at a time
+    python -m benchmark.compare.atari_vs_sb3 speed --rounds 2      # steps per second, one process at a time
+    python -m benchmark.compare.atari_vs_sb3 report                # the Markdown tables for the docs
 
 These CPUs do a few hundred Atari steps per second, so the budgets are far below the published
 10M-step runs: the point is to catch an implementation that does not learn, not to reproduce the
@@ -33,15 +33,11 @@ their logged speeds are not used (the runs share the CPUs).
 
 import os
 import statistics
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     SB3_BASELINES,
     CommandLine,
     QueuedRun,
@@ -59,7 +55,9 @@ from benchmark.harness import (  # noqa: E402
     summarize_run,
     torch_threads_env,
 )
-from cleanrl_utils.report import mean_std  # noqa: E402
+from cleanrl_utils.report import mean_std
+
+REPO = Path(__file__).resolve().parents[2]
 
 LAST_EPISODES = 20
 RANDOM_GAMES = 30

@@ -1,9 +1,9 @@
 """Our continuous-control scripts against Stable-Baselines3, side by side: same machine, same budget,
 same hyperparameters where the two share them (see benchmark/compare/sb3_baselines.py), 3 seeds each.
 
-    python benchmark/compare/continuous_vs_sb3.py run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
-    python benchmark/compare/continuous_vs_sb3.py speed --rounds 2   # steps per second, on an otherwise idle machine
-    python benchmark/compare/continuous_vs_sb3.py report             # the Markdown table for the docs
+    python -m benchmark.compare.continuous_vs_sb3 run --workers 2    # the runs not done yet: ours then SB3, per comparison and seed
+    python -m benchmark.compare.continuous_vs_sb3 speed --rounds 2   # steps per second, on an otherwise idle machine
+    python -m benchmark.compare.continuous_vs_sb3 report             # the Markdown table for the docs
 
 Every run uses one torch thread (`OMP_NUM_THREADS=1`): on a 2-core machine, two at a time. The runs
 go through the project's runner (benchmark/harness.py's queue, logs under `--out`/logs). A run's
@@ -22,15 +22,11 @@ alternating, one process at a time. The table's speed columns come from those ru
 
 import json
 import statistics
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     SB3_BASELINES,
     CommandLine,
     QueuedRun,
@@ -42,7 +38,9 @@ from benchmark.harness import (  # noqa: E402
     script,
     summarize_run,
 )
-from cleanrl_utils.report import mean_std  # noqa: E402
+from cleanrl_utils.report import mean_std
+
+REPO = Path(__file__).resolve().parents[2]
 
 SEEDS = (1, 2, 3)
 LAST_EPISODES = 10

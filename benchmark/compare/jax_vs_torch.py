@@ -1,8 +1,8 @@
 """The JAX files beside their PyTorch twins: speed on the same runs, and the JAX DQN/C51 learning checks.
 
-    python benchmark/compare/jax_vs_torch.py speed --rounds 2     # one run at a time, JAX and PyTorch alternating
-    python benchmark/compare/jax_vs_torch.py learn --workers 2    # the learning runs not done yet, 2 at a time
-    python benchmark/compare/jax_vs_torch.py report               # the Markdown tables for the docs
+    python -m benchmark.compare.jax_vs_torch speed --rounds 2     # one run at a time, JAX and PyTorch alternating
+    python -m benchmark.compare.jax_vs_torch learn --workers 2    # the learning runs not done yet, 2 at a time
+    python -m benchmark.compare.jax_vs_torch report               # the Markdown tables for the docs
 
 Speed compares the learning phase only. Both sides log `charts/SPS` every 100 steps; the TensorBoard
 events carry the wall-clock time of each, so the steady rate is the steps over the seconds between the
@@ -21,16 +21,12 @@ import json
 import os
 import re
 import statistics
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     markdown_table,
@@ -42,8 +38,10 @@ from benchmark.harness import (  # noqa: E402
     summarize_speed,
     write_result,
 )
-from cleanrl_utils.report import best_window_mean, last_mean, mean_std  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+from cleanrl_utils.report import best_window_mean, last_mean, mean_std
+from cleanrl_utils.tensorboard_reader import read_scalars
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Stable-Baselines3 configured like our scripts, for side-by-side speed and learning runs.
 
-    python benchmark/compare/sb3_baselines.py ppo --total-timesteps 500000 [--threads 1]
-    python benchmark/compare/sb3_baselines.py sac --env-id Hopper-v4 --total-timesteps 100000 --json out.json
-    python benchmark/compare/sb3_baselines.py ppo_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 300000
-    python benchmark/compare/sb3_baselines.py dqn_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 20000 \
+    python -m benchmark.compare.sb3_baselines ppo --total-timesteps 500000 [--threads 1]
+    python -m benchmark.compare.sb3_baselines sac --env-id Hopper-v4 --total-timesteps 100000 --json out.json
+    python -m benchmark.compare.sb3_baselines ppo_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 300000
+    python -m benchmark.compare.sb3_baselines dqn_atari --env-id BreakoutNoFrameskip-v4 --total-timesteps 20000 \
         --learning-starts 1000 --buffer-size 20000
 
 prints `SPS: <steps per second of model.learn>` and, with `--json`, writes the SPS and every

@@ -1,7 +1,7 @@
 """Steps per second of the flagship torch scripts against Stable-Baselines3 and against an earlier commit of themselves.
 
     git worktree add /tmp/base 3a3bf51
-    python benchmark/compare/speed.py --base /tmp/base --rounds 3 [--only ppo dqn ...] [--out benchmark/results/speed]
+    python -m benchmark.compare.speed --base /tmp/base --rounds 3 [--only ppo dqn ...] [--out benchmark/results/speed]
 
 Each case is one of our scripts with a short fixed budget, run three ways, one process at a time: our
 file as it is in this tree ("ours"), the same file in the `--base` tree, a git worktree of the
@@ -36,14 +36,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from benchmark.harness import SB3_BASELINES, check_only, positive_int, tree_commit
+from cleanrl_utils import atomic
+from cleanrl_utils.tensorboard_reader import read_scalars
 
-from benchmark.harness import SB3_BASELINES, check_only, positive_int, tree_commit  # noqa: E402
-from cleanrl_utils import atomic  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 SIDES = ("ours", "base", "sb3")
+# OUT.md's title when --title names none (each record under benchmark/results/ has a title of its own)
+DEFAULT_TITLE = "Speed of the flagship torch scripts: ours, an earlier commit (base) and Stable-Baselines3"
 # a side's commit is marked -dirty when these have uncommitted edits (not the docs or the results)
 MEASURED_CODE = ("cleanrl", "cleanrl_utils")
 
@@ -206,7 +207,7 @@ def report(record: dict) -> str:
     """The Markdown table of a record."""
     runs = record["runs"]
     lines = [
-        "# Speed of the flagship torch scripts: ours, an earlier commit (base) and Stable-Baselines3",
+        f"# {record.get('title', DEFAULT_TITLE)}",
         "",
         f"Measured at commit {record['ours_commit']} on {record['date']} with `{record['command']}`"
         + (f", {record['note']}" if record.get("note") else ""),
@@ -251,13 +252,19 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=REPO / "benchmark" / "results" / "speed", help="writes OUT.json and OUT.md"
     )
     parser.add_argument("--resume", action="store_true", help="keep OUT.json's runs and measure only the missing ones")
+    parser.add_argument("--title", help=f"OUT.md's title, kept in OUT.json (default: OUT.json's, else {DEFAULT_TITLE!r})")
     parser.add_argument("--report", action="store_true", help="only write OUT.md again from OUT.json, running nothing")
     args = parser.parse_args(argv)
     out_json, out_md = args.out.with_suffix(".json"), args.out.with_suffix(".md")
+    earlier = json.loads(out_json.read_text()) if out_json.is_file() else {}
+    # a record run again, resumed or reported keeps its title unless --title gives another
+    title = args.title or earlier.get("title", DEFAULT_TITLE)
     if args.report:
-        if not out_json.is_file():
+        if not earlier:
             parser.error(f"--report: no {out_json} to report")
-        atomic.write_text(out_md, table := report(json.loads(out_json.read_text())))
+        if title != earlier.get("title"):  # into the raw record too, so that the next --report writes it again
+            atomic.write_text(out_json, json.dumps(earlier | {"title": title}, indent=1))
+        atomic.write_text(out_md, table := report(earlier | {"title": title}))
         print(table)
         return 0
     check_only(parser, args.only, (case.name for case in CASES))
@@ -277,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     trees = Trees(args.ours.resolve(), args.base.resolve(), args.scale, teacher)
     record = {
-        "command": "python benchmark/compare/speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m benchmark.compare.speed " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "title": title,
         "ours_commit": tree_commit(args.ours, MEASURED_CODE),
         "base_commit": tree_commit(args.base, MEASURED_CODE),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
@@ -286,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "runs": [],
     }
-    if args.resume and out_json.exists():
-        record["runs"] = json.loads(out_json.read_text())["runs"]
+    if args.resume and earlier:
+        record["runs"] = earlier["runs"]
     done = {(run["round"], run["case"], run["side"]) for run in record["runs"]}
     out_json.parent.mkdir(parents=True, exist_ok=True)
     for round_index in range(1, args.rounds + 1):

@@ -1,7 +1,7 @@
 """Where a script's training loop spends its time, by part: environments, network, optimizer, replay, logging, the loop.
 
-    python benchmark/compare/speed_profile.py cleanrl/dqn.py --total-timesteps 50000
-    python benchmark/compare/speed_profile.py cleanrl/ppo_atari.py --total-timesteps 8192 --top 20
+    python -m benchmark.compare.speed_profile cleanrl/dqn.py --total-timesteps 50000
+    python -m benchmark.compare.speed_profile cleanrl/ppo_atari.py --total-timesteps 8192 --top 20
 
 Runs the script in this process under cProfile, switched on when its training starts (`with exp:`)
 and off when it ends, so imports and set-up are left out. Each function's own time goes to a part
@@ -23,9 +23,6 @@ import runpy
 import sys
 from collections import defaultdict
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
 OTHER = "other (calls in a cycle)"
 LOOP = "the script's loop"
@@ -124,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if not profiler.stats:
         parser.error(f"{args.script} never entered its training loop (`with exp:`): nothing was profiled")
     stats = pstats.Stats(profiler)
-    print(f"\n`python benchmark/compare/speed_profile.py {args.script} {' '.join(script_argv)}`\n")
+    print(f"\n`python -m benchmark.compare.speed_profile {args.script} {' '.join(script_argv)}`\n")
     print(table(split_by_part(stats)))
     if args.top:
         print(f"\nThe {args.top} functions with the most own time:\n")

@@ -1,6 +1,6 @@
 """Do two runs log the same scalars, step for step? (Refactors that must not change what a script computes.)
 
-    python benchmark/guards/same_scalars.py runs/A runs/B [--ignore charts/SPS]
+    python -m benchmark.guards.same_scalars runs/A runs/B [--ignore charts/SPS]
 
 Exit 0 when every tag has the same (step, value) list in both runs, 1 otherwise (the differing tags
 are printed with their first values). Wall-clock tags such as `charts/SPS` are ignored by default.

@@ -1,6 +1,6 @@
 """How long is each algorithm file, and how many comment lines has it, against the original CleanRL file?
 
-    python benchmark/guards/script_lengths.py [--check]
+    python -m benchmark.guards.script_lengths [--check]
 
 Prints a Markdown table (lines, original's lines, ratio; comment lines, original's, ratio) sorted by
 length ratio, and the medians. The contract's rules (docs/community/script-contract.md): median

@@ -1,9 +1,9 @@
 """Does a speed trick pay for itself? Each algorithm file against its textbook form, whole-run steps per second.
 
-    python benchmark/guards/textbook_forms.py list                 # the cases, and whether their text is still in the files
-    python benchmark/guards/textbook_forms.py run --rounds 3       # one process at a time, file and textbook form alternating
-    python benchmark/guards/textbook_forms.py report               # the table (keep the trick only at >= 1.10x)
-    python benchmark/guards/textbook_forms.py learn --seeds 6      # both forms learn alike? (cleanrl_utils.rlops per file)
+    python -m benchmark.guards.textbook_forms list                 # the cases, and whether their text is still in the files
+    python -m benchmark.guards.textbook_forms run --rounds 3       # one process at a time, file and textbook form alternating
+    python -m benchmark.guards.textbook_forms report               # the table (keep the trick only at >= 1.10x)
+    python -m benchmark.guards.textbook_forms learn --seeds 6      # both forms learn alike? (cleanrl_utils.rlops per file)
 
 Our rule (docs/community/script-contract.md): where a file writes something in a faster form than the
 one readers know from the paper or from PyTorch's distributions (Gumbel-max sampling instead of
@@ -31,10 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import (  # noqa: E402
+from benchmark.harness import (
     CommandLine,
     QueuedRun,
     markdown_table,
@@ -46,8 +43,10 @@ from benchmark.harness import (  # noqa: E402
     summarize_run,
     write_result,
 )
-from cleanrl_utils import rlops  # noqa: E402
-from cleanrl_utils.tensorboard_reader import read_scalars  # noqa: E402
+from cleanrl_utils import rlops
+from cleanrl_utils.tensorboard_reader import read_scalars
+
+REPO = Path(__file__).resolve().parents[2]
 
 KEEP_AT = 1.10  # the trick's whole-run speed-up over the textbook form that keeps it
 
@@ -195,19 +194,24 @@ LEARNING_CHECKS = {
 FORMS = ("trick", "textbook")
 
 
+TEXTBOOK_SEED_OFFSET = 100  # the textbook form's seeds: 101, 102, ... beside the trick's 1, 2, ...
+
+
 def learning_runs(case: Case, out: Path, seed: int, args: tuple[str, ...], env_id: str) -> list[tuple[str, QueuedRun]]:
-    """Both forms' runs of one seed (form, run); the form the file does not hold runs from a copy under `out`."""
+    """Both forms' k-th runs (form, run): the trick on seed k, the textbook form on seed 100 + k, so that the forms
+    share no seed's luck (rlops counts runs of one seed number under both tags as pairs of seeds, issue 52); the form
+    the file does not hold runs from a copy under `out`."""
     runs = []
     for form in FORMS:
+        seed_of_form = seed + TEXTBOOK_SEED_OFFSET if form == "textbook" else seed
         program = REPO / "cleanrl" / case.script
         if form != case.held_form():
             program = out / form / case.script  # the same file name: its runs carry the original's exp_name
             program.parent.mkdir(parents=True, exist_ok=True)
             program.write_text(case.source(form))
-        result = out / f"{form}__{seed}.json"
-        runs.append(
-            (form, QueuedRun(result, (str(program),), args, env_id, seed, summarize=partial(summarize_run, result=result)))
-        )
+        result = out / f"{form}__{seed_of_form}.json"
+        summarize = partial(summarize_run, result=result)
+        runs.append((form, QueuedRun(result, (str(program),), args, env_id, seed_of_form, summarize=summarize)))
     return runs
 
 
@@ -300,7 +304,8 @@ def main() -> None:
         only_help="run/learn: only these files (without .py)",
     )
     cli.count("--rounds", 3, "run: rounds of both forms")
-    # one env per file: rlops needs 6 seeds a side before a comparison can be decided
+    # one env per file: rlops needs 6 independent seeds a side before a comparison can be decided (the forms run
+    # seed numbers of their own, see `learning_runs`)
     cli.count("--seeds", 6, "learn: seeds per form")
     cases = [case.script.removesuffix(".py") for case in CASES]
     cli.run(cli.parse({"run": cases, "learn": [script.removesuffix(".py") for script in LEARNING_CHECKS]}))

@@ -1,6 +1,6 @@
 """How much faster dqn.py could run on CartPole without changing what it computes.
 
-    python benchmark/studies/dqn_speed_ceiling.py [--steps 50000] [--rounds 3] [--out benchmark/results/dqn_speed_ceiling.md]
+    python -m benchmark.studies.dqn_speed_ceiling [--steps 50000] [--rounds 3] [--out benchmark/results/dqn_speed_ceiling.md]
 
 Each round runs `cleanrl/dqn.py` on one thread twice, one after the other: as it is, and with learning
 starting only 200 steps before the end (20 updates, so that it logs its SPS). The difference is the time
@@ -27,12 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from benchmark.harness import measured_at, one_thread_sps, positive_int, this_command
+from cleanrl.dqn import Args, QNetwork, linear_schedule
+from cleanrl_utils import atomic
 
-from benchmark.harness import measured_at, one_thread_sps, positive_int, this_command  # noqa: E402
-from cleanrl.dqn import Args, QNetwork, linear_schedule  # noqa: E402
-from cleanrl_utils import atomic  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 ENV_ID = "CartPole-v1"
 ACTING_ONLY_TAIL = 200  # the acting-only run learns in its last steps: dqn.py logs its SPS from its updates

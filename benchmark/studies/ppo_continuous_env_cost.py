@@ -1,6 +1,6 @@
 """What ppo_continuous_action.py's environment stack costs on MuJoCo, and the speed-up it caps.
 
-    python benchmark/studies/ppo_continuous_env_cost.py [--env-id Hopper-v4] [--steps 16384] [--rounds 3]
+    python -m benchmark.studies.ppo_continuous_env_cost [--env-id Hopper-v4] [--steps 16384] [--rounds 3]
 
 Each round runs `cleanrl/ppo_continuous_action.py` on one thread (its default) and reads its last SPS,
 then, in this process, steps the same random actions through two stacks: the file's own vector env
@@ -24,12 +24,11 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from benchmark.harness import markdown_table, measured_at, one_thread_sps, positive_int, this_command
+from cleanrl.ppo_continuous_action import Args, make_vector_env
+from cleanrl_utils import atomic
 
-from benchmark.harness import markdown_table, measured_at, one_thread_sps, positive_int, this_command  # noqa: E402
-from cleanrl.ppo_continuous_action import Args, make_vector_env  # noqa: E402
-from cleanrl_utils import atomic  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def seconds_per_step(env_id: str, steps: int) -> tuple[float, float]:

@@ -1,5 +1,5 @@
 """How often does the RLops gate call two algorithms different when neither is better? How much does it find
-when one is? Measured on synthetic scores with the gate's own test (`rlstats.null_bound`) and family (Holm over
+when one is? Measured on synthetic scores with the gate's own test (`rlstats.seed_bound`) and family (Holm over
 each tag across envs and on each env), beside Brunner–Munzel's t test, the usual rank test, as a reference.
 
 Every null below has P(X > Y) = 1/2 exactly on every env (ties counting half), so each regression or improvement
@@ -16,7 +16,9 @@ the gate calls is a false alarm. Scores per seed, the tag's first:
 - discrete ties: 0, 1 or 2 with chance 1/3 each against a baseline that always scores 1 (a tie counts half);
 - capped: both N(0, 1) capped at 0.5, a third of the seeds tied at the cap (as CartPole's 500);
 - three tags: three tags drawn as the baseline (normal), tested at once: a false alarm is any flag.
-Each at 5 to 20 seeds a side (equal, and 5 vs 20, 20 vs 5, 7 vs 13) on 1, 3 and 5 envs.
+Each at 5 to 20 seeds a side (equal, and 5 vs 20, 20 vs 5, 7 vs 13) on 1, 3 and 5 envs, each group on seeds of its
+own, runs independent. Then seeds whose runs share luck (`DEPENDENT`): a seed's luck on every env, and the tag's run of
+a seed number depending on the baseline's, at 6 to 20 seeds a side.
 
 More rows measure the test across envs when envs differ in opposite directions with a mean PoI of 1/2 (*mixed*:
 +1 std on the first env, -1 std on the last, 0 between, also with 5, 10 and 20 seeds on three envs at +-3 std;
@@ -26,12 +28,11 @@ with 20): the gate is right to fail these (an env did regress), so only the test
 Power: the tag shifted by 0.5 or 1 std on every env (called an improvement across envs), one env collapsing by
 2 std (the gate fails), and hit-or-miss seeds that solve 9 times in 10 against 5 in 10.
 
-    python benchmark/studies/rlops_calibration.py --output benchmark/results/rlops_calibration.md
+    python -m benchmark.studies.rlops_calibration --output benchmark/results/rlops_calibration.md
 """
 
 import argparse
 import math
-import sys
 import time
 import zlib
 from collections.abc import Callable
@@ -41,12 +42,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmark.harness import measured_at  # noqa: E402
-from cleanrl_utils import rlops, rlstats  # noqa: E402
-from cleanrl_utils.atomic import write_text  # noqa: E402
+from benchmark.harness import measured_at
+from cleanrl_utils import rlops, rlstats
+from cleanrl_utils.atomic import write_text
 
 ALPHA = 0.05
 DESIGNS = ((5, 5), (6, 6), (7, 7), (8, 8), (10, 10), (13, 13), (20, 20), (5, 20), (20, 5), (7, 13))
@@ -141,13 +139,29 @@ class Trials:
     p_env: np.ndarray
 
 
-def gate_tests(tag: list[np.ndarray], base: list[np.ndarray]) -> Trials:
-    """`tag` and `base`: per env, (trials, seeds) scores."""
-    counts = [(a.shape[-1], b.shape[-1]) for a, b in zip(tag, base)]
-    per_env = np.stack([rlstats.probability_of_improvement(a, b) for a, b in zip(tag, base)], axis=-1)
-    improvement = per_env.mean(axis=-1)
-    p_across = rlstats.null_bound(rlstats.matched_pairs(counts)).p_value(np.abs(improvement - 0.5))
-    p_env = np.stack([rlstats.null_bound(min(c)).p_value(np.abs(per_env[:, e] - 0.5)) for e, c in enumerate(counts)], -1)
+def seed_poi(a: np.ndarray, b: np.ndarray, shared: int) -> np.ndarray:
+    """The test's statistic on one env, (trials,): the PoI over pairs of runs of different seeds, the first `shared`
+    runs of each group being one seed each."""
+    other = np.ones((a.shape[-1], b.shape[-1]), dtype=bool)
+    other[np.arange(shared), np.arange(shared)] = False
+    return rlstats.comparisons(a, b)[..., other].mean(axis=-1)
+
+
+def gate_tests(tag: list[np.ndarray], base: list[np.ndarray], shared: int = 0) -> Trials:
+    """`tag` and `base`: per env, (trials, seeds) scores, run i of a group being the same seed on every env; the
+    first `shared` seed numbers run by both groups. As `rlstats.improvement_test`: across envs, the seeds run on every
+    env (the first ones), each counted once."""
+    n_x, n_y = min(a.shape[-1] for a in tag), min(b.shape[-1] for b in base)
+    per_env = np.stack([seed_poi(a, b, shared) for a, b in zip(tag, base)], axis=-1)
+    improvement = np.mean([seed_poi(a[:, :n_x], b[:, :n_y], shared) for a, b in zip(tag, base)], axis=0)
+    p_across = rlstats.seed_bound(n_x, n_y, shared).p_value(np.abs(improvement - 0.5))
+    p_env = np.stack(
+        [
+            rlstats.seed_bound(a.shape[-1], b.shape[-1], shared).p_value(np.abs(per_env[:, e] - 0.5))
+            for e, (a, b) in enumerate(zip(tag, base))
+        ],
+        -1,
+    )
     return Trials(improvement, p_across, per_env, p_env)
 
 
@@ -178,17 +192,18 @@ def check_against_rlops(seed: int, trials: int = 40) -> None:
     across, any_flag = gate_flags([gate_tests(tag, base) for tag in tags])
     for trial in range(trials):
         scores = {f"t{i}": [env[trial] for env in tag] for i, tag in enumerate(tags)} | {"b": [e[trial] for e in base]}
-        verdicts = rlops.compare(scores, "b", reps=10, confidence=1 - ALPHA, seed=0)
+        seeds = {name: [[f"{name}{i}" for i in range(len(a))] for a in runs] for name, runs in scores.items()}
+        verdicts = rlops.compare(scores, "b", reps=10, confidence=1 - ALPHA, seed=0, seeds=seeds)
         for i, verdict in enumerate(verdicts):
             flags = [t.label in ("regression", "improvement") for t in [verdict.overall, *verdict.per_env]]
             if flags[0] != across[i, trial] or any(flags) != any_flag[i, trial]:
                 raise SystemExit(f"rlops_calibration: the study's gate differs from rlops.compare at trial {trial}")
 
 
-def decidable(counts: list[tuple[int, int]], tags: int = 1) -> bool:
+def decidable(counts: list[tuple[int, int]], tags: int = 1, shared: int = 0) -> bool:
     """Whether every test of the gate can reach alpha with these counts (else the gate is inconclusive)."""
-    across = rlstats.smallest_p(counts)
-    alone = [rlstats.smallest_p([c]) for c in counts] if len(counts) > 1 else []
+    across = rlstats.smallest_p(min(a for a, _ in counts), min(b for _, b in counts), shared)
+    alone = [rlstats.smallest_p(a, b, shared) for a, b in counts] if len(counts) > 1 else []
     return all(rlstats.reachable([across, *alone] * tags, ALPHA))
 
 
@@ -221,6 +236,56 @@ def measure_null(null: Null, n_tag: int, n_base: int, envs: int, trials: int, se
         float(np.mean(tests[0].p_across <= ALPHA)),
         float(np.mean(brunner_munzel_p(tags[0], base) <= ALPHA)),
         decidable(counts, null.tags),
+    )
+
+
+def dependent_draw(name: str, rng: np.random.Generator, trials: int, seeds: int, envs: int):
+    """(tag, baseline, shared seeds): per env, (trials, seeds) scores whose seeds carry luck across runs."""
+
+    def luck_normal(rho: float) -> list[np.ndarray]:
+        luck = rng.normal(size=(trials, seeds))
+        return [math.sqrt(rho) * luck + math.sqrt(1 - rho) * rng.normal(size=(trials, seeds)) for _ in range(envs)]
+
+    if name == "seed luck on every env, hit-or-miss":
+        luck = np.where(rng.random((trials, seeds)) < 0.5, 10.0, -10.0)
+        return (
+            [luck + rng.normal(size=(trials, seeds)) for _ in range(envs)],
+            [normal(rng, trials, seeds) for _ in range(envs)],
+            0,
+        )
+    if name == "seed luck on every env, normal ρ 0.5":
+        return luck_normal(0.5), luck_normal(0.5), 0
+    if name == "same seed numbers, mirrored":
+        base = luck_normal(0.5)
+        return [-b for b in base], base, seeds
+    # same seed numbers, hit-or-miss: a seed hits or misses in both groups and on every env
+    luck = np.where(rng.random((trials, seeds)) < 0.5, 10.0, -10.0)
+    tag = [luck + rng.normal(size=(trials, seeds)) for _ in range(envs)]
+    return tag, [luck + rng.normal(size=(trials, seeds)) for _ in range(envs)], seeds
+
+
+DEPENDENT = (
+    "seed luck on every env, hit-or-miss",
+    "seed luck on every env, normal ρ 0.5",
+    "same seed numbers, mirrored",
+    "same seed numbers, hit-or-miss",
+)
+
+
+def measure_dependent(name: str, seeds: int, envs: int, trials: int, seed: int) -> NullRow:
+    rng = np.random.default_rng([seed, zlib.crc32(f"{name} {seeds} {envs}".encode())])
+    tag, base, shared = dependent_draw(name, rng, trials, seeds, envs)
+    tests = gate_tests(tag, base, shared)
+    _, any_flag = gate_flags([tests])
+    counts = [(seeds, seeds)] * envs
+    return NullRow(
+        name,
+        counts,
+        trials,
+        float(any_flag[0].mean()),
+        float(np.mean(tests.p_across <= ALPHA)),
+        float(np.mean(brunner_munzel_p(tag, base) <= ALPHA)),
+        decidable(counts, shared=shared),
     )
 
 
@@ -343,19 +408,25 @@ def power_table(rows: list[PowerRow]) -> list[str]:
 
 
 def record(
-    nulls: list[NullRow], mixed: list[NullRow], power: list[PowerRow], args: argparse.Namespace, seconds: float, done: bool
+    nulls: list[NullRow],
+    dependent: list[NullRow],
+    mixed: list[NullRow],
+    power: list[PowerRow],
+    args: argparse.Namespace,
+    seconds: float,
+    done: bool,
 ) -> str:
     worst = max((row for row in nulls if row.null != "three tags"), key=lambda row: row.gate, default=None)
     lines = [
         "# RLops calibration",
         "",
         measured_at(
-            f"python benchmark/studies/rlops_calibration.py --null-trials {args.null_trials} "
+            f"python -m benchmark.studies.rlops_calibration --null-trials {args.null_trials} "
             f"--power-trials {args.power_trials} --seed {args.seed}"
         )
-        + f" ({'finished' if done else 'partial'}: {len(nulls) + len(mixed)} null rows, {len(power)} power rows, "
+        + f" ({'finished' if done else 'partial'}: {len(nulls) + len(dependent) + len(mixed)} null rows, {len(power)} power rows, "
         f"{seconds:.0f} s on one core). Nulls and effects as the script's docstring describes them; α = {ALPHA}. "
-        "The test is `rlstats.improvement_p_value` (the matched-pairs bound, issue 52); the gate is `rlops.compare`'s "
+        "The test is `rlstats.improvement_test` (the matched-pairs bound over independent seeds, issue 52); the gate is `rlops.compare`'s "
         "family: Holm over the test across envs and the test on each env (one test with one env).",
         "",
         f"## False alarms: {args.null_trials} comparisons per row with P(X > Y) = 1/2 on every env",
@@ -375,6 +446,22 @@ def record(
         "",
         *null_table(nulls),
     ]
+    if dependent:
+        lines += [
+            "",
+            "## Seeds whose runs share luck",
+            "",
+            "The seed is the test's unit: a seed's runs may share luck on every env (*seed luck on every env*: each "
+            "group on seeds of its own, a tag seed hitting or missing (±10) on every env at once against normal "
+            "baseline seeds, or both groups normal with correlation 0.5 between a seed's envs), and the tag's run of "
+            "a seed number may depend on the baseline's (*same seed numbers*: the tag's run mirrors the baseline's, "
+            "X = −Y, or a seed hits or misses in both groups on every env). P(X > Y) = 1/2 for runs of different "
+            "seeds. The gate is told which seeds are shared, as the CLI reads them from the runs. Before issue 52's "
+            "red-team fixes the test across envs counted envs × seeds as independent coins and used pairs of one "
+            "seed: 48% (hit-or-miss) and 12% (ρ 0.5) false alarms at 9 seeds on 10 envs, 6.2% mirrored at 6 vs 6.",
+            "",
+            *null_table(dependent),
+        ]
     if mixed:
         lines += [
             "",
@@ -382,8 +469,8 @@ def record(
             "",
             "The tag better on the first env and worse on the last by the same amount, so the mean PoI is 1/2 while "
             "one env regressed: the gate is right to fail (its per-env tests see the worse env). Counted here: the "
-            "test across envs, in the family (*gate* column) and alone; it counts every env as the one with the fewest "
-            "seeds, which keeps it within α here too (Hoeffding, 1956). Had it used each env's own count, *mixed "
+            "test across envs, in the family (*gate* column) and alone; it uses the seeds run on every env (the fewest), "
+            "which keeps it within α here too (Hoeffding, 1956). Had it used each env's own count, *mixed "
             "hit-or-miss* with 1 vs 1 and 20 vs 20 seeds would say p ≤ 0.05 in 16% of comparisons (computed exactly in "
             "`tests/tools/test_rlops.py`).",
             "",
@@ -415,13 +502,14 @@ def main() -> None:
     args = parser.parse_args()
     start = time.monotonic()
     nulls: list[NullRow] = []
+    dependent: list[NullRow] = []
     mixed: list[NullRow] = []
     power: list[PowerRow] = []
     check_against_rlops(args.seed)
 
     def report(done: bool) -> None:
         if args.output:
-            write_text(args.output, record(nulls, mixed, power, args, time.monotonic() - start, done))
+            write_text(args.output, record(nulls, dependent, mixed, power, args, time.monotonic() - start, done))
 
     for null in NULLS:
         designs = DESIGNS if null.tags == 1 else ((5, 5), (10, 10), (20, 20))
@@ -429,6 +517,12 @@ def main() -> None:
             for envs in ENVS:
                 nulls.append(measure_null(null, n_tag, n_base, envs, args.null_trials, args.seed))
                 print(null_table(nulls)[-1], flush=True)
+        report(False)
+    for name in DEPENDENT:
+        for seeds in (6, 10, 14, 20):
+            for envs in ENVS:
+                dependent.append(measure_dependent(name, seeds, envs, args.null_trials, args.seed))
+                print(null_table(dependent)[-1], flush=True)
         report(False)
     for name, counts, effects in (
         ("mixed", [(10, 10)] * 3, opposite(3, 1.0)),

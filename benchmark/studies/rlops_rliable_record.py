@@ -3,7 +3,7 @@
 rliable is not a dependency: run this in a throwaway venv, as the numbers in the test were made:
 
     python3 -m venv /tmp/rliable_venv && /tmp/rliable_venv/bin/pip install rliable==1.2.0 "pandas<3"
-    /tmp/rliable_venv/bin/python benchmark/studies/rlops_rliable_record.py
+    /tmp/rliable_venv/bin/python -m benchmark.studies.rlops_rliable_record
 
 (arch, which rliable uses, fails to import with pandas 3.)
 """

@@ -7,7 +7,9 @@ builds `<command> --env-id E --seed S` for every seed (outer loop) and environme
 loop). With `--workers 0` it only prints these commands, one per line; otherwise it runs them
 as local subprocesses, at most `--workers` at a time, each writing its output to its own log
 file, and reports progress on stderr. The exit code is 0 when every run succeeded, 1 when
-any failed, 2 on bad input, and 128 + the signal number when interrupted.
+any failed, 2 on bad input, and 128 + the signal number when interrupted. Each run goes through a
+supervisor (`supervise.py`) that notes its exit status and stops its whole process group when the
+runner stops or dies; started again with the same `--log-dir`, the benchmark continues (`ledger.py`).
 
 The command string is split with `shlex` (quotes work as in a shell) and run without a shell:
 pipes, `&&` and `VAR=value` prefixes are not interpreted; set environment variables on the

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.benchmark.common import BadInput, RunSpec, git_tag
+from cleanrl_utils.benchmark.common import BadInput, RunSpec, git_tag, share_cores
 from cleanrl_utils.benchmark.ledger import DirectoryLock, Ledger
 from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
 from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
@@ -58,6 +58,9 @@ def parse_command(command: str, check_program: bool = True) -> list[str]:
         raise BadInput(f"cannot split --command {command!r}: {error}") from None
     if not argv:
         raise BadInput("--command is empty")
+    if any(word == "--resume" or word.startswith("--resume=") for word in argv):
+        # every run would resume the one folder; the runner adds --resume itself where a run is continued
+        raise BadInput("--command must not hold --resume: to continue a benchmark, start it again with the same --log-dir")
     if not check_program:
         return argv
     program = argv[0]
@@ -141,22 +144,24 @@ def main(argv: list[str] | None = None) -> int:
             print_commands(runs)
             return 0
         log_dir = new_log_dir(args.log_dir)
-        lock = DirectoryLock(log_dir)  # held until this process exits
+        lock = DirectoryLock(log_dir)  # held until this process and its runs' supervisors exit
         ledger = Ledger(log_dir)
-        tag = git_tag(outside=log_dir) if args.auto_tag else None
-        ledger.require_code(tag)
-        plan = ledger.plan(runs)
+        tag = git_tag(outside=log_dir)  # recorded and checked even when the runs are not tagged with it
+        ledger.require_cwd(Path.cwd())
+        notes = ledger.require_code(tag)
         env = run_environment(tag, args.auto_tag)
+        plan = ledger.plan(runs, share_cores(env, args.workers))
+        ledger.save()  # the folder is this benchmark's from now on, even before a run starts
     except BadInput as error:
         print(f"benchmark: error: {error}", file=sys.stderr)
         return 2
-    for line in plan.found:
+    for line in notes + plan.found:
         print(f"benchmark: {line}", file=sys.stderr)
     if args.log_dir is None:
         print(
             f"benchmark: to continue this benchmark should it stop, start it again with --log-dir {log_dir}", file=sys.stderr
         )
-    runner = LocalRunner(plan.runs, args.workers, log_dir, env, ledger=ledger)
+    runner = LocalRunner(plan.runs, args.workers, log_dir, env, ledger=ledger, keep_fds=(lock.fd,))
     runner.install_signal_handlers()
     try:
         return runner.run()

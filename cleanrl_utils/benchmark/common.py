@@ -9,6 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+# How long stopped runs get to exit after SIGTERM before their process groups are killed.
+STOP_GRACE_SECONDS = 5.0
+
 
 class BadInput(Exception):
     """A problem reported as one `benchmark: error:` line and exit code 2: bad input, or Slurm refusing the job."""
@@ -41,19 +44,25 @@ class RunSpec:
 
 def _git(*git_args: str) -> str | None:
     """Output of a git command in the current folder, or None when it fails (no git, no repo, no tag)."""
+    output = _git_bytes(*git_args)
+    return None if output is None else os.fsdecode(output).strip()
+
+
+def _git_bytes(*git_args: str) -> bytes | None:
     try:
-        proc = subprocess.run(["git", *git_args], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(["git", *git_args], capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def git_tag(outside: Path | None = None) -> str | None:
     """The nearest git tag of HEAD, or `no-tag-<commit count>-g<short hash>` when there is none; `-dirty` appended
     when the tree differs from HEAD, so runs of uncommitted edits never share the clean commit's tag.
 
-    The tree differs when a tracked file changed or a file git does not ignore is new (a new module a script
-    imports counts); new files under `outside` (the benchmark's own log folder) do not.
+    The tree differs when a tracked file changed or a file git does not ignore is new anywhere in the repository
+    (a new module a script imports counts), whichever subfolder this runs in; new files under `outside` (the
+    benchmark's own log folder) do not.
     Unlike the reference project, the pull request number is not looked up: that needs GitHub's API.
     """
     described = _git("describe", "--tags")
@@ -62,12 +71,15 @@ def git_tag(outside: Path | None = None) -> str | None:
         if count is None or short_hash is None:
             return None
         described = f"no-tag-{count}-g{short_hash}"
-    # `git diff --quiet HEAD` exits 1 (None here) when tracked files differ
+    # `git diff --quiet HEAD` exits 1 (None here) when tracked files differ, in the whole working tree
     changed = _git("diff", "--quiet", "HEAD") is None
-    new_files = (_git("ls-files", "--others", "--exclude-standard") or "").splitlines()  # relative to this folder
+    # `:/` and --full-name: the whole repository, named from its top; -z: names as they are, never quoted
+    listed = _git_bytes("ls-files", "--others", "--exclude-standard", "-z", "--full-name", ":/") or b""
+    top = _git("rev-parse", "--show-toplevel")
+    new_files = [Path(top or ".") / os.fsdecode(name) for name in listed.split(b"\0") if name]
     if outside is not None:
         skip = outside.resolve()
-        new_files = [name for name in new_files if not Path(name).resolve().is_relative_to(skip)]
+        new_files = [path for path in new_files if not path.resolve().is_relative_to(skip)]
     return described + ("-dirty" if changed or new_files else "")
 
 

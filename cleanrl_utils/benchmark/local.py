@@ -13,13 +13,33 @@ from datetime import datetime
 from pathlib import Path
 from types import FrameType
 
-from cleanrl_utils.benchmark.common import BadInput, RunSpec, describe_exit, share_cores, tagged_wandb_tags
-from cleanrl_utils.benchmark.ledger import FAILED, FINISHED, RUN_NAME_FILE, RUNNING, STOPPED, Ledger, run_name_file
+from cleanrl_utils.benchmark.common import (
+    STOP_GRACE_SECONDS,
+    BadInput,
+    RunSpec,
+    describe_exit,
+    share_cores,
+    tagged_wandb_tags,
+)
+from cleanrl_utils.benchmark.ledger import (
+    FAILED,
+    FINISHED,
+    RUN_NAME_FILE,
+    RUNNING,
+    STOPPED,
+    Ledger,
+    exit_file,
+    read_exit_file,
+    run_name_file,
+)
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
-# How long stopped runs get to exit after SIGTERM before their process groups are killed.
-STOP_GRACE_SECONDS = 5.0
+# Each run goes through this small stdlib-only script (see its docstring): it notes the run's exit status and stops
+# the run's whole process group when the runner stops or dies.
+SUPERVISOR = Path(__file__).with_name("supervise.py")
+# How long a supervisor may take past its grace period before the runner kills it (its run then gets SIGTERM).
+SUPERVISOR_MARGIN_SECONDS = 5.0
 FAILURE_TAIL_LINES = 20
 DEFAULT_LOG_ROOT = "benchmark_logs"
 
@@ -149,16 +169,24 @@ def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
 @dataclass
 class _Running:
     spec: RunSpec
-    process: subprocess.Popen
+    process: subprocess.Popen  # the run's supervisor
     log_path: Path
+    exit_path: Path  # where the supervisor writes the run's exit status
     started: float
+
+    def returncode(self) -> int | None:
+        """The run's exit status once its supervisor has ended: from the exit file, else the supervisor's own."""
+        noted = read_exit_file(self.exit_path)
+        return noted if noted is not None else self.process.returncode
 
 
 class LocalRunner:
     """Runs the commands as local subprocesses, at most `workers` at a time.
 
-    Each run starts in its own session (so its own process group): a Ctrl-C at the terminal
-    reaches only the runner, which then stops every run together with whatever it started.
+    Each run goes through a supervisor (`supervise.py`) in a session of its own, and runs in a process group of its
+    own: a Ctrl-C at the terminal reaches only the runner, which then has every supervisor stop its run together with
+    whatever the run started. The supervisors keep `keep_fds` (the log folder's lock) open until their runs have
+    stopped, and stop them by themselves when the runner dies.
     """
 
     def __init__(
@@ -169,12 +197,14 @@ class LocalRunner:
         env: dict[str, str],
         on_success: Callable[[RunSpec], None] | None = None,
         ledger: Ledger | None = None,
+        keep_fds: tuple[int, ...] = (),
     ):
         if workers < 1:  # with none, the queue would wait forever
             raise ValueError(f"LocalRunner needs at least 1 worker, got {workers}")
         self.queue = deque(runs)
         self.on_success = on_success  # called as each run exits with 0 (e.g. to summarise it before the next ends)
         self.ledger = ledger  # what a later start of the same benchmark continues from
+        self.keep_fds = keep_fds
         self.total = len(runs)
         self.workers = workers
         self.log_dir = log_dir
@@ -212,51 +242,63 @@ class LocalRunner:
                 self._report_progress()
                 time.sleep(POLL_SECONDS)
         finally:
-            # Never leave runs behind, whatever made the loop end.
-            for run in self.running.values():
-                signal_group(run.process.pid, signal.SIGKILL)
-                run.process.wait()
+            # Never leave runs behind, whatever made the loop end: SIGUSR1 has the supervisors kill their runs now.
+            stopping = list(self.running.values())
+            for run in stopping:
+                signal_process(run.process, signal.SIGUSR1)
+            self._wait_for_supervisors(stopping, SUPERVISOR_MARGIN_SECONDS)
         return self._final_report()
 
     def _launch(self, spec: RunSpec) -> None:
         log_path = self.log_dir / spec.log_name
+        exit_path = exit_file(self.log_dir, spec).resolve()
         env = self.env
+        try:
+            exit_path.unlink(missing_ok=True)  # an earlier start's: gone before the ledger says "running" again
+        except OSError:
+            pass  # the log cannot be written either: that failure is reported below
         if self.ledger is not None:
-            env = env | {RUN_NAME_FILE: str(run_name_file(self.log_dir, spec).resolve())}
+            env = self.ledger.run_env(spec, env) | {RUN_NAME_FILE: str(run_name_file(self.log_dir, spec).resolve())}
+            # noted before the log is made: a log folder never holds a log that its ledger does not know
+            self.ledger.record(spec, RUNNING, threads=env.get("OMP_NUM_THREADS"))
         try:
             # a continued benchmark's log goes on after what the earlier start wrote
             log = log_path.open("a" if self.ledger is not None else "w")
         except OSError as error:  # e.g. the log folder was removed mid-benchmark: this run fails, the rest go on
             print(f"benchmark: cannot write the log of {spec.command}: {error}", file=sys.stderr)
-            self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
+            self._not_started(spec, log_path)
             return
         with log:
             log.write(f"$ {spec.command}\n")
             log.flush()
             try:
                 process = subprocess.Popen(
-                    spec.argv,
+                    [sys.executable, "-I", str(SUPERVISOR), str(exit_path), str(STOP_GRACE_SECONDS), "--", *spec.argv],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=env,
                     cwd=spec.cwd,
                     start_new_session=True,
+                    pass_fds=self.keep_fds,
                     preexec_fn=stop_when_parent_dies(os.getpid()),
                 )
             except OSError as error:
                 log.write(f"benchmark: could not start the command: {error}\n")
-                self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
+                self._not_started(spec, log_path)
                 return
-        self.running[process.pid] = _Running(spec, process, log_path, time.monotonic())
+        self.running[process.pid] = _Running(spec, process, log_path, exit_path, time.monotonic())
+
+    def _not_started(self, spec: RunSpec, log_path: Path) -> None:
+        self.outcomes.append(Outcome(spec, log_path, 127, 0.0))
         if self.ledger is not None:
-            self.ledger.record(spec, RUNNING)
+            self.ledger.record(spec, FAILED, 127)
 
     def _collect_finished(self) -> None:
         for pid, run in list(self.running.items()):
-            returncode = run.process.poll()
-            if returncode is not None:
+            if run.process.poll() is not None:
                 del self.running[pid]
+                returncode = run.returncode()
                 outcome = Outcome(run.spec, run.log_path, returncode, time.monotonic() - run.started)
                 if returncode == 0 and self.on_success is not None:
                     outcome.callback_error = self._call_on_success(run)
@@ -313,29 +355,31 @@ class LocalRunner:
         )
 
     def _stop(self, signum: int) -> int:
-        """Stop every run and its children: SIGTERM to each process group, SIGKILL to what is left after a grace period."""
+        """Stop every run and its children: each supervisor sends SIGTERM to its run's process group and SIGKILL to
+        what is left after the grace period; a second signal to the runner has them kill at once."""
         name = signal.Signals(signum).name
         stopping = list(self.running.values())
         print(f"benchmark: {name} received; stopping {len(stopping)} running runs", file=sys.stderr, flush=True)
         for run in stopping:
-            signal_group(run.process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
+            signal_process(run.process, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS + SUPERVISOR_MARGIN_SECONDS
         signals_seen = len(self.signals)
-        # A second Ctrl-C means "now": skip the rest of the grace period.
-        while time.monotonic() < deadline and len(self.signals) == signals_seen:
-            for run in stopping:
-                run.process.poll()
-            if not any(process_group_exists(run.process.pid) for run in stopping):
-                break
+        while time.monotonic() < deadline and any(run.process.poll() is None for run in stopping):
+            if len(self.signals) > signals_seen:  # a second Ctrl-C means "now"
+                signals_seen = len(self.signals)
+                for run in stopping:
+                    signal_process(run.process, signal.SIGUSR1)
             time.sleep(POLL_SECONDS)
         for run in stopping:
-            # Also reaches children still alive after their parent exited.
-            signal_group(run.process.pid, signal.SIGKILL)
+            signal_process(run.process, signal.SIGUSR1)
+        self._wait_for_supervisors(stopping, SUPERVISOR_MARGIN_SECONDS)
         for run in stopping:
-            run.process.wait()
-            self.outcomes.append(Outcome(run.spec, run.log_path, None, time.monotonic() - run.started))
+            returncode = run.returncode()
+            # a run that got to its end meanwhile finished; the others were stopped
+            finished = returncode == 0
+            self.outcomes.append(Outcome(run.spec, run.log_path, 0 if finished else None, time.monotonic() - run.started))
             if self.ledger is not None:
-                self.ledger.record(run.spec, STOPPED)
+                self.ledger.record(run.spec, FINISHED if finished else STOPPED, returncode)
         self.running.clear()
 
         for run in stopping:
@@ -347,6 +391,17 @@ class LocalRunner:
             file=sys.stderr,
         )
         return 128 + signum
+
+    @staticmethod
+    def _wait_for_supervisors(runs: list[_Running], seconds: float) -> None:
+        """Reap the supervisors of `runs`; one still there after `seconds` is killed (its run then gets SIGTERM)."""
+        deadline = time.monotonic() + seconds
+        for run in runs:
+            try:
+                run.process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                run.process.kill()
+                run.process.wait()
 
     def _final_report(self) -> int:
         failures = [outcome for outcome in self.outcomes if outcome.failed]
@@ -366,9 +421,17 @@ class LocalRunner:
         return 1 if failures else 0
 
 
+def signal_process(process: subprocess.Popen, signum: int) -> None:
+    if process.poll() is None:
+        try:
+            process.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+
 def stop_when_parent_dies(parent: int) -> Callable[[], None]:
-    """For Popen's preexec_fn: the child gets SIGTERM when the runner dies, even by SIGKILL (Linux's
-    PR_SET_PDEATHSIG), so a killed runner leaves no run behind; it stops as on Ctrl-C, its logs kept."""
+    """For Popen's preexec_fn: the child (a run's supervisor) gets SIGTERM when the runner dies, even by SIGKILL
+    (Linux's PR_SET_PDEATHSIG), so a killed runner leaves no run behind; it stops as on Ctrl-C, its logs kept."""
 
     def set_parent_death_signal() -> None:
         if sys.platform.startswith("linux"):

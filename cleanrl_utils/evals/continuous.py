@@ -55,7 +55,7 @@ def evaluate_ppo(run: EvalRun, gamma: float = 0.99, deterministic: bool = False)
         saved = load_ppo_model(run.model_path, run.device)
         agent = with_weights(run.Model(envs), saved["agent"], run.device)
         restore_obs_rms(envs, saved["obs_rms"])
-    act = on_numpy(lambda x: agent.act(x, deterministic=deterministic), run.device, torch.float32)
+    act = on_numpy(lambda x: agent.sample_action(x, deterministic=deterministic), run.device, torch.float32)
     return run.returns(envs, act, returns=final_info_returns)
 
 

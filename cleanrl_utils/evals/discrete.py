@@ -27,7 +27,7 @@ from cleanrl_utils.evals.common import (
 def evaluate_ppo(run: EvalRun) -> list[float]:
     """Play a saved `ppo.py` agent, sampling its actions."""
     envs = run.vector_env()
-    return run.returns(envs, on_numpy(run.torch_model(envs).act, run.device, torch.float32))
+    return run.returns(envs, on_numpy(run.torch_model(envs).sample_action, run.device, torch.float32))
 
 
 @q_value_evaluator()

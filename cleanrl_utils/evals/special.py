@@ -250,7 +250,7 @@ def evaluate_playground(
         while len(returns) < eval_episodes:
             with torch.inference_mode():  # through DLPack, copied only if JAX and `device` differ
                 raw = torch.from_dlpack(state.obs)
-                action = agent.act(agent.obs_rms.normalize(raw.to(device)), deterministic=deterministic)
+                action = agent.sample_action(agent.obs_rms.normalize(raw.to(device)), deterministic=deterministic)
                 action = action.to(raw.device).contiguous()
             state, _, _, done, _, episodic_return, _ = envs.step(state, jnp.from_dlpack(action), fresh)
             if video is not None and episodes_of_env[0] == 0:

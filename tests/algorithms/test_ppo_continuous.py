@@ -125,8 +125,8 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     unnormalised = agent_input(envs.envs[0], raw)  # a fresh env's statistics: what the reference's reload saw
     restore_obs_rms(envs, saved["obs_rms"])
     with torch.no_grad():
-        got = reloaded.act(agent_input(envs.envs[0], raw), deterministic=True)
-        fresh_stats = reloaded.act(unnormalised, deterministic=True)
+        got = reloaded.sample_action(agent_input(envs.envs[0], raw), deterministic=True)
+        fresh_stats = reloaded.sample_action(unnormalised, deterministic=True)
     assert torch.equal(got, expected)
     assert torch.equal(reloaded.actor_logstd, trained_agent.actor_logstd.detach())
     assert not torch.allclose(fresh_stats, expected, atol=1e-3)

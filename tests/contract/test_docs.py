@@ -66,6 +66,26 @@ def test_every_logged_tag_is_documented(name):
     assert not undocumented, f"{name} logs {sorted(undocumented)} without documenting them"
 
 
+def resumes(name: str) -> bool:
+    """Whether the script has `--resume` (an `Args` field), read from its source."""
+    return re.search(r"^    resume: str \| None = None$", (REPO / "cleanrl" / name).read_text(), re.MULTILINE) is not None
+
+
+@pytest.mark.parametrize("name", ALGORITHM_FILES)
+def test_each_file_section_says_whether_the_file_resumes(name):
+    page = docs_page(name).read_text()
+    section = page.split(f"## `{Path(name).name}`", 1)[1].split("\n## ", 1)[0]
+    said = re.search(r"^\*\*Resumes:\*\* (yes|no)\b", section, re.MULTILINE)
+    assert said, f"{docs_page(name).name}'s section for {name} lacks its '**Resumes:** yes/no' line"
+    assert (said.group(1) == "yes") == resumes(name), f"the docs say {name} resumes: {said.group(1)}; its Args disagree"
+
+
+def test_the_resume_page_lists_exactly_the_files_that_resume():
+    intro = (REPO / "docs" / "advanced" / "resume-training.md").read_text().split("## ", 1)[0]
+    listed = {Path(n).name for n in re.findall(r"`([\w/]+\.py)`", intro)}
+    assert listed == {Path(n).name for n in ALGORITHM_FILES if resumes(n)}
+
+
 @pytest.mark.parametrize("name", ALGORITHM_FILES)
 def test_script_section_states_its_differences_from_the_original(name):
     """The script's own section of its page (from its heading to the next script's) lists how it departs from the
@@ -116,9 +136,9 @@ def test_no_page_says_a_script_needs_nothing_outside_its_file():
 
 
 DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-# `python benchmark/x.py` and `python -m cleanrl_utils.x` as the pages write them (with `bash` for the shell recipes)
+# `python -m cleanrl_utils.x` and `python -m benchmark.x.y` as the pages write them (with `bash` for the shell recipes)
 TOOL_COMMAND = re.compile(
-    r"\bpython3? (?:-m (cleanrl_utils(?:\.\w+)*)|(benchmark/[\w./-]+\.py))|\bbash (benchmark/[\w./-]+\.sh)"
+    r"\bpython3? (?:-m ((?:cleanrl_utils|benchmark)(?:\.\w+)*)|(benchmark/[\w./-]+\.py))|\bbash (benchmark/[\w./-]+\.sh)"
 )
 
 
@@ -155,7 +175,13 @@ def help_in_process(tool: str) -> tuple[int, str]:
 def test_the_pages_run_tools_at_all():
     tools = documented_tools()
     assert "-m cleanrl_utils.report" in tools and "-m cleanrl_utils.benchmark" in tools
-    assert any(tool.startswith("benchmark/") and tool.endswith(".py") for tool in tools)
+    assert any(tool.startswith("-m benchmark.") for tool in tools)
+
+
+def test_the_pages_run_benchmark_scripts_as_modules():
+    """benchmark/ is a package whose scripts import each other: run by file path they would need sys.path edits."""
+    by_path = {tool: pages for tool, pages in documented_tools().items() if tool.endswith(".py")}
+    assert not by_path, f"run these as `python -m benchmark.<folder>.<name>`: {by_path}"
 
 
 @pytest.mark.parametrize("tool", sorted(documented_tools()))

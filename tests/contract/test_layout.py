@@ -3,6 +3,7 @@ nothing, and only the zoo's registry reaches the algorithm files."""
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +136,8 @@ def test_every_result_names_the_commit_date_and_command_that_made_it():
     unsourced = [
         md.relative_to(RESULTS).as_posix()
         for md in sorted(RESULTS.rglob("*.md"))
-        if not any(MEASURED.match(line.removeprefix("- ")) for line in opening(md))
+        if md != RESULTS / "README.md"  # the index of the records (tests/tools/test_benchmark_package.py)
+        and not any(MEASURED.match(line.removeprefix("- ")) for line in opening(md))
     ]
     assert not unsourced, f"results without a 'Measured at commit X on DATE with `command`' line at the top: {unsourced}"
     bare = [
@@ -144,3 +146,16 @@ def test_every_result_names_the_commit_date_and_command_that_made_it():
         if any(p.is_file() for p in folder.iterdir()) and not any(folder.glob("*.md"))
     ]
     assert not bare, f"results folders without a README.md saying how their files were made: {bare}"
+
+
+def test_the_project_cites_only_its_own_files():
+    """The briefing folder beside the checkout is not part of the product: no tracked file points into it."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    citing = [
+        name
+        for name in tracked
+        if name.endswith((".py", ".md", ".sh", ".toml", ".yml", ".txt"))
+        and name != "tests/contract/test_layout.py"  # this check names the folder
+        and "shared/reference" in (REPO / name).read_text()
+    ]
+    assert not citing, f"these files cite the briefing folder (../shared/reference), not part of the project: {citing}"

@@ -341,6 +341,18 @@ def test_signals_stop_the_run_between_steps_and_everything_is_closed(tmp_path, m
     assert [signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)] == handlers_before
 
 
+def test_a_signal_is_reported_without_raising_until_the_script_chooses(tmp_path, monkeypatch):
+    """`stop_requested` lets ranks finish their rollout and stop together; the run still ends as interrupted."""
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(Args(), SCRIPT)
+    with pytest.raises(SystemExit) as exit_info, exp:
+        exp.start_logging()
+        assert not exp.stop_requested()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert exp.stop_requested() and exp.stop_requested()  # asking twice neither raises nor forgets
+    assert exit_info.value.code == 130
+
+
 def test_second_signal_stops_at_once_and_a_crash_still_closes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exp = Experiment(Args(), SCRIPT)

@@ -443,8 +443,10 @@ os.makedirs(f"runs/{name}/checkpoints", exist_ok=True)
 with open(os.environ["CLEANRL_RUN_NAME_FILE"], "w") as f:
     f.write(name + "\\n")
 print(f"resumed from {args.resume}" if args.resume else f"started {name}", flush=True)
+print("OMP_NUM_THREADS=" + os.environ.get("OMP_NUM_THREADS", "<unset>"), flush=True)
 if args.env_id.startswith("Checkpointed"):
-    open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w").close()
+    with open(f"runs/{name}/checkpoints/checkpoint_100.pt", "w") as f:
+        f.write("a checkpoint")  # not empty: an empty one is cut short, and the run then starts again
 time.sleep(args.sleep)
 if args.env_id.startswith("Fail") or (args.env_id.startswith("Checkpointed") and not args.resume):
     sys.exit(3)
@@ -499,12 +501,26 @@ def test_a_log_folder_of_another_command_or_other_code_is_refused(tmp_path, resu
     assert run_benchmark(*args, cwd=git_repo).returncode == 0
     (git_repo / "new_module.py").write_text("x = 1\n")
     edited = run_benchmark(*args, cwd=git_repo)
-    assert edited.returncode == 2 and "holds runs of the code at no-tag-" in edited.stderr
+    commit = git(git_repo, "rev-parse", "--short", "HEAD")
+    assert edited.returncode == 2 and edited.stderr.count("\n") == 1, edited.stderr
+    assert f"holds runs of the code at no-tag-2-g{commit}, and this folder is at no-tag-2-g{commit}-dirty" in edited.stderr
+    # the line says how to continue: from a checkout of the commit the runs started on
     assert edited.stderr.strip().endswith(
-        "this folder is at "
-        + edited.stderr.split("this folder is at ")[1].split(";")[0]
-        + "; give another --log-dir to start a new benchmark"
+        f"to continue it, start it again from a checkout of {commit} (git checkout {commit}), or give another --log-dir"
+        " to start a new benchmark"
     )
+    # edits that no commit holds cannot be checked out again
+    (git_repo / "logs2").mkdir()
+    dirty = run_benchmark(*args[:-1], "logs2", cwd=git_repo)
+    assert dirty.returncode == 0, dirty.stderr
+    (git_repo / "new_module.py").write_text("x = 2\n")
+    git(git_repo, "add", "new_module.py")
+    git(git_repo, "commit", "-q", "-m", "x")
+    again = run_benchmark(*args[:-1], "logs2", cwd=git_repo)
+    assert again.returncode == 2 and again.stderr.strip().endswith(
+        "-dirty; give another --log-dir to start a new benchmark"
+    ), again.stderr
+    assert f"holds runs of the code at no-tag-2-g{commit}-dirty," in again.stderr
 
 
 def test_a_second_runner_on_the_same_log_folder_is_refused_at_once(tmp_path, resumable_train):
@@ -524,23 +540,39 @@ def test_a_second_runner_on_the_same_log_folder_is_refused_at_once(tmp_path, res
         first.wait()
 
 
-def test_runs_die_with_a_killed_runner(tmp_path, fake_train):
+def processes_naming(marker: str) -> list[str]:
+    """`ps` lines of the live processes whose command line holds `marker`."""
+    ps = subprocess.run(["ps", "-ww", "-e", "-o", "pid=,stat=,args="], capture_output=True, text=True, check=True).stdout
+    return [line for line in ps.splitlines() if marker in line and " Z" not in line]
+
+
+def test_runs_and_what_they_started_die_with_a_killed_runner(tmp_path, fake_train):
     record = tmp_path / "record"
     record.mkdir()
-    command = f"{fake_train} --sleep 120 --record-dir {record}"
+    command = f"{fake_train} --sleep 120 --spawn-grandchild --record-dir {record}"  # the grandchild ignores SIGTERM
     runner = subprocess.Popen([sys.executable, "-m", "cleanrl_utils.benchmark", "--env-ids", "A-v1", "--command", command,
                                "--num-seeds", "1", "--workers", "1", "--log-dir", "logs", "--no-auto-tag"],
                               cwd=tmp_path, env=script_env(), stderr=subprocess.DEVNULL)  # fmt: skip
-    log = tmp_path / "logs" / "000__A-v1__seed1.log"
-    wait_for(lambda: log.exists() and "training A-v1" in log.read_text(), 30, "the run")
-    child = int(
-        subprocess.run(["pgrep", "-f", "-P", str(runner.pid), "fake_train"], capture_output=True, text=True).stdout.split()[0]
-    )
-    runner.kill()  # SIGKILL: the runner cannot stop its runs itself
-    runner.wait()
-    wait_for(lambda: not process_is_alive(child), 10, "the run to die with its runner")
+    try:
+        wait_for(lambda: any(record.glob("pids-*.json")), 30, "the run and its child")
+        run, grandchild = json.loads(next(record.glob("pids-*.json")).read_text())
+        assert len(processes_naming(str(tmp_path))) == 3  # the runner, the run and its supervisor
+        runner.kill()  # SIGKILL: the runner cannot stop its runs itself
+        runner.wait()
+        # SIGTERM at once, SIGKILL after the grace period for the grandchild, which ignores SIGTERM
+        wait_for(lambda: not process_is_alive(run), 5, "the run to die with its runner")
+        wait_for(lambda: not process_is_alive(grandchild), 15, "the run's child to die with its runner")
+        wait_for(lambda: not processes_naming(str(tmp_path)), 5, "the run's supervisor to end")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        for pid in (pid for path in record.glob("pids-*.json") for pid in json.loads(path.read_text())):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     ledger = json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"]
     assert [entry["status"] for entry in ledger.values()] == ["running"]  # a later start resumes or restarts it
+    assert (tmp_path / "logs" / "000__A-v1__seed1.exit").read_text() == f"{-signal.SIGTERM}\n"  # how it ended is known
 
 
 def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
@@ -548,3 +580,257 @@ def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
     from cleanrl_utils.benchmark import ledger
 
     assert ledger.RUN_NAME_FILE == experiment.RUN_NAME_FILE
+
+
+# --- the ledger's fields, older ledgers, and what a re-run finds ----------------------------------------------
+
+
+def one_run_ledger(log_dir: Path, **fields) -> Path:
+    """A version-2 ledger of one failed run of `python x.py --env-id A-v1 --seed 1`, with `fields` changed."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"log": "000__A-v1__seed1.log", "status": "failed", "returncode": 3, "threads": None}
+    data = {
+        "version": 2,
+        "code": None,
+        "cwd": str(log_dir.parent.resolve()),
+        "runs": {"python x.py --env-id A-v1 --seed 1": entry},
+    }
+    for name, value in fields.items():
+        (entry if name in entry else data)[name] = value
+    (log_dir / "benchmark.json").write_text(json.dumps(data))
+    return log_dir
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"status": "done"}, "has the status 'done', not one of finished, failed, stopped, running"),
+        ({"returncode": "3"}, "has the return code '3', not a number"),
+        ({"returncode": True}, "has the return code True, not a number"),
+        ({"threads": "two"}, "has the threads 'two', not a number"),
+        ({"log": ".hidden.log"}, "has the log '.hidden.log', not a file name ending in .log"),
+        ({"log": "000__A-v1__seed1.txt"}, "not a file name ending in .log"),
+        ({"version": 3}, "its version 3 is not one this runner reads (1 to 2): a newer runner wrote it"),
+        ({"version": "2"}, "its version '2' is not one"),
+        ({"cwd": "relative/folder"}, "its cwd is 'relative/folder', not an absolute path"),
+        ({"code": 7}, "its code is 7, not a version"),
+        ({"runs": []}, "it is not an object with runs"),
+    ],
+)
+def test_every_field_of_the_ledger_is_checked(tmp_path, fields, problem):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import Ledger
+
+    log_dir = one_run_ledger(tmp_path / "logs", **fields)
+    with pytest.raises(BadInput) as refused:
+        Ledger(log_dir)
+    assert str(refused.value).startswith(f"cannot read {log_dir / 'benchmark.json'}: ")
+    assert problem in str(refused.value) and str(refused.value).endswith("; fix it by hand or give another --log-dir")
+
+
+def test_two_runs_of_one_log_in_the_ledger_are_refused(tmp_path):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import Ledger
+
+    log_dir = one_run_ledger(tmp_path / "logs")
+    data = json.loads((log_dir / "benchmark.json").read_text())
+    data["runs"]["python y.py --env-id A-v1 --seed 1"] = dict(data["runs"]["python x.py --env-id A-v1 --seed 1"])
+    (log_dir / "benchmark.json").write_text(json.dumps(data))
+    with pytest.raises(BadInput, match="two runs have the log 000__A-v1__seed1.log"):
+        Ledger(log_dir)
+
+
+def test_resume_in_the_command_is_refused_in_one_line(tmp_path, resumable_train):
+    for resume in ("--resume runs/x", "--resume=runs/x"):
+        proc = run_with_logs(tmp_path, "--env-ids", "A-v1", "--workers", "1", "--command", f"{resumable_train} {resume}")
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert (
+            "--command must not hold --resume: to continue a benchmark, start it again with the same --log-dir" in proc.stderr
+        )
+    assert not (tmp_path / "logs").exists()
+
+
+def checkpointed_run(cwd: Path, status: str, name: str = "Checkpointed-v1__fake__1") -> None:
+    """The run folder and `.run` file that the resumable fake leaves for env Checkpointed-v1, seed 1."""
+    (cwd / "runs" / name / "checkpoints").mkdir(parents=True)
+    (cwd / "runs" / name / "checkpoints" / "checkpoint_100.pt").write_text("a checkpoint")
+    (cwd / "logs" / "000__Checkpointed-v1__seed1.run").write_text(name + "\n")
+    (cwd / "logs" / "000__Checkpointed-v1__seed1.log").write_text("$ earlier\n")
+
+
+def test_a_ledger_of_the_previous_format_continues_on_its_own_code(git_repo, resumable_train):
+    """benchmark.json as the runner before version 2 wrote it (c105263: no version, cwd or threads): its runs
+    continue on the code it names, and the ledger is written anew in this format."""
+    (git_repo / ".gitignore").write_text("logs/\nruns/\n")
+    git(git_repo, "add", ".gitignore")
+    git(git_repo, "commit", "-q", "-m", "ignore")
+    code = f"no-tag-3-g{git(git_repo, 'rev-parse', '--short', 'HEAD')}"
+    (git_repo / "logs").mkdir()
+    command = f"{resumable_train} --env-id Checkpointed-v1 --seed 1"
+    old = {
+        "code": code,
+        "runs": {command: {"log": "000__Checkpointed-v1__seed1.log", "status": "running", "returncode": None}},
+    }
+    (git_repo / "logs" / "benchmark.json").write_text(json.dumps(old, indent=1) + "\n")
+    checkpointed_run(git_repo, "running")
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--workers", "1", "--log-dir", "logs", "--command")
+    proc = run_benchmark(*args, resumable_train, cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "000__Checkpointed-v1__seed1.log: was running when the benchmark stopped; resuming from runs/Checkpointed-v1__fake__1"
+        in proc.stderr
+    )
+    ledger = json.loads((git_repo / "logs" / "benchmark.json").read_text())
+    assert ledger["version"] == 2 and ledger["code"] == code and ledger["cwd"] == str(git_repo.resolve())
+    assert ledger["runs"][command]["status"] == "finished"
+
+    # at another commit, the old ledger is refused with a line that says how to continue
+    (git_repo / "logs" / "benchmark.json").write_text(json.dumps(old | {"code": "no-tag-520-gc105263"}) + "\n")
+    refused = run_benchmark(*args, resumable_train, cwd=git_repo)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.strip().endswith(
+        f"holds runs of the code at no-tag-520-gc105263, and this folder is at {code}; to continue it, start it again"
+        " from a checkout of c105263 (git checkout c105263), or give another --log-dir to start a new benchmark"
+    )
+
+
+def test_a_ledger_of_the_previous_format_without_a_version_takes_this_one_and_says_so(tmp_path, resumable_train):
+    (tmp_path / "logs").mkdir()
+    command = f"{resumable_train} --env-id A-v1 --seed 1"
+    old = {"code": None, "runs": {command: {"log": "000__A-v1__seed1.log", "status": "failed", "returncode": 3}}}
+    (tmp_path / "logs" / "benchmark.json").write_text(json.dumps(old))
+    proc = run_with_logs(tmp_path, "--env-ids", "A-v1", "--num-seeds", "1", "--workers", "1", "--command", resumable_train)
+    assert proc.returncode == 0, proc.stderr
+    assert "(an older runner's, with --no-auto-tag) does not say which code its runs ran; taken as None" in proc.stderr
+
+
+def test_a_run_noted_running_is_taken_as_its_exit_file_says(tmp_path, resumable_train):
+    """The runner was killed; its run's supervisor noted how the run ended (or it did not, or its note is garbage)."""
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--workers", "1", "--command", resumable_train)
+    (tmp_path / "logs").mkdir()
+    checkpointed_run(tmp_path, "running")
+    command = f"{resumable_train} --env-id Checkpointed-v1 --seed 1"
+    entry = {"log": "000__Checkpointed-v1__seed1.log", "status": "running", "returncode": None, "threads": None}
+    ledger = {"version": 2, "code": None, "cwd": str(tmp_path.resolve()), "runs": {command: entry}}
+    for note, found in [
+        ("-15\n", "was running when the benchmark stopped, then ended (killed by SIGTERM); resuming from"),
+        ("garbage\n", "was running when the benchmark stopped; resuming from"),
+        ("0\n", "finished earlier (runs/Checkpointed-v1__fake__1), skipped, its end noted after the benchmark stopped"),
+    ]:
+        (tmp_path / "logs" / "benchmark.json").write_text(json.dumps(ledger))
+        (tmp_path / "logs" / "000__Checkpointed-v1__seed1.exit").write_text(note)
+        proc = run_with_logs(tmp_path, *args)
+        assert proc.returncode == 0 and f"000__Checkpointed-v1__seed1.log: {found}" in proc.stderr, (note, proc.stderr)
+        assert json.loads((tmp_path / "logs" / "benchmark.json").read_text())["runs"][command]["status"] == "finished"
+        assert (tmp_path / "logs" / "000__Checkpointed-v1__seed1.exit").read_text() == "0\n"  # this start's own note
+
+
+def test_a_continued_run_keeps_its_thread_count_and_says_so(tmp_path, resumable_train):
+    args = ("--env-ids", "Checkpointed-v1", "--num-seeds", "1", "--command", resumable_train)
+    env = {k: v for k, v in script_env().items() if k != "OMP_NUM_THREADS"}
+    first = run_with_logs(tmp_path, *args, "--workers", "1", env=env | {"OMP_NUM_THREADS": "3"})
+    assert first.returncode == 1, first.stderr
+    second = run_with_logs(tmp_path, *args, "--workers", "1", env=env)
+    assert second.returncode == 0, second.stderr
+    assert "resuming from runs/Checkpointed-v1__fake__1, with OMP_NUM_THREADS=3 as it started" in second.stderr
+
+
+# --- the supervisor and the lock ----------------------------------------------------------------------------------
+
+
+def supervise(tmp_path: Path, code: str, grace: float = 1.0) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run `python -c code` under the supervisor; its result and the exit file."""
+    from cleanrl_utils.benchmark.local import SUPERVISOR
+
+    exit_path = tmp_path / "run.exit"
+    argv = [sys.executable, "-I", str(SUPERVISOR), str(exit_path), str(grace), "--", sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=tmp_path), exit_path
+
+
+def test_the_supervisor_notes_the_exit_status_and_stops_what_the_run_left(tmp_path):
+    # the run starts a helper that ignores SIGTERM, notes its pid and exits 4 without stopping it
+    code = (
+        "import subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, "
+        'signal.SIG_IGN); open("ready", "w").close(); time.sleep(300)\'])\n'
+        "import os, time\n"
+        "while not os.path.exists('ready'): time.sleep(0.01)\n"
+        "open('helper.pid', 'w').write(str(helper.pid))\n"
+        "sys.exit(4)\n"
+    )
+    started = time.monotonic()
+    proc, exit_path = supervise(tmp_path, code, grace=1.0)
+    helper = int((tmp_path / "helper.pid").read_text())
+    try:
+        assert proc.returncode == 0 and exit_path.read_text() == "4\n", proc.stdout + proc.stderr
+        assert not process_is_alive(helper), "the helper outlived its run's supervisor"
+        assert time.monotonic() - started < 10  # SIGKILL after the 1 s grace
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(helper, signal.SIGKILL)
+
+
+def test_the_supervisor_notes_a_run_killed_by_a_signal_and_one_that_cannot_start(tmp_path):
+    proc, exit_path = supervise(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert proc.returncode == 0 and exit_path.read_text() == f"{-signal.SIGKILL}\n"
+    from cleanrl_utils.benchmark.local import SUPERVISOR
+
+    missing = subprocess.run([sys.executable, "-I", str(SUPERVISOR), str(exit_path), "1", "--", str(tmp_path / "none")],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert exit_path.read_text() == "127\n" and "could not start the command" in missing.stdout
+    assert not list(tmp_path.glob("*.tmp")), "a temporary exit file was left"
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def hold_lock(folder: Path, seconds: float) -> subprocess.Popen:
+    """A process that holds `folder`'s lock for `seconds`, as the supervisors of a killed runner do."""
+    code = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder / ".benchmark.lock"), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_folder_locked_by_the_runs_of_a_killed_runner_is_waited_for_then_taken(tmp_path, capsys):
+    from cleanrl_utils.benchmark import BadInput
+    from cleanrl_utils.benchmark.ledger import DirectoryLock
+
+    dead = dead_pid()
+    (tmp_path / ".benchmark.lock").write_text(f"{dead}\n")
+    holder = hold_lock(tmp_path, 1.0)
+    try:
+        started = time.monotonic()
+        lock = DirectoryLock(tmp_path, wait_for_killed=20)
+        assert 0.3 < time.monotonic() - started < 15
+        assert f"the runs of a killed benchmark (pid {dead}) are stopping; waiting" in capsys.readouterr().err
+        assert (tmp_path / ".benchmark.lock").read_text() == f"{os.getpid()}\n"
+        lock.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+    holder = hold_lock(tmp_path, 60)
+    (tmp_path / ".benchmark.lock").write_text(f"{dead}\n")
+    try:
+        with pytest.raises(BadInput, match=rf"still locked by the runs of a killed benchmark \(pid {dead}\) after 0.5 s"):
+            DirectoryLock(tmp_path, wait_for_killed=0.5)
+        (tmp_path / ".benchmark.lock").write_text(f"{holder.pid}\n")  # a live holder: refused at once
+        started = time.monotonic()
+        with pytest.raises(BadInput, match=rf"in use by another benchmark \(pid {holder.pid}\)"):
+            DirectoryLock(tmp_path, wait_for_killed=20)
+        assert time.monotonic() - started < 1
+    finally:
+        holder.kill()
+        holder.wait()

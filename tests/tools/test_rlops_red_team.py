@@ -1,15 +1,15 @@
 """Red-team checks of the RLops gate's claims (docs/get-started/rlops.md, cleanrl_utils/rlops.py, rlstats.py).
 
-Each test is one attack. An attack the code withstands today is a plain test, so the claim stays defended. An attack
-that breaks a claim today is marked `xfail(strict=True)` with the finding as its reason: the fix makes it pass, and
-strict xfail then reports it, so the mark comes off with the fix.
+Each test is one attack. An attack the code withstands is a plain test, so the claim stays defended; an attack that
+breaks a claim is marked `xfail(strict=True)` with the finding as its reason until the fix removes the mark. Every
+finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 
-1. The false-alarm rate stays at most alpha for any pair of score distributions with P(X > Y) = 1/2: it does when
-   runs are independent (exact enumeration and simulation below), not when one seed's luck is shared by its runs on
-   every env (the benchmark runner runs the same seeds on every env) or a tag's seed is paired with the baseline's.
+1. The false-alarm rate stays at most alpha for any pair of score distributions with P(X > Y) = 1/2: with runs
+   independent (exact enumeration and simulation below), with one seed's luck shared by its runs on every env (the
+   benchmark runner runs the same seeds on every env), and with a tag's seed paired with the baseline's.
 2. The unit of evidence is (tag, env, seed): symlinks, path spellings and overlapping --runs-dir count a run once;
-   a copy given another seed is refused only when it is exact.
-3. Every input error is one line and exit 2: some are tracebacks (exit 1, the regression code) or pass silently.
+   a copy given another seed is refused, exact or with a few returns edited.
+3. Every input error is one line and exit 2; a run that cannot be read is named; crashed seeds do not pass the gate.
 """
 
 import itertools
@@ -33,8 +33,11 @@ def within_alpha(rate: float, trials: int) -> bool:
 
 
 def gate_flags(scores: dict[str, list[np.ndarray]], baseline: str) -> bool:
-    """Whether the gate (rlops.compare, the family the CLI uses) calls any test of any tag different."""
-    verdicts = rlops.compare(scores, baseline, reps=10, confidence=1 - ALPHA, seed=0)
+    """Whether the gate (rlops.compare, the family the CLI uses) calls any test of any tag different. Every group
+    runs its own seed numbers (run i of a group is the same seed on every env), so the groups are independent and the
+    test can use every seed (by default run i of every group would be one seed, and half the seeds would count)."""
+    seeds = {tag: [[f"{tag}{i}" for i in range(len(a))] for a in per_env] for tag, per_env in scores.items()}
+    verdicts = rlops.compare(scores, baseline, reps=10, confidence=1 - ALPHA, seed=0, seeds=seeds)
     return any(t.label in ("regression", "improvement") for v in verdicts for t in [v.overall, *v.per_env])
 
 
@@ -60,9 +63,11 @@ def exact_false_alarm(levels_x, px, levels_y, py, n_x: int, n_y: int) -> float:
 
     ys = list(law(levels_y, py, n_y))
     total = 0.0
+    # independent runs: no seed number shared by the two groups (by default run i of each would be one seed)
+    x_seeds, y_seeds = [list(range(n_x))], [list(range(n_x, n_x + n_y))]
     for x, chance_x in law(levels_x, px, n_x):
         for y, chance_y in ys:
-            if rlstats.improvement_p_value([x], [y]) <= ALPHA:
+            if rlstats.improvement_p_value([x], [y], x_seeds, y_seeds) <= ALPHA:
                 total += chance_x * chance_y
     return total
 
@@ -130,12 +135,6 @@ def shared_luck_null(rng, envs: int, seeds: int, kind: str):
     return x, y
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the bound across envs counts envs x seeds as independent coins; when a seed's luck is shared by "
-    "its runs on every env (the runner runs the same seeds on every env) the gate flags 48% of nulls with "
-    "hit-or-miss seeds and 12% with normal scores correlated 0.5 (300 nulls each), at 9 seeds on 10 envs (alpha 5%)",
-)
 @pytest.mark.parametrize("kind", ["hit-or-miss", "normal, correlation 0.5"])
 def test_seed_luck_shared_across_envs_keeps_the_false_alarm_rate(kind):
     rng = np.random.default_rng(2026)
@@ -146,36 +145,26 @@ def test_seed_luck_shared_across_envs_keeps_the_false_alarm_rate(kind):
     assert within_alpha(alarms / trials, trials), f"{alarms / trials:.1%} false alarms"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the bound needs the tag's runs independent of the baseline's; a tag seed that mirrors the "
-    "baseline's run of the same seed (X_s = 1 - Y_s, same marginals) is called different 6.2% of the time at 6 vs 6 "
-    "on one env (200,000 nulls: 6.17% +- 0.11%), above alpha + 2 SE; the docs state only that a group's runs are "
-    "independent",
-)
-def test_a_tag_seed_paired_against_the_baselines_seed_keeps_the_false_alarm_rate():
+@pytest.mark.parametrize("seeds", [6, 14])  # 6: 3 pairs of seeds, never below 0.25; 14: 7, p can reach 2 ** -6
+def test_a_tag_seed_paired_against_the_baselines_seed_keeps_the_false_alarm_rate(seeds):
     rng = np.random.default_rng(6)
     trials = 20000
-    base = rng.random((trials, 6))
+    base = rng.random((trials, seeds))
     tag = 1.0 - base  # the same seed's run, mirrored: P(X > Y') = 1/2 for runs of different seeds
     rate = np.mean([rlstats.improvement_p_value([x], [y]) <= ALPHA for x, y in zip(tag, base)])
     assert within_alpha(rate, trials), f"{rate:.2%} false alarms"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: 'what these seeds can detect' says a shift is found four times in five, but the bisection on "
-    "1,000 fixed draws picks a shift the test finds 76% of the time (13 vs 13 seeds on 5 envs, one env alone, at "
-    "alpha / 6: 76.2% +- 0.4% over 40,000 fresh draws)",
-)
 def test_the_detectable_shift_is_found_four_times_in_five():
-    counts, level = ((13, 13),), ALPHA / rlops.family_size(1, 5)
-    shift = rlops.detectable(counts, level)
+    # one env, 13 seeds a side, none shared (the draws are independent): label the baseline's seeds 13..25
+    design, level = (1, 13, 13, 0), ALPHA / rlops.family_size(1, 5)
+    shift = rlops.detectable(design, level)
     rng = np.random.default_rng(13)
     trials = 20000
     x, y = rng.normal(size=(trials, 13)) + shift, rng.normal(size=(trials, 13))
     poi = rlstats.probability_of_improvement(x, y)
-    p = np.array([rlstats.improvement_p_value([a], [b]) for a, b in zip(x, y)])
+    tag_seeds, base_seeds = [list(range(13))], [list(range(13, 26))]
+    p = np.array([rlstats.improvement_p_value([a], [b], tag_seeds, base_seeds) for a, b in zip(x, y)])
     found = float(np.mean((p <= level) & (poi > 0.5)))
     assert found >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / trials), f"found {found:.1%} of the time at shift {shift:.3f}"
 
@@ -307,12 +296,6 @@ def test_an_exact_copy_under_another_seed_is_refused(tmp_path, capsys):
     assert code == 2 and "copies of one run" in one_line_error(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a copy given another seed is refused only when every metric value, SPS value and the runtime "
-    "match; a copy with one return changed by 0.001 (same SPS, same clock) counts as a sixth seed and turns "
-    "inconclusive (exit 3) into regression (exit 1)",
-)
 def test_a_near_copy_under_another_seed_is_refused(tmp_path, capsys):
     near_copy_runs(tmp_path / "runs", perturb=True)
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
@@ -331,9 +314,9 @@ def test_a_non_finite_metric_value_is_one_line_and_exit_2(tmp_path, capsys, runs
 
 def test_metric_values_near_the_float32_limit_still_give_a_verdict(tmp_path, capsys):
     root = tmp_path / "runs"
-    for seed in range(1, 8):
+    for seed in range(1, 8):  # new on seeds of its own: runs of one seed number would count as half a pair each
         write_run(root, "A-v1", "base", seed, np.linspace(0, 3e38, 30) - seed * 1e36)
-        write_run(root, "A-v1", "new", seed, np.linspace(0, -3e38, 30) - seed * 1e36)
+        write_run(root, "A-v1", "new", seed + 10, np.linspace(0, -3e38, 30) - seed * 1e36)
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
     assert code == 1, err
     assert "rlops: new vs base: regression" in out
@@ -358,49 +341,30 @@ def test_malformed_target_scores_are_one_line_and_exit_2(tmp_path, capsys, runs,
     assert code == 2 and "--target-scores" in one_line_error(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: --target-scores A-v1=0,1e-320 (a range that overflows the normalised scores) is accepted: the "
-    "page shows IQM 'inf [undefined: one seed]' with 7 seeds a side, exit 0",
-)
 def test_target_scores_whose_range_overflows_are_refused(tmp_path, capsys, runs):
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--target-scores", "A-v1=0,1e-320", runs=runs)
     assert code == 2 and "--target-scores" in one_line_error(err), [line for line in out.splitlines() if "inf" in line][:2]
 
 
-@pytest.mark.xfail(strict=True, reason="finding: --bootstrap-samples 10**12 is a MemoryError traceback, exit 1")
 def test_a_bootstrap_count_too_large_for_memory_is_one_line_and_exit_2(tmp_path, capsys, runs):
     code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", "--bootstrap-samples", str(10**12), runs=runs)
     assert code == 2 and "--bootstrap-samples" in one_line_error(err), code
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding: --output-filename '' is a ValueError traceback (PosixPath('.') has an empty name), exit 1"
-)
 def test_an_empty_output_filename_is_one_line_and_exit_2(tmp_path, capsys, runs):
     code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", "--output-filename", "", runs=runs)
     assert code == 2 and "--output-filename" in one_line_error(err), code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: --baseline '' (an unset shell variable) silently means the last of --tags: with --tags base new "
-    "the comparison turns around and a regression of new exits 0 as an improvement of base",
-)
 def test_an_empty_baseline_is_an_error_not_the_last_tag(tmp_path, capsys):
     root = tmp_path / "runs"
     write_group(root, "A-v1", "base", range(1, 8), 100, noise_seed=1)
-    write_group(root, "A-v1", "new", range(1, 8), 50, noise_seed=2)
+    write_group(root, "A-v1", "new", range(11, 18), 50, noise_seed=2)  # seeds of its own: 7 independent pairs
     assert gate(tmp_path, capsys, "--tags", "base", "new", "--baseline", "base", "--fail-on-regression")[0] == 1
     code, out, err = gate(tmp_path, capsys, "--tags", "base", "new", "--baseline", "", "--fail-on-regression")
     assert code == 2 and "--baseline" in one_line_error(err), (code, out.splitlines()[-1:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a newline (or carriage return) in a tag is accepted and splits the console's last line and the "
-    "Markdown table rows in two",
-)
 def test_a_newline_in_a_tag_keeps_one_summary_line_and_whole_table_rows(tmp_path, capsys):
     root = tmp_path / "runs"
     write_group(root, "A-v1", "base", range(1, 8), 100, noise_seed=1)
@@ -423,11 +387,6 @@ def event_record(data: bytes) -> bytes:
     return header + struct.pack("I", masked_crc32c(header)) + data + struct.pack("I", masked_crc32c(data))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: an event record whose framing and CRCs are right but whose bytes are not an Event is a "
-    "protobuf DecodeError traceback, exit 1 (the regression code)",
-)
 def test_an_event_record_that_is_not_an_event_is_one_line_and_exit_2(tmp_path, capsys, runs):
     event = next((runs / "A-v1__ppo__3__new").glob("events.out.tfevents.*"))
     event.write_bytes(event.read_bytes() + event_record(random.Random(1).randbytes(300)))
@@ -435,7 +394,6 @@ def test_an_event_record_that_is_not_an_event_is_one_line_and_exit_2(tmp_path, c
     assert code == 2 and "A-v1__ppo__3__new" in one_line_error(err), code
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a tags text that is not UTF-8 is a UnicodeDecodeError traceback, exit 1")
 def test_a_tags_text_that_is_not_utf8_is_one_line_and_exit_2(tmp_path, capsys, runs):
     from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2
 
@@ -462,11 +420,6 @@ def test_a_tags_text_that_is_not_utf8_is_one_line_and_exit_2(tmp_path, capsys, r
     assert code == 2 and "A-v1__ppo__3__new" in one_line_error(err), code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a run whose event file is empty (killed at its first write) or unreadable bytes loses its tags, "
-    "falls into 'untagged' and drops out of its group without a word: 6 seeds are compared where 7 ran",
-)
 @pytest.mark.parametrize("damage", ["zero bytes", "random bytes"])
 def test_a_run_whose_event_file_cannot_be_read_is_named(tmp_path, capsys, runs, damage):
     event = next((runs / "A-v1__ppo__3__new").glob("events.out.tfevents.*"))
@@ -475,11 +428,6 @@ def test_a_run_whose_event_file_cannot_be_read_is_named(tmp_path, capsys, runs, 
     assert "A-v1__ppo__3__new" in err, (code, seeds_compared(out) if code == 0 else err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: seeds that crash are left out with a warning and the survivors decide: a change that crashes 4 "
-    "of 10 seeds half way passes --fail-on-regression with exit 0 (the gate is said to fail closed)",
-)
 def test_seeds_that_crash_do_not_pass_the_gate(tmp_path, capsys):
     root = tmp_path / "runs"
     rng = np.random.default_rng(0)

@@ -23,7 +23,7 @@ def fake_runs(sps: dict[str, list[float]], case: str) -> list[dict]:
 
 def record(runs: list[dict]) -> dict:
     machine = {"cpus": 2, "processor": "x86_64", "python": "3.11", "torch": "2.13", "torch_threads_default": 2}
-    return {"command": "python benchmark/compare/speed.py", "ours_commit": "abc1234", "base_commit": "def5678", "date": "2026-12-04", "rounds": 3,
+    return {"command": "python -m benchmark.compare.speed", "ours_commit": "abc1234", "base_commit": "def5678", "date": "2026-12-04", "rounds": 3,
             "scale": 1.0, "machine": machine | {"OMP_NUM_THREADS": None}, "runs": runs}  # fmt: skip
 
 
@@ -62,7 +62,7 @@ def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tm
     assert calls == [("ppo", "ours"), ("ppo", "base"), ("ppo", "sb3"), ("dqn", "ours"), ("dqn", "base"), ("dqn", "sb3"),
                      ("ppo", "base"), ("ppo", "sb3"), ("ppo", "ours"), ("dqn", "base"), ("dqn", "sb3"), ("dqn", "ours")]  # fmt: skip
     saved = json.loads(out.with_suffix(".json").read_text())
-    assert len(saved["runs"]) == 12 and saved["command"].startswith("python benchmark/compare/speed.py --base")
+    assert len(saved["runs"]) == 12 and saved["command"].startswith("python -m benchmark.compare.speed --base")
     assert "| ppo | CartPole-v1, 100000 | 100 (100, 100) |" in out.with_suffix(".md").read_text()
 
     saved["runs"] = [run for run in saved["runs"] if not (run["round"] == 2 and run["case"] == "dqn")]  # a stopped run
@@ -78,6 +78,26 @@ def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tm
     calls.clear()
     assert speed.main([*argv, "--report"]) == 0 and not calls, "--report runs nothing"
     assert "| dqn | CartPole-v1, 100000 | 100 (100, 100, 100) |" in out.with_suffix(".md").read_text()
+
+
+def test_a_records_title_is_kept_by_a_rerun_a_resume_and_a_report(tmp_path, monkeypatch):
+    """Records of different questions share benchmark/results/: each keeps its own title, however it is redone."""
+    monkeypatch.setattr(speed, "measure", lambda case, side, trees: {"sps": 100.0, "wall_s": 1.0, "cpu_s": 1.0, "load": 0.0})
+    out = tmp_path / "speed_td3"
+    argv = ["--base", str(REPO), "--only", "ppo", "--rounds", "1", "--out", str(out)]
+
+    def title() -> str:
+        assert (
+            json.loads(out.with_suffix(".json").read_text())["title"] == out.with_suffix(".md").read_text().split("\n")[0][2:]
+        )
+        return out.with_suffix(".md").read_text().split("\n")[0]
+
+    assert speed.main(argv) == 0 and title() == f"# {speed.DEFAULT_TITLE}"
+    assert speed.main([*argv, "--title", "TD3 alone, five rounds"]) == 0 and title() == "# TD3 alone, five rounds"
+    for again in ([], ["--resume", "--rounds", "2"], ["--report"]):
+        assert speed.main([*argv, *again]) == 0 and title() == "# TD3 alone, five rounds", again
+    assert speed.main([*argv, "--report", "--title", "TD3 against SB3"]) == 0 and title() == "# TD3 against SB3"
+    assert speed.main([*argv, "--report"]) == 0 and title() == "# TD3 against SB3"
 
 
 @pytest.mark.parametrize(

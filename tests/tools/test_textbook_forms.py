@@ -61,7 +61,7 @@ def test_learn_runs_both_forms_tagged_and_compares_them_with_rlops(tmp_path):
     assert bench.learn(tmp_path, 1, None, checks) == rlops.EXIT_INCONCLUSIVE
     (case,) = [c for c in bench.CASES if c.script == "ppo_continuous_action.py"]
     out = tmp_path / case.name
-    assert sorted(p.name for p in out.glob("*.json")) == ["textbook__1.json", "trick__1.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["textbook__101.json", "trick__1.json"]
     runs = report.collect_runs([out], split_by_dir=False)
     tagged = sorted((r.tags, r.exp_name, r.env_id) for r in runs)
     assert tagged == [
