@@ -181,14 +181,13 @@ if __name__ == "__main__":
         n_envs=args.num_envs,
         handle_timeout_termination=False,
     )
+    learners["replay_buffer"] = rb
 
     first_step = 0
     num_updates = 0  # critic updates so far; the actor and the targets follow every `policy_frequency`-th
     actor_loss = None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        rb = checkpoint["replay_buffer"]
-        rb.device = device
         obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
         actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
         first_step = checkpoint["global_step"] + args.num_envs
@@ -260,11 +259,11 @@ if __name__ == "__main__":
             next_step = global_step + args.num_envs
             if exp.checkpoint_due(next_step, since=global_step):
                 # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
-                state = {"num_updates": num_updates, "actor_loss": actor_loss, "replay_buffer": rb, "obs": obs}
+                state = {"num_updates": num_updates, "actor_loss": actor_loss, "obs": obs}
                 exp.save_checkpoint(next_step, {"global_step": global_step, **state}, learners)
 
         if args.save_model:
-            torch.save((actor.state_dict(), qf1.state_dict()), exp.model_path)
+            exp.save_model((actor.state_dict(), qf1.state_dict()))
             episodic_returns = evaluate_deterministic_actor(
                 exp.model_path,
                 make_env,

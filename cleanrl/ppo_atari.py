@@ -215,9 +215,7 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        agent.load_state_dict(checkpoint["agent"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
         next_obs = checkpoint["next_obs"].to(device)
     else:

@@ -276,9 +276,7 @@ if __name__ == "__main__":
     key = jax.random.PRNGKey(args.seed)
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        agent.load_state_dict(checkpoint["agent"])  # the observation statistics too
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
         # the batch's simulator state: the saved arrays, in the structure of a fresh reset's
         structure = jax.tree.structure(jax.eval_shape(envs.reset, jax.random.fold_in(key, 0)))

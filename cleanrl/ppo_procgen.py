@@ -285,9 +285,7 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        agent.load_state_dict(checkpoint["agent"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
         scale_rewards.mean, scale_rewards.var, scale_rewards.count = checkpoint["reward_scale"]
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
     next_obs, _ = envs.reset()

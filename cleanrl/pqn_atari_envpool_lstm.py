@@ -244,9 +244,7 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state()
-        q_network.load_state_dict(checkpoint["q_network"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        checkpoint = exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
         global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)

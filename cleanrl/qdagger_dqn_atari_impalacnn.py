@@ -486,7 +486,7 @@ if __name__ == "__main__":
                 save_checkpoint(obs)
 
         if args.save_model:
-            torch.save(q_network.state_dict(), exp.model_path)
+            exp.save_model(q_network.state_dict())
             episodic_returns = evaluate_dqn(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", QNetwork, device, args.end_e, args.capture_video
             )

@@ -385,8 +385,7 @@ if __name__ == "__main__":
                 exp.save_checkpoint(done, {"global_step": global_step, "obs": obs, **state}, {"replay_buffer": rb})
 
         if args.save_model:
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
+            exp.save_model(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
             episodic_returns = evaluate_sac(
                 exp.model_path, make_env, args.env_id, 10, f"{run_name}-eval", Actor, capture_video=args.capture_video
             )

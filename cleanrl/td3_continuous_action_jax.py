@@ -349,8 +349,7 @@ if __name__ == "__main__":
                 exp.save_checkpoint(next_step, state, {"replay_buffer": rb})
 
         if args.save_model:
-            with open(exp.model_path, "wb") as f:
-                f.write(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
+            exp.save_model(flax.serialization.to_bytes([actor_state.params, qf_state.params["qf1"], qf_state.params["qf2"]]))
             episodic_returns = evaluate_deterministic_actor(
                 exp.model_path,
                 make_env,

@@ -206,7 +206,8 @@ def check_run_state(checkpoint: dict[str, Any]) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a {types[0].__name__}")
     if not isinstance(checkpoint.get(SCRIPT_KEY, ""), str):
         raise RefusedCheckpoint("--resume: refused, the checkpoint's script is not a file name")
-    if checkpoint["global_step"] < 0 or not math.isfinite(checkpoint["elapsed_time"]):
+    # TensorBoard and the scripts' counters are 64-bit: a step beyond fails there, mid-run
+    if not 0 <= checkpoint["global_step"] < 2**62 or not math.isfinite(checkpoint["elapsed_time"]):
         raise RefusedCheckpoint("--resume: refused, the checkpoint's global step or clock is out of range")
     from cleanrl_utils.command_line import path_component_problems
 
@@ -308,12 +309,14 @@ def set_rng_state(state: dict[str, Any]) -> None:
         python, numpy_state, torch_state = state["python"], state["numpy"], state["torch"]
         if not (isinstance(python, tuple) and isinstance(numpy_state, tuple) and isinstance(torch_state, torch.Tensor)):
             raise TypeError("not the streams' states")
+        if len(python) != 3 or not isinstance(python[2], float | None):  # Python takes any gauss_next, to fail later
+            raise TypeError("not Python's state")
         random.setstate(python)
         np.random.set_state(numpy_state)
         torch.set_rng_state(torch_state)
         if "cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, OverflowError) as e:
         raise RefusedCheckpoint(
             f"--resume: refused, the checkpoint's random states are not valid ({type(e).__name__})"
         ) from None
@@ -359,7 +362,7 @@ def load_state(obj: Any, state: Any, name: str) -> None:
             _load_sb3_buffer(obj, state)
         else:
             raise TypeError(f"a {type(obj).__name__} has no load_state_dict()")
-    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError, OverflowError) as e:
         reason = " ".join(str(e).split())[:200]
         raise RefusedCheckpoint(f"--resume: the checkpoint's {name} does not fit this run's ({reason})") from None
 

@@ -17,12 +17,14 @@ resumed state. Only MiniGrid's grid objects are built from the file, from their 
 
 `restore` checks the file's side: the same wrapper classes in the same order, attribute names that are plain
 names and hide nothing of the layer's class, each known object of the class the fresh layer holds there, arrays
-of the shapes and dtypes the fresh objects have, and no path (a string with `/`) other than the fresh env's own:
-a snapshot can set values, but cannot point a run's files elsewhere.
+of the shapes and dtypes the fresh objects have, each value of the kind the fresh layer holds under its name
+(`_same_kind`), and no path (a string with `/`) other than the fresh env's own: a snapshot can set values, but
+cannot point a run's files elsewhere.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
 import inspect
 import re
@@ -187,7 +189,7 @@ def _check_layers(layers: Any) -> None:
                 raise EnvStateError(f"the {field} of the checkpoint's {saved['class'][:40]} are not named")
         for state in saved["objects"].values():
             kind = state.get("kind") if isinstance(state, dict) else None
-            if kind not in OBJECT_FIELDS or set(state) != OBJECT_FIELDS[kind]:
+            if type(kind) is not str or kind not in OBJECT_FIELDS or set(state) != OBJECT_FIELDS[kind]:
                 raise EnvStateError(f"the checkpoint's {saved['class'][:40]} holds an object of no known kind")
         if saved["sub_envs"] is not None and not isinstance(saved["sub_envs"], list):
             raise EnvStateError(f"the sub-envs of the checkpoint's {saved['class'][:40]} are not a list")
@@ -231,10 +233,45 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
     fresh = vars(layer).get(name)
     if any(PATH_LIKE.search(text) for text in _texts(value)) and not _same(value, fresh):
         raise EnvStateError(f"the checkpoint sets {_where(layer, name)} to a path this run does not use")
+    if name in vars(layer) and not _same_kind(value, fresh):
+        shown = _kind(value) + (f" {value.shape}" if isinstance(value, np.ndarray) else "")
+        raise EnvStateError(
+            f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}"
+        )
     if isinstance(value, np.random.Generator) and _same_generator_kind(fresh, value):
         fresh.bit_generator.state = value.bit_generator.state  # into the generator others may hold too
     else:
         vars(layer)[name] = value
+
+
+NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _kind(value: Any) -> str:
+    """What `_same_kind` compares, in words."""
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, NUMBERS):
+        return "number"
+    if isinstance(value, np.ndarray):
+        return f"ndarray of {value.dtype}"
+    if type(value) is collections.deque:
+        return f"deque of at most {value.maxlen}"
+    return type(value).__name__
+
+
+def _same_kind(saved: Any, fresh: Any) -> bool:
+    """Whether a saved value may replace the fresh env's value: anything where the fresh env holds None (set on its
+    first reset, which a resumed env skips), None anywhere (envs set values back to None: a wrapper's last step
+    before a reset), else one of its kind, never a type the env does not hold there: a
+    number for a number (int, float or NumPy's), a bool for a bool, an array of the same dtype and shape (any shape
+    where the fresh array is 0-d: some wrappers size their arrays at the first reset), a container of the same type
+    (and length, where the fresh one holds items; what it holds is not compared)."""
+    if isinstance(fresh, np.ndarray) and fresh.ndim and isinstance(saved, np.ndarray) and saved.shape != fresh.shape:
+        return False
+    if isinstance(fresh, list | tuple) and fresh and type(saved) is type(fresh) and len(saved) != len(fresh):
+        return False  # one item per sub-env (a vector env's observations)
+    return fresh is None or saved is None or _kind(saved) == _kind(fresh)
 
 
 def _same_generator_kind(fresh: Any, saved: np.random.Generator) -> bool:
@@ -276,7 +313,7 @@ def _restore_object(layer: Any, name: str, state: dict[str, Any]) -> None:
 def _restore_space(space: Any, state: dict[str, Any], where: str) -> None:
     import gymnasium as gym
 
-    if type(space).__name__ != state["class"] or not isinstance(state["parts"], dict):
+    if type(state["class"]) is not str or type(space).__name__ != state["class"] or not isinstance(state["parts"], dict):
         raise EnvStateError(f"the checkpoint's {where} is a {str(state['class'])[:40]}, this run's a {type(space).__name__}")
     rng = state["rng"]
     if rng is not None and not isinstance(rng, np.random.Generator):

@@ -43,6 +43,7 @@ LENGTH = struct.Struct("<Q")
 MAX_HEADER_BYTES = 16 << 20  # the header holds no array data: arguments, counters, small lists
 MAX_DATA_BYTES = 1 << 44  # 16 TiB: a header claiming more is not a file cut short, but a made-up one
 MAX_DEPTH = 64
+MAX_ELEMENTS = 1 << 48  # an array's dimensions, its zero ones counted as one: NumPy and torch index in 63 bits
 # NumPy dtypes an array may have, as written (little-endian; one byte: no order)
 NUMPY_DTYPES = frozenset(["|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"])
 TORCH_DTYPES = (
@@ -334,7 +335,7 @@ def _decode(node: Any, blobs: Blobs, depth: int) -> Any:
     if type(node) is list:
         return [_decode(item, blobs, depth + 1) for item in node]
     tag = node.get("$") if type(node) is dict else None
-    if tag not in FIELDS or set(node) != FIELDS[tag] | {"$"}:
+    if type(tag) is not str or tag not in FIELDS or set(node) != FIELDS[tag] | {"$"}:
         raise FormatError(f"it holds an object that is none of the format's values (tag {str(tag)[:40]!r})")
     if tag == "float":
         if node["value"] not in ("nan", "inf", "-inf"):
@@ -356,7 +357,7 @@ def _decode(node: Any, blobs: Blobs, depth: int) -> Any:
         return _decode_tensor(node, blobs)
     if tag == "deque":
         maxlen = node["maxlen"]
-        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+        if maxlen is not None and (type(maxlen) is not int or not 0 <= maxlen <= sys.maxsize):
             raise FormatError("a deque's maxlen is not a count")
         return collections.deque((_decode(item, blobs, depth + 1) for item in node["items"]), maxlen)
     return _decode_generator(node, blobs, depth)
@@ -384,18 +385,21 @@ def _shape(node: dict) -> tuple[int, ...]:
     shape = node["shape"]
     if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0 for n in shape):
         raise FormatError("an array's shape is not a list of at most 32 sizes")
+    # an array of no elements has no blob to check its sizes against: [0, 2**70] would fail in NumPy, not here
+    if math.prod(max(n, 1) for n in shape) > MAX_ELEMENTS:
+        raise FormatError(f"an array's shape has more than {MAX_ELEMENTS} elements")
     return tuple(shape)
 
 
 def _decode_array(node: dict, blobs: Blobs, scalar: bool) -> Any:
     dtype = node["dtype"]
-    if dtype not in NUMPY_DTYPES:
+    if type(dtype) is not str or dtype not in NUMPY_DTYPES:
         raise FormatError(f"an array has dtype {str(dtype)[:20]!r}, not one of the format's")
     shape = _shape(node)
     if scalar and shape:
         raise FormatError("a scalar has a shape")
     if math.prod(shape) * np.dtype(dtype).itemsize != _blob_length(blobs, node["blob"]):
-        raise FormatError(f"an array of shape {shape} does not fit its blob")
+        raise FormatError(f"an array of shape {str(shape)[:60]} does not fit its blob")
     array = np.empty(shape, dtype=np.dtype(dtype))
     blobs.read_into(node["blob"], memoryview(array.reshape(-1).view(np.uint8)))
     array = array.astype(array.dtype.newbyteorder("="), copy=False)  # native order, for the code that uses it
@@ -405,14 +409,14 @@ def _decode_array(node: dict, blobs: Blobs, scalar: bool) -> Any:
 def _decode_tensor(node: dict, blobs: Blobs) -> Any:
     import torch
 
-    if node["dtype"] not in TORCH_DTYPES:
+    if type(node["dtype"]) is not str or node["dtype"] not in TORCH_DTYPES:
         raise FormatError(f"a tensor has dtype {str(node['dtype'])[:20]!r}, not one of the format's")
     dtype = getattr(torch, node["dtype"])
     shape, order = _shape(node), node["order"]
     if type(order) is not list or sorted(order) != list(range(len(shape))) or not all(type(d) is int for d in order):
         raise FormatError("a tensor's memory order is not an order of its dimensions")
     if math.prod(shape) * dtype.itemsize != _blob_length(blobs, node["blob"]):
-        raise FormatError(f"a tensor of shape {shape} does not fit its blob")
+        raise FormatError(f"a tensor of shape {str(shape)[:60]} does not fit its blob")
     in_memory = torch.empty([shape[d] for d in order], dtype=dtype)
     raw = in_memory.reshape(-1).view(torch.uint8).numpy() if in_memory.numel() else np.zeros(0, np.uint8)
     blobs.read_into(node["blob"], memoryview(raw))
@@ -421,7 +425,7 @@ def _decode_tensor(node: dict, blobs: Blobs) -> Any:
 
 def _decode_generator(node: dict, blobs: Blobs, depth: int) -> np.random.Generator:
     name = node["bit_generator"]
-    if name not in BIT_GENERATORS:
+    if type(name) is not str or name not in BIT_GENERATORS:
         raise FormatError(f"a generator's bit generator {str(name)[:20]!r} is not one of NumPy's")
     state = _decode(node["state"], blobs, depth + 1)
     if not isinstance(state, dict) or state.get("bit_generator") != name:
@@ -429,6 +433,6 @@ def _decode_generator(node: dict, blobs: Blobs, depth: int) -> np.random.Generat
     generator = np.random.Generator(getattr(np.random, name)())
     try:
         generator.bit_generator.state = state  # NumPy checks every field
-    except (TypeError, ValueError, KeyError) as e:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as e:  # NumPy's, for each field it checks
         raise FormatError(f"a {name} generator's state is not valid ({type(e).__name__})") from None
     return generator

@@ -8,13 +8,17 @@ Used on the classic-control page to explain PQN's late collapse on CartPole.
 """
 
 import argparse
+import pickle
+import sys
 from collections import Counter
+from typing import NoReturn
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 from cleanrl import pqn
+from cleanrl_utils.model_files import read_torch
 
 
 def play(model: torch.nn.Module, episodes: int, epsilon: float) -> tuple[float, Counter]:
@@ -37,13 +41,23 @@ def play(model: torch.nn.Module, episodes: int, epsilon: float) -> tuple[float, 
     return float(np.mean(lengths)), reasons
 
 
+def fail(message: str) -> NoReturn:
+    print(f"cartpole_failure_modes.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model_path")
     parser.add_argument("--episodes", type=int, default=20)
     args = parser.parse_args()
     model = pqn.QNetwork(pqn.make_vector_env("CartPole-v1", 1, False, "unused"))
-    model.load_state_dict(torch.load(args.model_path, weights_only=True))
+    if args.episodes <= 0:
+        fail(f"--episodes must be positive, got {args.episodes}")
+    try:  # tensors only: a TorchScript archive, a pickle or a FIFO is refused unread
+        model.load_state_dict(read_torch(args.model_path))
+    except (OSError, ValueError, RuntimeError, TypeError, AttributeError, pickle.UnpicklingError) as e:
+        fail(f"{args.model_path} is not a pqn.py CartPole model: {' '.join(str(e).split())[:200]}")
     print("| epsilon | mean episode length | how episodes ended |")
     print("|---|---|---|")
     for epsilon in (0.0, 0.05):

@@ -254,8 +254,13 @@ def cue(path: Path, episodes: int, seed: int) -> str:
     if not env_id.startswith("MiniGrid-Memory") or ":" in env_id:
         raise CueError(f"{path} is a run of {env_id}, not of a MiniGrid Memory env")
     env = make_env(env_id, 0, False, "")()
+    try:  # the network is built from the file's arguments and weights: ones that do not fit are one line too
+        policy = saved_policy(saved, env)
+    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError, OverflowError, MemoryError) as e:
+        reason = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        raise CueError(f"{path} holds no ppo_trxl.py network this tool can build ({reason})") from None
     torch.manual_seed(seed)  # the sampled actions: the same command gives the same table
-    return cue_report(cue_episodes(env, saved_policy(saved, env), episodes, seed))
+    return cue_report(cue_episodes(env, policy, episodes, seed))
 
 
 def cue_command(checkpoint: Path | None, episodes: int, seed: int) -> int | None:

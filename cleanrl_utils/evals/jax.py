@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cleanrl_utils.evals.common import EvalRun, QValues, closed_on_error, collect_returns, evaluator, q_value_evaluator
+from cleanrl_utils.model_files import read_flax
 
 # ---------------------------------------------------------------- reading Flax parameters
 
@@ -46,13 +47,9 @@ def restore_params(state: Any, template: Any, model_path: str) -> Any:
 
 
 def read_saved_state(model_path: str) -> dict:
-    """The state dict in a file of Flax bytes; ValueError if the file holds something else."""
-    with open(model_path, "rb") as f:
-        data = f.read()
-    try:
-        state = flax.serialization.msgpack_restore(data)
-    except Exception as e:  # msgpack's errors share no base class worth naming
-        raise ValueError(f"{model_path} is not a file of Flax parameters ({type(e).__name__})") from None
+    """The state dict in a file of Flax bytes; ValueError if the file holds something else (`model_files.read_flax`:
+    a pickle, a torch file, a FIFO or a device is refused unread)."""
+    state = read_flax(model_path)
     if not isinstance(state, dict):
         raise ValueError(f"{model_path} is not a file of Flax parameters (it holds a {type(state).__name__})")
     return state
@@ -120,13 +117,11 @@ def evaluate_c51(run: EvalRun, env: gym.Env) -> QValues:
 
 def load_actor_params(model_path: str, actor_params: Any) -> Any:
     """The saved actor parameters, restored into `actor_params` (same structure and shapes)."""
-    with open(model_path, "rb") as f:
-        data = f.read()
-    saved = flax.serialization.msgpack_restore(data)
+    saved = read_flax(model_path)
     if not isinstance(saved, dict) or "0" not in saved:
         raise ValueError(f"{model_path} holds no [actor, critic...] list of Flax parameters")
     # the critics' entries are read as they are (target None): only the actor's are checked and kept
-    restored = flax.serialization.from_bytes([actor_params] + [None] * (len(saved) - 1), data)[0]
+    restored = flax.serialization.from_state_dict([actor_params] + [None] * (len(saved) - 1), saved)[0]
     shapes = jax.tree.map(np.shape, restored), jax.tree.map(np.shape, actor_params)
     if shapes[0] != shapes[1]:
         raise ValueError(f"the actor saved in {model_path} does not fit this env's observation and action sizes")

@@ -72,7 +72,7 @@ def test_resumed_mujoco_video_records_the_resumed_run(tmp_path, monkeypatch):
     for _ in range(10):
         envs.step(envs.action_space.sample())
     snapshot = ckpt.env_state(envs)
-    fresh = sac.make_vector_env("HalfCheetah-v4", 1, True, "resumed")
+    fresh = sac.make_vector_env("HalfCheetah-v4", 1, True, "run")  # a resume keeps its run name, so its video folder
     ckpt.restore_env(fresh, snapshot)
     recorded, resumed = envs.envs[0].env.env, fresh.envs[0].env.env
     assert type(recorded).__name__ == "RecordVideo" and resumed.recording

@@ -134,3 +134,21 @@ def test_disk_full_is_told_through_wrappers_and_child_messages():
     said = SystemExit(1)
     said.__context__, said.__suppress_context__ = wrapped, True  # `raise SystemExit(1) from None`: already said
     assert not atomic.disk_full(said)
+
+
+def test_no_algorithm_file_writes_a_file_itself():
+    """Models go through `exp.save_model` (whole or absent, a full disk in one line); a plain `torch.save` or
+    `open(path, "wb")` in a script would leave a truncated model under its final name on a full disk."""
+    import ast
+
+    writers = {"save", "savez", "savez_compressed", "write_text", "write_bytes", "dump"}
+    found = []
+    for path in sorted((REPO / "cleanrl").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            owner = getattr(node.func, "value", None)
+            if name == "open" or (name in writers and not (isinstance(owner, ast.Name) and owner.id == "exp")):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} {name}()")
+    assert not found, found

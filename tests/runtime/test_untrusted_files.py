@@ -11,18 +11,23 @@ checkpoint is hostile, fail rather than fall back to the older one.
 |---|---|
 | `--resume FILE`, `--resume FOLDER` | ppo.py, in this process (`run_in_process`) |
 | `python -m cleanrl_utils.enjoy --model-path` | `enjoy.main` |
+| `python -m cleanrl_utils.enjoy` from the Hub | a fake Hub serving each file (`extended`) |
 | the evaluators | each zoo entry's evaluator, as scripts and enjoy call it |
 | the QDagger teachers (torch, JAX) | the scripts' `--teacher-model-path` |
 | `benchmark/checks/trxl_memory.py cue`, `cleanrl/ppo_trxl/enjoy.py --name` | their command lines |
+| `benchmark/checks/cartpole_failure_modes.py` | its command line |
 """
 
+import collections
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -132,6 +137,10 @@ def test_links_and_special_files_in_a_run_folder_are_refused(run_folder, tmp_pat
     (folder / "checkpoints" / "checkpoint_99999.pt").symlink_to("/dev/zero")  # endless
     with pytest.raises(ckpt.RefusedCheckpoint, match="not a regular file"):
         ckpt.load(folder)
+    (folder / "checkpoints" / "checkpoint_99999.pt").unlink()
+    (folder / "checkpoints" / "checkpoint_99999.pt").mkdir()  # a folder named like the newest checkpoint
+    with pytest.raises(ckpt.RefusedCheckpoint, match="not a regular file"):
+        ckpt.load(folder)
 
 
 # ---------------------------------------------------------------- what a checkpoint of the right format may not do
@@ -153,6 +162,9 @@ def valid_checkpoint(run_folder: Path) -> dict:
         ({"args": {"learning_rate": float("nan")}}, "--learning-rate must be a finite number"),
         ({"args": {"total_timesteps": "many"}}, "--total-timesteps is a str"),
         ({"global_step": "0"}, "global_step is not a int"),
+        ({"global_step": 2**70}, "global step or clock is out of range"),
+        ({"agent": {"critic.0.weight": torch.zeros(3, 3)}}, "agent does not fit this run's"),
+        ({"optimizer": {"param_groups": "all"}}, "optimizer does not fit this run's"),
     ],
 )
 def test_a_checkpoints_values_pass_the_command_lines_checks(change, refused_for, run_folder, tmp_path):
@@ -164,7 +176,7 @@ def test_a_checkpoints_values_pass_the_command_lines_checks(change, refused_for,
     run = run_in_process("ppo.py", "--resume", str(path), cwd=tmp_path)
     assert run.returncode == 2
     assert_one_error_line(run.stderr, "ppo.py: error: --resume")
-    assert refused_for in run.stderr and "refused" in run.stderr
+    assert refused_for in run.stderr and ("refused" in run.stderr or "does not fit" in refused_for)
     assert not (tmp_path / "outside").exists() and not (tmp_path.parent / "outside").exists()
 
 
@@ -208,6 +220,89 @@ def test_an_env_snapshot_puts_state_into_the_fresh_envs_objects_only():
     snapshot[1]["objects"]["not_there"] = {"kind": "running_mean_std", "mean": 0, "var": 0, "count": 0.0}
     with pytest.raises(env_state.EnvStateError, match="where this run's env has none"):
         env_state.restore(fresh, snapshot)
+
+
+def stepped_cartpoles():
+    """Two CartPoles as ppo.py makes them, 30 steps into a run."""
+    from cleanrl import ppo
+
+    envs = ppo.make_vector_env("CartPole-v1", 2, False, "unused")
+    envs.reset(seed=1)
+    envs.action_space.seed(1)
+    for _ in range(30):
+        envs.step(envs.action_space.sample())
+    return envs
+
+
+def snapshot_positions(layers: list, where: tuple = ()) -> list[tuple]:
+    """Where a value or object sits in a snapshot: (layer, "values" or "objects", name), sub-envs' layers too."""
+    found = []
+    for index, layer in enumerate(layers):
+        found += [(*where, index, field, name) for field in ("values", "objects") for name in layer[field]]
+        for sub, sub_layers in enumerate(layer["sub_envs"] or []):
+            found += snapshot_positions(sub_layers, (*where, index, "sub_envs", sub))
+    return found
+
+
+def with_value(tree, position: tuple, value):
+    if not position:
+        return value
+    head, rest = position[0], position[1:]
+    copy = dict(tree) if isinstance(tree, dict) else list(tree)
+    copy[head] = with_value(tree[head], rest, value)
+    return copy
+
+
+def at(tree, position: tuple):
+    for key in position:
+        tree = tree[key]
+    return tree
+
+
+# of another kind than any CartPole attribute holds, or a malformed object state
+MISFITS = [-1, "x", [], {"kind": ["x"]}, np.zeros(3), collections.deque([1.0], maxlen=7), True]
+
+
+def test_an_env_snapshot_of_the_wrong_kinds_is_refused_in_one_line_or_steps_on():
+    """Each value and object of a real snapshot replaced by each misfit: the restore refuses it (EnvStateError, one
+    line) or the env steps on with it; no other error from the restore, none from the next steps where the fresh env
+    held a value (where it held None, before its first reset, any plain value goes: a known limit)."""
+    snapshot = env_state.snapshot(stepped_cartpoles())
+    positions = snapshot_positions(snapshot)
+    assert len(positions) > 40  # both sub-envs' layers were walked
+    fresh_values = {position: at(env_state.snapshot(stepped_cartpoles()), position) for position in positions}
+    for position in positions:
+        for misfit in MISFITS:
+            hostile_snapshot = plain_data.loads(plain_data.dumps(with_value(snapshot, position, misfit)))
+            envs = stepped_cartpoles()
+            try:
+                env_state.restore(envs, hostile_snapshot)
+            except env_state.EnvStateError as e:
+                assert "\n" not in str(e)
+                continue
+            if fresh_values[position] is not None:
+                for _ in range(3):
+                    envs.step(envs.action_space.sample())
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        {"python": (3, (2**70,) * 625, None)},  # beyond a C unsigned long: OverflowError in random.setstate
+        {"python": (3, tuple(range(624)) + (624,), "not a float")},  # random.setstate takes it; random.gauss fails
+        {"numpy": ("MT19937", np.zeros(624, np.uint32), 2**70, 0, 0.0)},
+        {"numpy": ("MT19937", np.zeros(3, np.uint32), 0, 0, 0.0)},
+        {"torch": torch.zeros(5)},
+    ],
+    ids=["python-overflow", "python-gauss", "numpy-overflow", "numpy-short", "torch-floats"],
+)
+def test_random_states_that_do_not_fit_are_refused_in_one_line(stream):
+    saved = ckpt.rng_state()
+    try:
+        with pytest.raises(ckpt.RefusedCheckpoint, match="random states are not valid"):
+            ckpt.set_rng_state(plain_data.loads(plain_data.dumps({**saved, **stream})))
+    finally:
+        ckpt.set_rng_state(saved)
 
 
 # ---------------------------------------------------------------- model files: enjoy, the evaluators
@@ -260,6 +355,27 @@ def test_enjoy_refuses_every_hostile_model_file(exp_name, tmp_path, monkeypatch,
         assert marker is None or not marker.exists(), kind
 
 
+@pytest.mark.extended  # five enjoy processes, 30-60 s of one core: CI runs it after the quick run
+def test_enjoy_refuses_every_hostile_model_file_downloaded_from_the_hub(tmp_path):
+    """The Hub path: the file `enjoy` downloads into the Hub cache goes through the same checks as --model-path."""
+    from tests.fixtures.fake_hub import FakeHub
+    from tests.tools.test_zoo import run_enjoy
+
+    hub = FakeHub().start()
+    try:
+        for seed, (kind, path, marker) in enumerate(model_file_kinds(tmp_path / "files")):
+            if marker is None:
+                continue
+            hub.repos[f"tester/CartPole-v1-dqn-seed{seed}"] = {"dqn.cleanrl_model": path.read_bytes()}
+            hub_env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": hub.token}
+            run = run_enjoy("--exp-name", "dqn", "--hf-entity", "tester", "--seed", str(seed), cwd=tmp_path, **hub_env)
+            assert run.returncode == 2, (kind, run.stderr)
+            assert_one_error_line(run.stderr, "enjoy: error: ")
+            assert "is not a model file saved by an algorithm script" in run.stderr and not marker.exists(), kind
+    finally:
+        hub.stop()
+
+
 def evaluation_env(exp_name: str) -> str:
     from tests.tools.test_zoo import ATARI, PLAYED_IN_PENDULUM
 
@@ -299,6 +415,31 @@ def test_each_evaluator_refuses_every_hostile_model_file(exp_name, tmp_path, mon
                 Model=model_class, device=torch.device("cpu"), capture_video=False, seed=1, **zoo_entry.eval_kwargs,
             )  # fmt: skip
         assert marker is None or not marker.exists(), f"{exp_name}'s evaluator ran code from a {kind} file"
+
+
+@pytest.mark.parametrize("exp_name", ["dqn_jax", "ddpg_continuous_action_jax", "dqn"])
+def test_an_evaluator_given_a_fifo_or_a_device_refuses_it_without_waiting(exp_name, tmp_path, monkeypatch):
+    """Opening a FIFO for reading waits for a writer, /dev/zero never ends: the evaluators read regular files only."""
+    monkeypatch.chdir(tmp_path)
+    evaluate, model_class, make_env = ZOO[exp_name].load()
+    os.mkfifo(fifo := tmp_path / "fifo.cleanrl_model")
+    (zeros := tmp_path / "zeros.cleanrl_model").symlink_to("/dev/zero")
+
+    def waited(signum, frame):
+        raise TimeoutError("the evaluator waited on the file")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    try:
+        for path in (fifo, zeros):
+            signal.alarm(120)  # a wait would be endless: cut it short as a failure (building the env takes seconds)
+            with pytest.raises(ValueError, match="not a regular file"):
+                evaluate(
+                    str(path), make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
+                    Model=model_class, device=torch.device("cpu"), capture_video=False, seed=1, **ZOO[exp_name].eval_kwargs,
+                )  # fmt: skip
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------- the QDagger teachers
@@ -341,6 +482,42 @@ def test_trxl_cue_refuses_every_hostile_file(kind, tmp_path, monkeypatch, capsys
     assert stopped.value.code == 2
     assert_one_error_line(capsys.readouterr().err, f"trxl_memory.py: error: cue: {path} is not a ppo_trxl.py checkpoint")
     assert marker is None or not marker.exists()
+
+
+@pytest.mark.parametrize("kind", CODE_RUNNING + ["fifo", "zip_entry_claims_4gb"])
+def test_cartpole_failure_modes_refuses_every_hostile_model_file(kind, tmp_path, monkeypatch, capsys):
+    from benchmark.checks import cartpole_failure_modes as tool
+
+    marker = None
+    if kind in hostile.CODE_RUNNING:
+        path, marker = hostile_file(kind, tmp_path, "pqn.cleanrl_model")
+    elif kind == "fifo":
+        os.mkfifo(path := tmp_path / "pqn.cleanrl_model")
+    else:
+        (path := tmp_path / "pqn.cleanrl_model").write_bytes(hostile.MALFORMED_MODEL_FILES[kind])
+    monkeypatch.setattr(sys, "argv", ["cartpole_failure_modes.py", str(path), "--episodes", "1"])
+    with pytest.raises(SystemExit) as stopped:
+        tool.main()
+    assert stopped.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, f"cartpole_failure_modes.py: error: {path} is not a pqn.py CartPole")
+    assert marker is None or not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"env_id": "MiniGrid-MemoryS7-v0", 1: 2}, {"env_id": "MiniGrid-MemoryS7-v0"}],
+    ids=["a-key-that-is-no-name", "arguments-missing"],
+)
+def test_trxl_cue_refuses_a_checkpoint_whose_network_cannot_be_built(args, tmp_path, monkeypatch, capsys):
+    from benchmark.checks import trxl_memory as bench
+
+    path = tmp_path / "checkpoint_100.pt"
+    path.write_bytes(plain_data.dumps({"args": args, "agent": {"weight": torch.zeros(1)}}))
+    monkeypatch.setattr(sys, "argv", ["trxl_memory.py", "cue", str(path), "--episodes", "1"])
+    with pytest.raises(SystemExit) as stopped:
+        bench.main()
+    assert stopped.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, f"trxl_memory.py: error: cue: {path} holds no ppo_trxl.py network")
 
 
 @pytest.mark.parametrize("kind", CODE_RUNNING)
