@@ -140,8 +140,14 @@ def vector_env_returns(
     seed: int = 0,
     returns: Callable[[dict], list[float]] = recorded_returns,
 ) -> list[float]:
-    """Step a vector env until `eval_episodes` episodes end, with a policy of the observations alone."""
-    return vector_env_returns_with_memory(envs, lambda obs, _: act(obs), eval_episodes, seed, returns)
+    """Step a vector env until `eval_episodes` episodes end, counted by `returns(infos)`, with a policy of the
+    observations alone."""
+
+    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        obs, _, _, _, infos = envs.step(act(obs))
+        return obs, returns(infos)
+
+    return collect_returns(envs, step, eval_episodes, seed)
 
 
 # ---------------------------------------------------------------- action rules
