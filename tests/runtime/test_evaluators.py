@@ -74,8 +74,9 @@ def test_each_evaluator_is_a_plain_function_with_the_common_parameters_first():
 MEANT = {"args.capture_video": "capture_video", "args.end_e": "epsilon", "device": "device", "args.seed": "seed"}
 
 
-def evaluator_calls() -> list[tuple[str, int, str, ast.Call]]:
-    """(script, line, `family.evaluate_x`, the call) for every evaluator call in cleanrl/, by its imported name."""
+def evaluator_calls() -> list[tuple[str, int, str, ast.Call, dict[str, ast.expr]]]:
+    """(script, line, `family.evaluate_x`, the call, the script's `name = value` assignments) for every evaluator
+    call in cleanrl/, found by the name the script imports it under."""
     calls = []
     for path in sorted((REPO / "cleanrl").rglob("*.py")):
         tree = ast.parse(path.read_text())
@@ -86,20 +87,31 @@ def evaluator_calls() -> list[tuple[str, int, str, ast.Call]]:
             for alias in node.names
             if alias.name.startswith("evaluate_")
         }
+        assigned = {
+            node.targets[0].id: node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported:
-                calls.append((path.relative_to(REPO).as_posix(), node.lineno, imported[node.func.id], node))
+                calls.append((path.relative_to(REPO).as_posix(), node.lineno, imported[node.func.id], node, assigned))
     return calls
 
 
 def test_every_call_in_an_algorithm_file_binds_its_arguments_where_they_belong():
     found, calls = evaluators(), evaluator_calls()
     checked = 0
-    for script, line, name, call in calls:
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            continue  # ppo_pettingzoo_ma_atari.py unpacks a tuple and a dict: its tests run that call
-        args = [ast.unparse(a) for a in call.args]
-        kwargs = {k.arg: ast.unparse(k.value) for k in call.keywords}
+    for script, line, name, call, assigned in calls:
+        args, kwargs = [], {}
+        for arg in call.args:  # `*eval_args`: the tuple the script assigned to that name
+            unpacked = isinstance(arg, ast.Starred) and assigned[ast.unparse(arg.value)]
+            args += [ast.unparse(a) for a in unpacked.elts] if unpacked else [ast.unparse(arg)]
+        for keyword in call.keywords:  # `**options`: the dict the script assigned to that name
+            if keyword.arg is None:
+                options = assigned[ast.unparse(keyword.value)]
+                kwargs |= {k.value: ast.unparse(v) for k, v in zip(options.keys, options.values)}
+            else:
+                kwargs[keyword.arg] = ast.unparse(keyword.value)
         try:
             bound = inspect.signature(found[name]).bind(*args, **kwargs).arguments
         except TypeError as e:
@@ -108,4 +120,4 @@ def test_every_call_in_an_algorithm_file_binds_its_arguments_where_they_belong()
         assert all(MEANT[source] == parameter for source, parameter in landed.items()), (script, line, landed)
         assert bound["model_path"].endswith("model_path") and bound["eval_episodes"] == "10", (script, line, bound)
         checked += 1
-    assert checked >= 25, f"only {checked} of {len(calls)} calls checked"
+    assert checked == len(calls) >= 29, f"{checked} of {len(calls)} calls checked"
