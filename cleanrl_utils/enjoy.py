@@ -26,7 +26,7 @@ import torch
 from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.huggingface import DownloadError, download, repo_name
 from cleanrl_utils.model_files import read_flax, read_torch
-from cleanrl_utils.zoo import entry
+from cleanrl_utils.zoo import entry, saves_flax
 
 
 @dataclass
@@ -75,7 +75,7 @@ def check_model_file(model_path: str | Path, flax_model: bool) -> None:
 def enjoy(args: Args) -> list[float]:
     """Play the model that `args` names; return the episodes' returns."""
     try:
-        zoo_entry = entry(args.exp_name)
+        zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
     except KeyError as e:
         raise EnjoyError(e.args[0]) from None
     if args.eval_episodes <= 0:
@@ -92,10 +92,9 @@ def enjoy(args: Args) -> list[float]:
             raise EnjoyError(str(e)) from None
         source = f"the Hub repo {repo_id}"
     try:
-        check_model_file(model_path, zoo_entry.flax_model)
+        check_model_file(model_path, saves_flax(args.exp_name))
     except Exception as e:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
-    evaluate, model_class, make_env = zoo_entry.load()
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -104,13 +103,13 @@ def enjoy(args: Args) -> list[float]:
     run_name = f"{args.env_id}__{args.exp_name}__enjoy__{int(time.time())}"
     print(f"playing {args.exp_name} from {source} in {args.env_id} for {args.eval_episodes} episodes")
     try:
-        returns = evaluate(
+        returns = zoo_entry.evaluate(
             model_path,
-            make_env,
+            zoo_entry.make_env,
             args.env_id,
             eval_episodes=args.eval_episodes,
             run_name=run_name,
-            Model=model_class,
+            Model=zoo_entry.Model,
             device=device,
             capture_video=args.capture_video,
             seed=args.seed,

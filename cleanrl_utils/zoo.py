@@ -1,13 +1,14 @@
 """Which evaluator, model class and env factory play the saved model of each algorithm file.
 
-This is the one place that imports algorithm files (lazily, when an entry is loaded), so the
-evaluators in `cleanrl_utils.evals` stay free of them. Add an entry for every file that can save
-a model; the key is the file's `exp_name` (its stem), which is also the name of the model file
-(`{exp_name}.cleanrl_model`) and part of its Hub repo name.
+One function per file that saves a model, named after its `exp_name` (its stem, which is also the name of the
+model file `{exp_name}.cleanrl_model` and part of its Hub repo name). Each imports the algorithm file and its
+evaluator by name when it is called, so grep and "go to definition" reach both, and loading the zoo imports no
+algorithm file (nor torch or JAX): only `entry(exp_name)` imports the one it plays. This is the one module of
+cleanrl_utils that imports algorithm files (tests/contract/test_layout.py).
+
+Add a function and a line in `ZOO` for every file that can save a model (tests/tools/test_zoo.py checks).
 """
 
-import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,112 +16,267 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """How to play one algorithm file's saved model: `evaluator(model_path, make_env, ..., Model=model, **eval_kwargs)`."""
+    """How to play one algorithm file's saved model: `evaluate(model_path, make_env, env_id, ..., Model=Model,
+    **eval_kwargs)`, with `eval_kwargs` what its script passes besides the common arguments."""
 
-    algorithm: str  # module of the algorithm file, e.g. "cleanrl.dqn"
-    model: str  # its network class, as `evaluate` needs it
-    evaluator: str  # its evaluator, as module.function, e.g. "cleanrl_utils.evals.discrete.evaluate_dqn"
-    eval_kwargs: dict[str, Any] = field(default_factory=dict)  # what the script passes besides the common arguments
-    make_env: str = "make_env"  # its env factory: make_env(env_id, idx, capture_video, run_name) -> thunk
-    from_script: dict[str, str] = field(default_factory=dict)  # evaluator arguments that are names in the algorithm file
-
-    @property
-    def flax_model(self) -> bool:
-        """JAX files (named `*_jax*`) save Flax msgpack bytes; the others save with `torch.save`."""
-        return "_jax" in self.algorithm
-
-    def load(self) -> tuple[Callable[..., list[float]], type, Callable]:
-        """(evaluate, model class, env factory), importing the algorithm file and its evaluator."""
-        algorithm = importlib.import_module(self.algorithm)
-        module, _, function = self.evaluator.rpartition(".")
-        evaluate = getattr(importlib.import_module(module), function)
-        if self.from_script:  # e.g. the file's video recorder, which the evaluator may not import itself
-            evaluate = functools.partial(evaluate, **{arg: getattr(algorithm, name) for arg, name in self.from_script.items()})
-        return evaluate, getattr(algorithm, self.model), getattr(algorithm, self.make_env)
+    evaluate: Callable[..., list[float]]
+    Model: type
+    make_env: Callable
+    eval_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-ZOO: dict[str, ZooEntry] = {
-    "ppo": ZooEntry("cleanrl.ppo", "Agent", "cleanrl_utils.evals.discrete.evaluate_ppo"),
-    "dqn": ZooEntry("cleanrl.dqn", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_dqn", {"epsilon": 0.05}),
-    "c51": ZooEntry("cleanrl.c51", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_c51", {"epsilon": 0.05}),
-    "pqn": ZooEntry("cleanrl.pqn", "QNetwork", "cleanrl_utils.evals.discrete.evaluate_pqn", {"epsilon": 0.05}),
-    "ppo_continuous_action": ZooEntry("cleanrl.ppo_continuous_action", "Agent", "cleanrl_utils.evals.continuous.evaluate_ppo"),
-    "rpo_continuous_action": ZooEntry("cleanrl.rpo_continuous_action", "Agent", "cleanrl_utils.evals.continuous.evaluate_ppo"),
-    # a batch of Playground envs: make_env(env_id, num_envs, episode_length, impl); the weights hold the observation statistics
-    "ppo_continuous_action_playground": ZooEntry(
-        "cleanrl.ppo_continuous_action_playground", "Agent", "cleanrl_utils.evals.special.evaluate_playground"
-    ),
-    "sac_continuous_action": ZooEntry("cleanrl.sac_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_sac"),
-    "ddpg_continuous_action": ZooEntry(
-        "cleanrl.ddpg_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_deterministic_actor"
-    ),
-    "td3_continuous_action": ZooEntry(
-        "cleanrl.td3_continuous_action", "Actor", "cleanrl_utils.evals.continuous.evaluate_deterministic_actor"
-    ),
-    "ppo_atari": ZooEntry("cleanrl.ppo_atari", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo"),
-    "dqn_atari": ZooEntry("cleanrl.dqn_atari", "QNetwork", "cleanrl_utils.evals.atari.evaluate_dqn", {"epsilon": 0.01}),
-    "c51_atari": ZooEntry(
-        "cleanrl.c51_atari", "QNetwork", "cleanrl_utils.evals.atari.evaluate_distributional", {"epsilon": 0.01}
-    ),
-    "rainbow_atari": ZooEntry(
-        "cleanrl.rainbow_atari",
-        "NoisyDuelingDistributionalNetwork",
-        "cleanrl_utils.evals.atari.evaluate_distributional",
-        {"epsilon": 0.001},
-    ),
-    "sac_atari": ZooEntry("cleanrl.sac_atari", "Actor", "cleanrl_utils.evals.atari.evaluate_sac"),
-    "qdagger_dqn_atari_impalacnn": ZooEntry(
-        "cleanrl.qdagger_dqn_atari_impalacnn",
-        "QNetwork",
-        "cleanrl_utils.evals.atari.evaluate_dqn",
-        {"epsilon": 0.01},
-    ),
-    "ppo_atari_lstm": ZooEntry("cleanrl.ppo_atari_lstm", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo_lstm"),
-    "ppo_atari_multigpu": ZooEntry("cleanrl.ppo_atari_multigpu", "Agent", "cleanrl_utils.evals.atari.evaluate_ppo"),
+def saves_flax(exp_name: str) -> bool:
+    """JAX files (named `*_jax*`) save Flax msgpack bytes; the others save with `torch.save`."""
+    return "_jax" in exp_name
+
+
+def ppo() -> ZooEntry:
+    from cleanrl.ppo import Agent, make_env
+    from cleanrl_utils.evals.discrete import evaluate_ppo
+
+    return ZooEntry(evaluate_ppo, Agent, make_env)
+
+
+def dqn() -> ZooEntry:
+    from cleanrl.dqn import QNetwork, make_env
+    from cleanrl_utils.evals.discrete import evaluate_dqn
+
+    return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.05})
+
+
+def c51() -> ZooEntry:
+    from cleanrl.c51 import QNetwork, make_env
+    from cleanrl_utils.evals.discrete import evaluate_c51
+
+    return ZooEntry(evaluate_c51, QNetwork, make_env, {"epsilon": 0.05})
+
+
+def pqn() -> ZooEntry:
+    from cleanrl.pqn import QNetwork, make_env
+    from cleanrl_utils.evals.discrete import evaluate_pqn
+
+    return ZooEntry(evaluate_pqn, QNetwork, make_env, {"epsilon": 0.05})
+
+
+def ppo_continuous_action() -> ZooEntry:
+    from cleanrl.ppo_continuous_action import Agent, make_env
+    from cleanrl_utils.evals.continuous import evaluate_ppo
+
+    return ZooEntry(evaluate_ppo, Agent, make_env)
+
+
+def rpo_continuous_action() -> ZooEntry:
+    from cleanrl.rpo_continuous_action import Agent, make_env
+    from cleanrl_utils.evals.continuous import evaluate_ppo
+
+    return ZooEntry(evaluate_ppo, Agent, make_env)
+
+
+def ppo_continuous_action_playground() -> ZooEntry:
+    # a batch of Playground envs: make_env(env_id, num_envs, episode_length, impl); the weights hold the observation
+    # statistics
+    from cleanrl.ppo_continuous_action_playground import Agent, make_env
+    from cleanrl_utils.evals.special import evaluate_playground
+
+    return ZooEntry(evaluate_playground, Agent, make_env)
+
+
+def sac_continuous_action() -> ZooEntry:
+    from cleanrl.sac_continuous_action import Actor, make_env
+    from cleanrl_utils.evals.continuous import evaluate_sac
+
+    return ZooEntry(evaluate_sac, Actor, make_env)
+
+
+def ddpg_continuous_action() -> ZooEntry:
+    from cleanrl.ddpg_continuous_action import Actor, make_env
+    from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+
+    return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
+
+
+def td3_continuous_action() -> ZooEntry:
+    from cleanrl.td3_continuous_action import Actor, make_env
+    from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+
+    return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
+
+
+def ppo_atari() -> ZooEntry:
+    from cleanrl.ppo_atari import Agent, make_env
+    from cleanrl_utils.evals.atari import evaluate_ppo
+
+    return ZooEntry(evaluate_ppo, Agent, make_env)
+
+
+def ppo_atari_lstm() -> ZooEntry:
+    from cleanrl.ppo_atari_lstm import Agent, make_env
+    from cleanrl_utils.evals.atari import evaluate_ppo_lstm
+
+    return ZooEntry(evaluate_ppo_lstm, Agent, make_env)
+
+
+def ppo_atari_multigpu() -> ZooEntry:
+    from cleanrl.ppo_atari_multigpu import Agent, make_env
+    from cleanrl_utils.evals.atari import evaluate_ppo
+
+    return ZooEntry(evaluate_ppo, Agent, make_env)
+
+
+def dqn_atari() -> ZooEntry:
+    from cleanrl.dqn_atari import QNetwork, make_env
+    from cleanrl_utils.evals.atari import evaluate_dqn
+
+    return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def c51_atari() -> ZooEntry:
+    from cleanrl.c51_atari import QNetwork, make_env
+    from cleanrl_utils.evals.atari import evaluate_distributional
+
+    return ZooEntry(evaluate_distributional, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def rainbow_atari() -> ZooEntry:
+    from cleanrl.rainbow_atari import NoisyDuelingDistributionalNetwork, make_env
+    from cleanrl_utils.evals.atari import evaluate_distributional
+
+    return ZooEntry(evaluate_distributional, NoisyDuelingDistributionalNetwork, make_env, {"epsilon": 0.001})
+
+
+def sac_atari() -> ZooEntry:
+    from cleanrl.sac_atari import Actor, make_env
+    from cleanrl_utils.evals.atari import evaluate_sac
+
+    return ZooEntry(evaluate_sac, Actor, make_env)
+
+
+def qdagger_dqn_atari_impalacnn() -> ZooEntry:
+    # the student, played like a dqn_atari.py model
+    from cleanrl.qdagger_dqn_atari_impalacnn import QNetwork, make_env
+    from cleanrl_utils.evals.atari import evaluate_dqn
+
+    return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def ppo_pettingzoo_ma_atari() -> ZooEntry:
     # self-play: points per game against a random opponent, filmed with the script's VideoRecorder
-    "ppo_pettingzoo_ma_atari": ZooEntry(
-        "cleanrl.ppo_pettingzoo_ma_atari",
-        "Agent",
-        "cleanrl_utils.evals.special.evaluate_pettingzoo",
-        make_env="make_vector_env",
-        from_script={"VideoRecorder": "VideoRecorder"},
-    ),
+    from cleanrl.ppo_pettingzoo_ma_atari import Agent, VideoRecorder, make_vector_env
+    from cleanrl_utils.evals.special import evaluate_pettingzoo
+
+    return ZooEntry(evaluate_pettingzoo, Agent, make_vector_env, {"VideoRecorder": VideoRecorder})
+
+
+def ppo_trxl() -> ZooEntry:
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env
-    "ppo_trxl": ZooEntry("cleanrl.ppo_trxl", "Agent", "cleanrl_utils.evals.special.evaluate_trxl"),
-    "dqn_jax": ZooEntry("cleanrl.dqn_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_dqn", {"epsilon": 0.05}),
-    "c51_jax": ZooEntry("cleanrl.c51_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_c51", {"epsilon": 0.05}),
-    # Flax models: the evaluators build the Actor from the env's action bounds and restore its saved parameters
-    "ddpg_continuous_action_jax": ZooEntry(
-        "cleanrl.ddpg_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_deterministic_actor"
-    ),
-    "td3_continuous_action_jax": ZooEntry(
-        "cleanrl.td3_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_deterministic_actor"
-    ),
-    "sac_continuous_action_jax": ZooEntry(
-        "cleanrl.sac_continuous_action_jax", "Actor", "cleanrl_utils.evals.jax.evaluate_sac"
-    ),
-    "dqn_atari_jax": ZooEntry(
-        "cleanrl.dqn_atari_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_dqn_atari", {"epsilon": 0.01}
-    ),
-    "c51_atari_jax": ZooEntry(
-        "cleanrl.c51_atari_jax", "QNetwork", "cleanrl_utils.evals.jax.evaluate_c51_atari", {"epsilon": 0.01}
-    ),
-    "qdagger_dqn_atari_jax_impalacnn": ZooEntry(
-        "cleanrl.qdagger_dqn_atari_jax_impalacnn",
-        "QNetwork",
-        "cleanrl_utils.evals.jax.evaluate_dqn_atari",
-        {"epsilon": 0.01},
-    ),
-    # the scan file saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
-    "ppo_atari_envpool_xla_jax_scan": ZooEntry(
-        "cleanrl.ppo_atari_envpool_xla_jax_scan", "Agent", "cleanrl_utils.evals.jax.evaluate_ppo_envpool"
-    ),
+    from cleanrl.ppo_trxl import Agent, make_env
+    from cleanrl_utils.evals.special import evaluate_trxl
+
+    return ZooEntry(evaluate_trxl, Agent, make_env)
+
+
+def dqn_jax() -> ZooEntry:
+    from cleanrl.dqn_jax import QNetwork, make_env
+    from cleanrl_utils.evals.jax import evaluate_dqn
+
+    return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.05})
+
+
+def c51_jax() -> ZooEntry:
+    from cleanrl.c51_jax import QNetwork, make_env
+    from cleanrl_utils.evals.jax import evaluate_c51
+
+    return ZooEntry(evaluate_c51, QNetwork, make_env, {"epsilon": 0.05})
+
+
+def ddpg_continuous_action_jax() -> ZooEntry:
+    # the evaluator builds the Flax Actor from the env's action bounds
+    from cleanrl.ddpg_continuous_action_jax import Actor, make_env
+    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+
+    return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
+
+
+def td3_continuous_action_jax() -> ZooEntry:
+    from cleanrl.td3_continuous_action_jax import Actor, make_env
+    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+
+    return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
+
+
+def sac_continuous_action_jax() -> ZooEntry:
+    from cleanrl.sac_continuous_action_jax import Actor, make_env
+    from cleanrl_utils.evals.jax import evaluate_sac
+
+    return ZooEntry(evaluate_sac, Actor, make_env)
+
+
+def dqn_atari_jax() -> ZooEntry:
+    from cleanrl.dqn_atari_jax import QNetwork, make_env
+    from cleanrl_utils.evals.jax import evaluate_dqn_atari
+
+    return ZooEntry(evaluate_dqn_atari, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def c51_atari_jax() -> ZooEntry:
+    from cleanrl.c51_atari_jax import QNetwork, make_env
+    from cleanrl_utils.evals.jax import evaluate_c51_atari
+
+    return ZooEntry(evaluate_c51_atari, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def qdagger_dqn_atari_jax_impalacnn() -> ZooEntry:
+    from cleanrl.qdagger_dqn_atari_jax_impalacnn import QNetwork, make_env
+    from cleanrl_utils.evals.jax import evaluate_dqn_atari
+
+    return ZooEntry(evaluate_dqn_atari, QNetwork, make_env, {"epsilon": 0.01})
+
+
+def ppo_atari_envpool_xla_jax_scan() -> ZooEntry:
+    # saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
+    from cleanrl.ppo_atari_envpool_xla_jax_scan import Agent, make_env
+    from cleanrl_utils.evals.jax import evaluate_ppo_envpool
+
+    return ZooEntry(evaluate_ppo_envpool, Agent, make_env)
+
+
+ZOO: dict[str, Callable[[], ZooEntry]] = {
+    "ppo": ppo,
+    "dqn": dqn,
+    "c51": c51,
+    "pqn": pqn,
+    "ppo_continuous_action": ppo_continuous_action,
+    "rpo_continuous_action": rpo_continuous_action,
+    "ppo_continuous_action_playground": ppo_continuous_action_playground,
+    "sac_continuous_action": sac_continuous_action,
+    "ddpg_continuous_action": ddpg_continuous_action,
+    "td3_continuous_action": td3_continuous_action,
+    "ppo_atari": ppo_atari,
+    "ppo_atari_lstm": ppo_atari_lstm,
+    "ppo_atari_multigpu": ppo_atari_multigpu,
+    "dqn_atari": dqn_atari,
+    "c51_atari": c51_atari,
+    "rainbow_atari": rainbow_atari,
+    "sac_atari": sac_atari,
+    "qdagger_dqn_atari_impalacnn": qdagger_dqn_atari_impalacnn,
+    "ppo_pettingzoo_ma_atari": ppo_pettingzoo_ma_atari,
+    "ppo_trxl": ppo_trxl,
+    "dqn_jax": dqn_jax,
+    "c51_jax": c51_jax,
+    "ddpg_continuous_action_jax": ddpg_continuous_action_jax,
+    "td3_continuous_action_jax": td3_continuous_action_jax,
+    "sac_continuous_action_jax": sac_continuous_action_jax,
+    "dqn_atari_jax": dqn_atari_jax,
+    "c51_atari_jax": c51_atari_jax,
+    "qdagger_dqn_atari_jax_impalacnn": qdagger_dqn_atari_jax_impalacnn,
+    "ppo_atari_envpool_xla_jax_scan": ppo_atari_envpool_xla_jax_scan,
 }
 
 
 def entry(exp_name: str) -> ZooEntry:
-    """The zoo entry of `exp_name`; KeyError with the known names otherwise."""
+    """The zoo entry of `exp_name`, its algorithm file imported; KeyError with the known names otherwise."""
     try:
-        return ZOO[exp_name]
+        play = ZOO[exp_name]
     except KeyError:
         raise KeyError(f"no model zoo entry for exp name {exp_name!r}; known: {', '.join(sorted(ZOO))}") from None
+    return play()

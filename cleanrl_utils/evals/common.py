@@ -1,18 +1,13 @@
-"""What every evaluator family shares, each written once: the calling convention, env construction, episode
-loops, action rules, and reading the model files of the PyTorch scripts.
+"""The small pieces the evaluators share, each called in a plain line of an evaluator: making the eval env, the
+episode loops, the epsilon-greedy rule, and reading the model files of the PyTorch scripts.
 
-An evaluator only says which of these its algorithm uses: how its env is made, how its model file is read and
-how its policy acts. The rest (the arguments, seeding, counting returns, Atari whole games, closing the env) is
-here, so a fix to any of it reaches every algorithm.
+Every evaluator writes its own parameter list and body in its family's module; nothing here wraps or rewrites one.
 """
 
-import functools
-import inspect
 import random
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +17,13 @@ from cleanrl_utils.model_files import ModelFileError, read_torch
 
 Act = Callable[[np.ndarray], Any]
 """A policy: the action(s) for an observation (a batch of them for a vector env)."""
+
+QValues = Callable[[np.ndarray], Any]
+"""A network's Q-values (array-like, last axis the actions) for an observation: a torch one through `on_numpy`,
+or a jitted JAX function."""
+
+
+# ---------------------------------------------------------------- the eval env
 
 
 def make_eval_env(make_env: Callable, env_id: str, run_name: str, capture_video: bool, seed: int) -> gym.Env:
@@ -56,9 +58,14 @@ def closed_on_error(env: gym.Env | gym.vector.VectorEnv) -> Iterator[None]:
         raise
 
 
+# ---------------------------------------------------------------- episode loops
+
+
 def collect_returns(env, step: Callable, eval_episodes: int, seed: int) -> list[float]:
-    """Reset `env`, then call `step(obs) -> (obs, returns of the episodes that just ended)` until enough ended."""
+    """Reset `env`, then call `step(obs) -> (obs, returns of the episodes that just ended)` until enough ended.
+    `env` is closed after, and on an error."""
     if eval_episodes <= 0:
+        env.close()
         raise ValueError(f"eval_episodes must be positive, got {eval_episodes}")
     episodic_returns: list[float] = []
     obs, _ = env.reset(seed=seed)
@@ -133,8 +140,17 @@ def vector_env_returns(
     seed: int = 0,
     returns: Callable[[dict], list[float]] = recorded_returns,
 ) -> list[float]:
-    """Step a vector env until `eval_episodes` episodes end, with a policy of the observations alone."""
-    return vector_env_returns_with_memory(envs, lambda obs, _: act(obs), eval_episodes, seed, returns)
+    """Step a vector env until `eval_episodes` episodes end, counted by `returns(infos)`, with a policy of the
+    observations alone."""
+
+    def step(obs: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        obs, _, _, _, infos = envs.step(act(obs))
+        return obs, returns(infos)
+
+    return collect_returns(envs, step, eval_episodes, seed)
+
+
+# ---------------------------------------------------------------- action rules
 
 
 def on_numpy(
@@ -153,12 +169,10 @@ def on_numpy(
     return numpy_fn
 
 
-def epsilon_greedy_fn(
-    q_values_fn: Callable[[np.ndarray], Any], action_space: gym.Space, epsilon: float
-) -> Callable[[np.ndarray], int | np.ndarray]:
-    """Act greedily on `q_values_fn(obs)` (array-like, last axis the actions), at random with probability `epsilon`.
+def epsilon_greedy_fn(q_values: QValues, action_space: gym.Space, epsilon: float) -> Callable[[np.ndarray], int | np.ndarray]:
+    """Act greedily on `q_values(obs)`, at random with probability `epsilon`.
 
-    For a vector env (a MultiDiscrete action space) the draw is made per sub-env. `q_values_fn` may be a
+    For a vector env (a MultiDiscrete action space) the draw is made per sub-env. `q_values` may be a
     PyTorch network through `on_numpy` or a jitted JAX function.
     """
 
@@ -166,7 +180,7 @@ def epsilon_greedy_fn(
         batched = isinstance(action_space, gym.spaces.MultiDiscrete)  # a vector env's action space
         if not batched and random.random() < epsilon:
             return action_space.sample()
-        greedy = np.asarray(q_values_fn(obs)).argmax(-1)
+        greedy = np.asarray(q_values(obs)).argmax(-1)
         if not batched:
             return int(greedy)
         return np.where(np.random.random(greedy.shape) < epsilon, action_space.sample(), greedy)
@@ -174,9 +188,7 @@ def epsilon_greedy_fn(
     return act
 
 
-def whole_game_returns(
-    env: gym.Env, q_values: Callable[[np.ndarray], Any], epsilon: float, eval_episodes: int, seed: int
-) -> list[float]:
+def whole_game_returns(env: gym.Env, q_values: QValues, epsilon: float, eval_episodes: int, seed: int) -> list[float]:
     """Scores of `eval_episodes` whole Atari games, epsilon-greedy on `q_values` of a batch of one frame stack."""
     act = epsilon_greedy_fn(lambda obs: np.asarray(q_values(obs[None]))[0], env.action_space, epsilon)
     return single_env_returns(env, act, eval_episodes, seed, whole_games=True)
@@ -215,121 +227,3 @@ def load_distributional(
     saved = read_model_file(model_path, device, {"model_weights"}, not_it)
     support = {key: saved["args"][key] for key in ("n_atoms", "v_min", "v_max")}
     return with_weights(Model(env, **support), saved["model_weights"], device)
-
-
-# ---------------------------------------------------------------- the calling convention
-
-
-@dataclass(frozen=True)
-class EvalRun:
-    """The arguments of one evaluation, as the functions that `evaluator` and `q_value_evaluator` wrap receive them."""
-
-    model_path: str
-    make_env: Callable
-    env_id: str
-    eval_episodes: int
-    run_name: str
-    Model: type
-    device: Any
-    capture_video: bool
-    seed: int
-
-    def env(self) -> gym.Env:
-        """One env of the script's single-env factory (`make_eval_env`)."""
-        return make_eval_env(self.make_env, self.env_id, self.run_name, self.capture_video, self.seed)
-
-    def vector_env(self, *env_args: Any, episode_statistics: bool = True) -> gym.vector.VectorEnv:
-        """One sub-env of the script's vector-env factory (`make_eval_vector_env`)."""
-        return make_eval_vector_env(
-            self.make_env, self.env_id, self.run_name, self.capture_video, *env_args, episode_statistics=episode_statistics
-        )
-
-    def torch_model(self, env: gym.Env | gym.vector.VectorEnv, part: str | None = None, not_it: str = "") -> torch.nn.Module:
-        """`Model(env)` with the weights of the model file (with `part`: of its entry `part`, else ValueError
-        "`model_path` `not_it`"); `env` is closed if that fails."""
-        with closed_on_error(env):
-            saved = read_model_file(self.model_path, self.device, {part} if part else (), not_it)
-            return with_weights(self.Model(env), saved[part] if part else saved, self.device)
-
-    def returns(self, env: gym.Env | gym.vector.VectorEnv, act: Act, **loop_options: Any) -> list[float]:
-        """The returns of `act` played on `env` (one env or a vector env) for `eval_episodes` episodes."""
-        loop = vector_env_returns if isinstance(env, gym.vector.VectorEnv) else single_env_returns
-        return loop(env, act, self.eval_episodes, self.seed, **loop_options)
-
-
-def named_after(evaluate: Callable, play: Callable) -> Callable[..., list[float]]:
-    """`evaluate` under the name and docstring of the function it wraps, keeping its own arguments and annotations
-    (the ones the scripts pass), which `help()` shows."""
-    functools.update_wrapper(evaluate, play, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
-    del evaluate.__wrapped__
-    return evaluate
-
-
-def evaluator(play: Callable[..., list[float]]) -> Callable[..., list[float]]:
-    """The evaluator of the scripts whose policy acts without epsilon: `play(run: EvalRun, **options)` says what
-    differs, and the evaluator takes the arguments the scripts pass, in their order, then `options` by name."""
-
-    def evaluate(
-        model_path: str,
-        make_env: Callable,
-        env_id: str,
-        eval_episodes: int,
-        run_name: str,
-        Model: type,
-        device: torch.device | str | None = "cpu",
-        capture_video: bool = True,
-        seed: int = 0,
-        **options: Any,
-    ) -> list[float]:
-        run = EvalRun(model_path, make_env, env_id, eval_episodes, run_name, Model, device, capture_video, seed)
-        return play(run, **options)
-
-    # the signature shows `play`'s own options by name in the place of **options
-    common = list(inspect.signature(evaluate).parameters.values())[:-1]
-    options = [p.replace(kind=p.KEYWORD_ONLY) for p in list(inspect.signature(play).parameters.values())[1:]]
-    evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=common + options)
-    return named_after(evaluate, play)
-
-
-QValues = Callable[[np.ndarray], Any]
-"""A network's Q-values (array-like, last axis the actions) for an observation: a torch one through `on_numpy`,
-or a jitted JAX function."""
-
-
-def q_value_evaluator(
-    episodes: Literal["single env", "whole games", "vector env"] = "single env", epsilon: float = 0.05
-) -> Callable[[Callable[[EvalRun, Any], QValues]], Callable[..., list[float]]]:
-    """Decorates `q_values(run, env) -> QValues`, which reads the model file, into the epsilon-greedy evaluator of
-    its scripts. They pass `epsilon` (default `epsilon`) in the place where the others pass `capture_video`.
-
-    `episodes`: "single env" (the script's single-env factory), "whole games" (the same, counting whole Atari
-    games, see `single_env_returns`) or "vector env" (one sub-env of its vector-env factory, which the network
-    reads its spaces from).
-    """
-    default_epsilon = epsilon
-
-    def decorate(q_values: Callable[[EvalRun, Any], QValues]) -> Callable[..., list[float]]:
-        def evaluate(
-            model_path: str,
-            make_env: Callable,
-            env_id: str,
-            eval_episodes: int,
-            run_name: str,
-            Model: type,
-            device: torch.device | str | None = "cpu",
-            epsilon: float = default_epsilon,
-            capture_video: bool = True,
-            seed: int = 0,
-        ) -> list[float]:
-            run = EvalRun(model_path, make_env, env_id, eval_episodes, run_name, Model, device, capture_video, seed)
-            env = run.vector_env() if episodes == "vector env" else run.env()
-            env.action_space.seed(seed)  # epsilon's random actions (`run.env()` seeded them already: the same draws)
-            with closed_on_error(env):
-                values = q_values(run, env)
-            if episodes == "whole games":
-                return whole_game_returns(env, values, epsilon, eval_episodes, seed)
-            return run.returns(env, epsilon_greedy_fn(values, env.action_space, epsilon))
-
-        return named_after(evaluate, q_values)
-
-    return decorate

@@ -11,8 +11,9 @@
 | `ppo_atari_envpool_xla_jax_scan.py` | `evaluate_ppo_envpool`: whole games of envpool |
 
 Saved parameters are read back into freshly initialised ones of the script's network, so a file of another
-network or env fails with a clear error. `device` is accepted for the common evaluator signature (enjoy passes
-one) and ignored: JAX places arrays itself.
+network or env fails with a clear error. Each evaluator writes out the parameters the scripts pass, in their
+order (the epsilon-greedy ones take `epsilon` before `capture_video`); `device` is among them for the same calling
+convention as the PyTorch evaluators (enjoy passes one) and is ignored: JAX places arrays itself.
 """
 
 import os
@@ -27,7 +28,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cleanrl_utils.evals.common import EvalRun, QValues, closed_on_error, collect_returns, evaluator, q_value_evaluator
+from cleanrl_utils.evals.common import (
+    closed_on_error,
+    collect_returns,
+    epsilon_greedy_fn,
+    make_eval_env,
+    make_eval_vector_env,
+    single_env_returns,
+    vector_env_returns,
+    whole_game_returns,
+)
 from cleanrl_utils.model_files import read_flax
 
 # ---------------------------------------------------------------- reading Flax parameters
@@ -55,15 +65,15 @@ def read_saved_state(model_path: str) -> dict:
     return state
 
 
-def restore_into(model: nn.Module, sample_obs: np.ndarray, state: Any, model_path: str) -> Any:
-    """`state` read into the parameters of `model`, whose structure comes from one observation like `sample_obs`."""
-    return restore_params(state, parameter_shapes(model, sample_obs), model_path)
-
-
 def parameter_shapes(model: nn.Module, sample_obs: np.ndarray) -> Any:
     """The tree of `model`'s parameters as shapes only: tracing `init` costs a fraction of running it op by op
     (an Atari CNN: 0.07 s against 15-24 s on a 2-core CPU), and the saved values fill it in anyway."""
     return jax.eval_shape(model.init, jax.random.PRNGKey(0), sample_obs[None])
+
+
+def restore_into(model: nn.Module, sample_obs: np.ndarray, state: Any, model_path: str) -> Any:
+    """`state` read into the parameters of `model`, whose structure comes from one observation like `sample_obs`."""
+    return restore_params(state, parameter_shapes(model, sample_obs), model_path)
 
 
 def load_params(model_path: str, model: nn.Module, sample_obs: np.ndarray) -> Any:
@@ -83,38 +93,6 @@ def load_params_with_args(
     return model, restore_into(model, sample_obs, saved["model_weights"], model_path), saved["args"]
 
 
-# ---------------------------------------------------------------- vector observations
-
-
-def q_network(run: EvalRun, env: gym.Env) -> QValues:
-    """The Q-values of the `Model` (built for the env's actions) whose parameters the file holds (`to_bytes(params)`)."""
-    model = run.Model(action_dim=env.action_space.n)
-    params = load_params(run.model_path, model, env.observation_space.sample())
-    return jax.jit(lambda obs: model.apply(params, obs))
-
-
-@q_value_evaluator()
-def evaluate_dqn(run: EvalRun, env: gym.Env) -> QValues:
-    """Play a saved `dqn_jax.py` Q-network with epsilon-greedy actions."""
-    return q_network(run, env)
-
-
-@q_value_evaluator()
-def evaluate_c51(run: EvalRun, env: gym.Env) -> QValues:
-    """Play a saved `c51_jax.py` model, epsilon-greedy on its Q-values (the means of its distributions).
-
-    The file holds `to_bytes({"model_weights": params, "args": training arguments})`: the arguments give the
-    support (n_atoms, v_min, v_max).
-    """
-
-    def build(args: dict) -> nn.Module:
-        return run.Model(action_dim=env.action_space.n, n_atoms=args["n_atoms"])  # the support is applied below
-
-    model, params, args = load_params_with_args(run.model_path, build, env.observation_space.sample(), "c51_jax.py")
-    atoms = jnp.linspace(args["v_min"], args["v_max"], num=args["n_atoms"])
-    return jax.jit(lambda obs: (model.apply(params, obs) * atoms).sum(-1))
-
-
 def load_actor_params(model_path: str, actor_params: Any) -> Any:
     """The saved actor parameters, restored into `actor_params` (same structure and shapes)."""
     saved = read_flax(model_path)
@@ -128,8 +106,72 @@ def load_actor_params(model_path: str, actor_params: Any) -> Any:
     return restored
 
 
-@evaluator
-def evaluate_deterministic_actor(run: EvalRun, exploration_noise: float = 0.1) -> list[float]:
+# ---------------------------------------------------------------- vector observations
+
+
+def evaluate_dqn(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    epsilon: float = 0.05,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
+    """Play a saved `dqn_jax.py` Q-network (`to_bytes(params)` of `Model`) with epsilon-greedy actions."""
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+    model = Model(action_dim=env.action_space.n)
+    with closed_on_error(env):
+        params = load_params(model_path, model, env.observation_space.sample())
+    q_values = jax.jit(lambda obs: model.apply(params, obs))
+    return single_env_returns(env, epsilon_greedy_fn(q_values, env.action_space, epsilon), eval_episodes, seed)
+
+
+def evaluate_c51(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    epsilon: float = 0.05,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
+    """Play a saved `c51_jax.py` model, epsilon-greedy on its Q-values (the means of its distributions).
+
+    The file holds `to_bytes({"model_weights": params, "args": training arguments})`: the arguments give the
+    support (n_atoms, v_min, v_max).
+    """
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+
+    def build(args: dict) -> nn.Module:
+        return Model(action_dim=env.action_space.n, n_atoms=args["n_atoms"])  # the support is applied below
+
+    with closed_on_error(env):
+        model, params, args = load_params_with_args(model_path, build, env.observation_space.sample(), "c51_jax.py")
+    atoms = jnp.linspace(args["v_min"], args["v_max"], num=args["n_atoms"])
+    q_values = jax.jit(lambda obs: (model.apply(params, obs) * atoms).sum(-1))
+    return single_env_returns(env, epsilon_greedy_fn(q_values, env.action_space, epsilon), eval_episodes, seed)
+
+
+def evaluate_deterministic_actor(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    capture_video: bool = True,
+    seed: int = 0,
+    *,
+    exploration_noise: float = 0.1,
+) -> list[float]:
     """Play a saved `ddpg_continuous_action_jax.py` or `td3_continuous_action_jax.py` actor: `Model` is the script's
     Flax Actor, built from the env's action bounds.
 
@@ -137,13 +179,13 @@ def evaluate_deterministic_actor(run: EvalRun, exploration_noise: float = 0.1) -
     for TD3. As in training, Gaussian noise of std `exploration_noise` x the action half-range is added and the
     action clipped to the bounds (`exploration_noise=0` plays the deterministic policy).
     """
-    envs = run.vector_env()
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     space = envs.single_action_space
-    actor = run.Model(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
-    init_key, key = jax.random.split(jax.random.key(run.seed))
+    actor = Model(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
+    init_key, key = jax.random.split(jax.random.key(seed))
     obs_shape = (1, *envs.single_observation_space.shape)
     with closed_on_error(envs):
-        params = load_actor_params(run.model_path, jax.jit(actor.init)(init_key, np.zeros(obs_shape, np.float32)))
+        params = load_actor_params(model_path, jax.jit(actor.init)(init_key, np.zeros(obs_shape, np.float32)))
 
     @jax.jit
     def explore(obs, key):
@@ -161,24 +203,35 @@ def evaluate_deterministic_actor(run: EvalRun, exploration_noise: float = 0.1) -
             action = act_deterministic(obs)
         return np.asarray(action)
 
-    return run.returns(envs, act)
+    return vector_env_returns(envs, act, eval_episodes, seed)
 
 
-@evaluator
-def evaluate_sac(run: EvalRun, deterministic: bool = True) -> list[float]:
+def evaluate_sac(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    capture_video: bool = True,
+    seed: int = 0,
+    *,
+    deterministic: bool = True,
+) -> list[float]:
     """Play a saved `sac_continuous_action_jax.py` actor with its mean action (`deterministic=False`: sample as in
     training). `Model` is the script's Flax Actor, built from the env's action bounds.
 
     The file is the list [actor, qf1, qf2] of parameter trees; only the actor is needed to act. The action is
     tanh(mean) rescaled to the bounds, the usual way to report SAC's learned policy.
     """
-    envs = run.vector_env()
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     space = envs.single_action_space
-    actor = run.Model(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
-    init_key, key = jax.random.split(jax.random.key(run.seed))
+    actor = Model(action_low=space.low.astype(np.float32), action_high=space.high.astype(np.float32))
+    init_key, key = jax.random.split(jax.random.key(seed))
     obs_shape = (1, *envs.single_observation_space.shape)
     with closed_on_error(envs):
-        params = load_actor_params(run.model_path, jax.jit(actor.init)(init_key, np.zeros(obs_shape, np.float32)))
+        params = load_actor_params(model_path, jax.jit(actor.init)(init_key, np.zeros(obs_shape, np.float32)))
     chosen = 2 if deterministic else 0  # get_action gives (sampled action, its log-probability, mean action)
 
     @jax.jit
@@ -191,31 +244,59 @@ def evaluate_sac(run: EvalRun, deterministic: bool = True) -> list[float]:
         action, key = policy(obs.astype(np.float32), key)
         return np.asarray(action)
 
-    return run.returns(envs, act)
+    return vector_env_returns(envs, act, eval_episodes, seed)
 
 
 # ---------------------------------------------------------------- Atari
 
 
-@q_value_evaluator("whole games")
-def evaluate_dqn_atari(run: EvalRun, env: gym.Env) -> QValues:
+def evaluate_dqn_atari(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    epsilon: float = 0.05,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
     """Play a saved `dqn_atari_jax.py` Q-network (the QDagger student with its IMPALA CNN as `Model`) on whole
     games, epsilon-greedy. Returns are counted as in `cleanrl_utils.evals.atari`: only when a whole game ends,
     with its raw score."""
-    return q_network(run, env)
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
+    model = Model(action_dim=env.action_space.n)
+    with closed_on_error(env):
+        params = load_params(model_path, model, env.observation_space.sample())
+    q_values = jax.jit(lambda obs: model.apply(params, obs))
+    return whole_game_returns(env, q_values, epsilon, eval_episodes, seed)
 
 
-@q_value_evaluator("whole games", epsilon=0.01)
-def evaluate_c51_atari(run: EvalRun, env: gym.Env) -> QValues:
+def evaluate_c51_atari(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    epsilon: float = 0.01,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
     """Play a saved `c51_atari_jax.py` model on whole games, epsilon-greedy on its Q-values (the means of its
     distributions). The file holds `to_bytes({"model_weights": params, "args": vars(args)})`: the args give the
     support (n_atoms, v_min, v_max) that rebuilds the network."""
+    env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
 
     def build(args: dict) -> nn.Module:
-        return run.Model(action_dim=env.action_space.n, **{key: args[key] for key in ("n_atoms", "v_min", "v_max")})
+        return Model(action_dim=env.action_space.n, **{key: args[key] for key in ("n_atoms", "v_min", "v_max")})
 
-    model, params, _ = load_params_with_args(run.model_path, build, env.observation_space.sample(), "c51_atari_jax.py")
-    return jax.jit(lambda obs: model.apply(params, obs))
+    with closed_on_error(env):
+        model, params, _ = load_params_with_args(model_path, build, env.observation_space.sample(), "c51_atari_jax.py")
+    q_values = jax.jit(lambda obs: model.apply(params, obs))
+    return whole_game_returns(env, q_values, epsilon, eval_episodes, seed)
 
 
 PARTS = ("network", "actor", "critic")  # the order of the saved parameter trees
@@ -241,8 +322,17 @@ def write_video(frames: list[np.ndarray], folder: str, fps: int = 15) -> None:
     ImageSequenceClip(frames, fps=fps).write_videofile(f"{folder}/rl-video-episode-0.mp4", logger=None)
 
 
-@evaluator
-def evaluate_ppo_envpool(run: EvalRun) -> list[float]:
+def evaluate_ppo_envpool(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: Any = None,
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
     """Play a saved `ppo_atari_envpool_xla_jax_scan.py` agent on whole Atari games of envpool, sampling its actions.
 
     The file holds `to_bytes([vars(args), [network, actor, critic]])`, each of the three a `{"params": ...}` tree
@@ -251,14 +341,13 @@ def evaluate_ppo_envpool(run: EvalRun) -> list[float]:
     (`info["terminated"]`, not a lost life) or cut by the time limit. With `capture_video`, the first game is
     rendered to `videos/{run_name}/rl-video-episode-0.mp4`.
     """
-    seed, capture_video = run.seed, run.capture_video
     try:
-        envs = run.make_env(run.env_id, seed, 1, capture_video)()
+        envs = make_env(env_id, seed, 1, capture_video)()
     except (AssertionError, RuntimeError) as e:  # envpool's errors for an id it does not know, or bad settings
         raise gym.error.Error(f"envpool cannot make it ({e}); envpool names Atari games Breakout-v5, Pong-v5, ...") from None
-    model = run.Model(action_dim=envs.action_space.n)
+    model = Model(action_dim=envs.action_space.n)
     with closed_on_error(envs):
-        params = load_agent_params(run.model_path, model, envs.observation_space.sample())
+        params = load_agent_params(model_path, model, envs.observation_space.sample())
 
     @jax.jit
     def act(obs, key):
@@ -287,9 +376,9 @@ def evaluate_ppo_envpool(run: EvalRun) -> list[float]:
             recording = False
         return obs, [finished]
 
-    with warnings.catch_warnings():  # envpool was seeded when made; it warns that _collect's reset(seed=...) is ignored
+    with warnings.catch_warnings():  # envpool was seeded when made; it warns that the reset(seed=...) is ignored
         warnings.filterwarnings("ignore", message="EnvPool seeds are fixed")
-        returns = collect_returns(envs, step, run.eval_episodes, seed)
+        returns = collect_returns(envs, step, eval_episodes, seed)
     if capture_video and frames:
-        write_video(frames, f"videos/{run.run_name}")
+        write_video(frames, f"videos/{run_name}")
     return returns

@@ -38,10 +38,9 @@ import torch
 
 from cleanrl_utils.evals.common import (
     Act,
-    EvalRun,
     closed_on_error,
     collect_returns,
-    evaluator,
+    make_eval_vector_env,
     on_numpy,
     read_model_file,
     vector_env_returns_with_memory,
@@ -78,15 +77,24 @@ def memory_policy(agent: torch.nn.Module, device: torch.device | str) -> Callabl
     return act
 
 
-@evaluator
-def evaluate_trxl(run: EvalRun) -> list[float]:
+def evaluate_trxl(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: torch.device | str = "cpu",
+    capture_video: bool = True,
+    seed: int = 0,
+) -> list[float]:
     """Play a saved `ppo_trxl/ppo_trxl.py` agent: the policy samples its actions with its episodic memory, as in
     training. The file holds the weights and the arguments that rebuild the agent (`model_weights`, `args`,
     `max_episode_steps`); the memory of the episode under way is emptied when it ends."""
-    envs = run.vector_env()
+    envs = make_eval_vector_env(make_env, env_id, run_name, capture_video)
     with closed_on_error(envs):
-        act = memory_policy(load_agent(run.model_path, run.Model, envs, run.device), run.device)
-    return vector_env_returns_with_memory(envs, act, run.eval_episodes, run.seed)
+        act = memory_policy(load_agent(model_path, Model, envs, device), device)
+    return vector_env_returns_with_memory(envs, act, eval_episodes, seed)
 
 
 # ---------------------------------------------------------------- self-play
@@ -155,19 +163,32 @@ def points_against_random(
     return play_against_random(make_game(make_env, env_id, max_cycles), act, games, seed)
 
 
-@evaluator
-def evaluate_pettingzoo(run: EvalRun, VideoRecorder: type | None = None, max_cycles: int = MAX_CYCLES) -> list[float]:
+def evaluate_pettingzoo(
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: torch.device | str = "cpu",
+    capture_video: bool = True,
+    seed: int = 0,
+    *,
+    VideoRecorder: type | None = None,
+    max_cycles: int = MAX_CYCLES,
+) -> list[float]:
     """Points per game of a saved `ppo_pettingzoo_ma_atari.py` policy (sampling its actions, as in training) against a
-    random opponent; see "Self-play" above.
+    random opponent; see "Self-play" above. `make_env` is the script's `make_vector_env`.
 
     With `capture_video`, the script's `VideoRecorder` films games 0, 1, 8, ... into `videos/{run_name}`.
     """
-    if run.capture_video and VideoRecorder is None:
+    if capture_video and VideoRecorder is None:
         raise TypeError("capture_video needs the script's VideoRecorder")
-    envs = make_game(run.make_env, run.env_id, max_cycles, run.capture_video)
-    agent = run.torch_model(envs)
-    video = VideoRecorder(envs, f"videos/{run.run_name}") if run.capture_video else None
-    return play_against_random(envs, on_numpy(lambda x: agent.act(x)[0], run.device), run.eval_episodes, run.seed, video)
+    envs = make_game(make_env, env_id, max_cycles, capture_video)
+    with closed_on_error(envs):
+        agent = with_weights(Model(envs), read_model_file(model_path, device), device)
+    video = VideoRecorder(envs, f"videos/{run_name}") if capture_video else None
+    return play_against_random(envs, on_numpy(lambda x: agent.act(x)[0], device), eval_episodes, seed, video)
 
 
 # ---------------------------------------------------------------- GPU-batched envs
@@ -216,9 +237,17 @@ class FirstEnvVideo:
             self.renderer = None
 
 
-@evaluator
 def evaluate_playground(
-    run: EvalRun,
+    model_path: str,
+    make_env: Callable,
+    env_id: str,
+    eval_episodes: int,
+    run_name: str,
+    Model: type,
+    device: torch.device | str = "cpu",
+    capture_video: bool = True,
+    seed: int = 0,
+    *,
     num_envs: int | None = None,
     episode_length: int | None = None,
     impl: str = "jax",
@@ -233,15 +262,14 @@ def evaluate_playground(
     import jax
     import jax.numpy as jnp
 
-    eval_episodes, device = run.eval_episodes, run.device
     if eval_episodes <= 0:
         raise ValueError(f"eval_episodes must be positive, got {eval_episodes}")
     num_envs = num_envs or eval_episodes
-    envs = run.make_env(run.env_id, num_envs, episode_length, impl)
-    agent = with_weights(run.Model(envs), read_model_file(run.model_path, device), device)  # envs has nothing to close
-    video = FirstEnvVideo(envs.mj_model, f"videos/{run.run_name}", round(1 / envs.dt)) if run.capture_video else None
+    envs = make_env(env_id, num_envs, episode_length, impl)
+    agent = with_weights(Model(envs), read_model_file(model_path, device), device)  # envs has nothing to close
+    video = FirstEnvVideo(envs.mj_model, f"videos/{run_name}", round(1 / envs.dt)) if capture_video else None
 
-    key = jax.random.PRNGKey(run.seed)
+    key = jax.random.PRNGKey(seed)
     key, reset_key, fresh_key = jax.random.split(key, 3)
     state, fresh = envs.reset(reset_key), envs.reset(fresh_key)
     episodes_of_env = np.zeros(num_envs, dtype=np.int64)

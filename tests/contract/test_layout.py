@@ -1,5 +1,5 @@
 """The layout the contribution page draws: imports go one way, from the tools through the run-time modules to
-nothing, and only the zoo's registry reaches the algorithm files."""
+nothing, and only the zoo's functions reach the algorithm files."""
 
 import ast
 import re
@@ -74,14 +74,31 @@ def test_runtime_modules_import_no_tool_and_no_algorithm_file():
     assert not offenders, f"run-time modules import offline tools or algorithm files: {offenders}"
 
 
-def test_no_cleanrl_utils_module_imports_an_algorithm_file():
-    """The zoo's registry loads them by name (importlib), lazily: no import statement names one."""
+def algorithm_imports(tree: ast.AST) -> list[str]:
+    """The algorithm modules (`cleanrl`, `cleanrl.*`) that the import statements under `tree` name."""
+    named = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            named.append(node.module)
+    return [m for m in named if m == "cleanrl" or m.startswith("cleanrl.")]
+
+
+def test_only_the_zoo_imports_algorithm_files_and_only_when_called():
+    """The zoo's functions import the file they play when called; nothing else in cleanrl_utils names one, and
+    importing the zoo imports none."""
     importers = [
         path.relative_to(REPO).as_posix()
         for path in sorted(UTILS.rglob("*.py"))
-        if any(m == "cleanrl" or m.startswith("cleanrl.") for m in imported_modules(path))
+        if path != UTILS / "zoo.py" and algorithm_imports(ast.parse(path.read_text()))
     ]
     assert importers == [], importers
+    zoo = ast.parse((UTILS / "zoo.py").read_text())
+    at_import_time = [node for node in zoo.body if not isinstance(node, ast.FunctionDef | ast.ClassDef)]
+    assert not [m for node in at_import_time for m in algorithm_imports(node)]
+    called = [f.name for f in zoo.body if isinstance(f, ast.FunctionDef) and algorithm_imports(f)]
+    assert len(called) >= 20, called  # the check above looked where the imports are
 
 
 TEST_GROUPS = ("contract", "algorithms", "runtime", "tools")  # tests/<group>/, the contribution page's table

@@ -19,7 +19,6 @@ checkpoint is hostile, fail rather than fall back to the older one.
 """
 
 import collections
-import dataclasses
 import os
 import shutil
 import signal
@@ -33,7 +32,7 @@ import torch
 
 from cleanrl_utils import checkpoint as ckpt
 from cleanrl_utils import env_state, model_files, plain_data
-from cleanrl_utils.zoo import ZOO
+from cleanrl_utils.zoo import ZOO, entry
 from tests.fixtures import hostile_files as hostile
 from tests.helpers import run_in_process
 
@@ -403,16 +402,15 @@ def test_each_evaluator_refuses_every_hostile_model_file(exp_name, tmp_path, mon
     """The evaluators themselves, as the scripts call them after training and enjoy after its own check; the
     payload inside the dict the evaluator expects, and bare."""
     monkeypatch.chdir(tmp_path)
-    zoo_entry = dataclasses.replace(ZOO[exp_name], eval_kwargs={**ZOO[exp_name].eval_kwargs})
-    evaluate, model_class, make_env = zoo_entry.load()
+    zoo_entry = entry(exp_name)
     as_saved = lambda payload: {"model_weights": payload, "args": {}, "agent": payload, "actor": payload}  # noqa: E731
     bare = model_file_kinds(tmp_path)
     in_a_dict = [(kind, path, marker) for kind, path, marker in model_file_kinds(tmp_path / "dict", as_saved) if marker]
     for kind, path, marker in bare + in_a_dict:
         with pytest.raises(Exception):  # noqa: B017 - which error depends on the evaluator; that none ran code matters
-            evaluate(
-                str(path), make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
-                Model=model_class, device=torch.device("cpu"), capture_video=False, seed=1, **zoo_entry.eval_kwargs,
+            zoo_entry.evaluate(
+                str(path), zoo_entry.make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
+                Model=zoo_entry.Model, device=torch.device("cpu"), capture_video=False, seed=1, **zoo_entry.eval_kwargs,
             )  # fmt: skip
         assert marker is None or not marker.exists(), f"{exp_name}'s evaluator ran code from a {kind} file"
 

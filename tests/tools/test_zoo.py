@@ -33,7 +33,8 @@ MEAN_LINE = re.compile(r"^mean return over (\d+) episodes: [\d.]+ \+/- [\d.]+$",
 
 def save_untrained(exp_name: str, path: Path) -> Path:
     """A freshly initialised model of `exp_name`, saved the way its script saves one."""
-    _, model_class, make_env = entry(exp_name).load()
+    zoo_entry = entry(exp_name)
+    model_class, make_env = zoo_entry.Model, zoo_entry.make_env
     torch.manual_seed(0)
     if exp_name == "sac_continuous_action":  # the actor's weights (the critics are not needed to act)
         import gymnasium as gym
@@ -44,7 +45,7 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         import gymnasium as gym
 
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
-        critic = importlib.import_module(entry(exp_name).algorithm).QNetwork
+        critic = importlib.import_module(f"cleanrl.{exp_name}").QNetwork
         torch.save((model_class(envs).state_dict(), critic(envs).state_dict()), path)
     elif exp_name in CONTINUOUS:  # Gaussian policy: weights and the observation-normalisation statistics
         import gymnasium as gym
@@ -106,7 +107,7 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         envs = gym.vector.SyncVectorEnv([make_env("Pendulum-v1", 0, False, "unused")])
         space = envs.single_action_space
         obs, action = np.zeros((1, 3), np.float32), np.zeros((1, 1), np.float32)  # Pendulum-v1: 3 numbers, 1 action
-        algorithm = importlib.import_module(entry(exp_name).algorithm)
+        algorithm = importlib.import_module(f"cleanrl.{exp_name}")
         critic = algorithm.SoftQNetwork() if exp_name.startswith("sac") else algorithm.QNetwork()
         keys = jax.random.split(jax.random.PRNGKey(0), 2 if exp_name.startswith("ddpg") else 3)
         params = [model_class(action_low=space.low, action_high=space.high).init(keys[0], obs)]
@@ -160,10 +161,12 @@ def run_enjoy(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 def test_every_script_that_saves_a_model_is_in_the_zoo():
     assert SAVING_SCRIPTS, "no algorithm file saves a model?"
     assert set(SAVING_SCRIPTS) <= set(ZOO), f"no zoo entry for {sorted(set(SAVING_SCRIPTS) - set(ZOO))}"
-    for exp_name, zoo_entry in ZOO.items():
-        evaluate, model_class, make_env = zoo_entry.load()
-        assert zoo_entry.algorithm == f"cleanrl.{exp_name}"
-        assert callable(evaluate) and isinstance(model_class, type) and callable(make_env)
+    for exp_name, play in ZOO.items():
+        zoo_entry = play()
+        assert play.__name__ == exp_name
+        assert zoo_entry.Model.__module__.startswith(f"cleanrl.{exp_name}")  # the file's own class, not a sibling's
+        assert zoo_entry.make_env.__module__.startswith(f"cleanrl.{exp_name}")
+        assert zoo_entry.evaluate.__module__.startswith("cleanrl_utils.evals.") and isinstance(zoo_entry.Model, type)
 
 
 # The costliest models to play (6-19 s each of one core: QDagger's IMPALA CNNs, the JAX Atari networks and MJX
@@ -194,14 +197,19 @@ def test_enjoy_plays_each_zoo_model(exp_name, tmp_path, monkeypatch, capsys):
     if exp_name == "ppo_continuous_action_playground":
         # a batch of 4 CartpoleBalance envs, episodes of 50 steps paying at most 1 each: the shapes of the contract's
         # smoke run, so the MJX step it compiled comes from the test session's JAX cache
-        short_episodes = dataclasses.replace(ZOO[exp_name], eval_kwargs={"episode_length": 50})
-        monkeypatch.setitem(ZOO, exp_name, short_episodes)
+        playground = ZOO[exp_name]
+        monkeypatch.setitem(ZOO, exp_name, lambda: dataclasses.replace(playground(), eval_kwargs={"episode_length": 50}))
         returns = enjoy(Args(exp_name=exp_name, model_path=str(model), eval_episodes=4, env_id="CartpoleBalance"))
         assert len(returns) == 4 and all(0 < r <= 50 for r in returns)
         assert len(RETURN_LINE.findall(capsys.readouterr().out)) == 4
         return
     if exp_name == "ppo_pettingzoo_ma_atari":  # Pong against a random player, games cut after 100 agent steps
-        short_games = dataclasses.replace(ZOO[exp_name], eval_kwargs={"max_cycles": 400})
+        pettingzoo = ZOO[exp_name]
+
+        def short_games():
+            zoo_entry = pettingzoo()
+            return dataclasses.replace(zoo_entry, eval_kwargs={**zoo_entry.eval_kwargs, "max_cycles": 400})
+
         monkeypatch.setitem(ZOO, exp_name, short_games)
         args = Args(exp_name=exp_name, model_path=str(model), eval_episodes=2, env_id="pong_v3", capture_video=True)
         returns = enjoy(args)
