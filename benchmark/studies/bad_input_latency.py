@@ -5,9 +5,10 @@
 For every file of cleanrl/ with an `Args`, each case starts a new `python cleanrl/<file> ARGS` in a scratch folder and
 times it from before the start to its exit (wall clock): a bad value (`--seed -1`), a parse error (`--seed` without
 its value) and, in a file with a replay memory, one no machine holds (`--buffer-size 10**12`). Each run must end with
-exit code 2 and one line on stderr, or the study stops. The table gives each case's median over `--rounds`, and the
-slowest run of the file. With `--base DIR`, a checkout of an earlier commit (`git worktree add /tmp/base COMMIT`), the
-bad value is also timed there, once per file, in the same conditions.
+exit code 2 and one line on stderr, or the study stops. The table gives each case's median over `--rounds`, the
+slowest run of the file, and the CPU time (user + system) of the bad value: on a busy machine the wall time is mostly
+waiting for a core, the CPU time what the refusal costs. With `--base DIR`, a checkout of an earlier commit
+(`git worktree add /tmp/base COMMIT`), the bad value is also timed there, once per file, in the same conditions.
 
 This is a measurement, not a test: on a machine shared with other work the times are upper bounds. The record states
 the load averages and the CPU share that processes at nice 19 (background runs) took while it ran.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,18 +44,21 @@ def files_with_args(repo: Path) -> list[str]:
     )
 
 
-def refusal_time(repo: Path, name: str, args: tuple[str, ...], cwd: Path) -> float:
-    """Seconds from before the start of `python cleanrl/<name> args` to its exit; it must refuse in one line, exit 2."""
+def refusal_time(repo: Path, name: str, args: tuple[str, ...], cwd: Path) -> tuple[float, float]:
+    """Seconds from before the start of `python cleanrl/<name> args` to its exit, and the CPU seconds it used (user and
+    system: what it costs, whatever else the machine runs); it must refuse in one line, with exit code 2."""
     env = dict(os.environ, PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, str(repo / "cleanrl" / name), *args], cwd=cwd, env=env, capture_output=True, text=True
     )
     took = time.perf_counter() - start
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = done.stderr.strip().splitlines()
     if done.returncode != 2 or len(lines) != 1:
         raise SystemExit(f"{name} {' '.join(args)} (in {repo}): exit code {done.returncode}, stderr:\n{done.stderr[-2000:]}")
-    return took
+    return took, now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
 
 
 def nice_19_cpu_share() -> float:
@@ -82,29 +87,32 @@ def main() -> None:
             cases = {
                 case: args for case, args in CASES.items() if not case.startswith("--buffer-size") or "buffer_size:" in source
             }
-            times = {
+            runs = {
                 case: [refusal_time(REPO, name, args, Path(scratch)) for _ in range(options.rounds)]
                 for case, args in cases.items()
             }
-            most = max(max(ts) for ts in times.values())
+            most = max(took for timed in runs.values() for took, _ in timed)
             slowest = max(slowest, most)
-            cells = [f"{statistics.median(times[case]):.2f}" if case in times else "" for case in CASES]
-            base = ""
-            if options.base is not None and (options.base / "cleanrl" / name).is_file():
-                base = f"{refusal_time(options.base, name, CASES['--seed -1'], Path(scratch)):.2f}"
-            rows.append([f"`{name}`", *cells, f"{most:.2f}", *([base] if options.base is not None else [])])
-            print(name, cells, f"slowest {most:.2f}", base, flush=True)
+            cells = [f"{statistics.median(took for took, _ in runs[case]):.2f}" if case in runs else "" for case in CASES]
+            cpu = statistics.median(used for _, used in runs["--seed -1"])
+            base = []
+            if options.base is not None:
+                at_base = options.base / "cleanrl" / name
+                timed = refusal_time(options.base, name, CASES["--seed -1"], Path(scratch)) if at_base.is_file() else None
+                base = [f"{timed[0]:.2f}", f"{timed[1]:.2f}"] if timed else ["", ""]
+            rows.append([f"`{name}`", *cells, f"{most:.2f}", f"{cpu:.2f}", *base])
+            print(name, cells, f"slowest {most:.2f}", f"cpu {cpu:.2f}", base, flush=True)
     after = conditions()
-    header = ["file", *(f"`{case}` (s)" for case in CASES), "slowest run (s)"]
+    header = ["file", *(f"`{case}` (s)" for case in CASES), "slowest run (s)", "`--seed -1` CPU (s)"]
     if options.base is not None:
-        header.append("`--seed -1` at the base (s)")
+        header += ["`--seed -1` at the base (s)", "at the base, CPU (s)"]
     text = "\n\n".join(
         [
             "# Bad input: seconds from process start to the one-line refusal",
             measured_at(this_command()),
             f"{len(names)} files, {options.rounds} rounds per case, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs."
             f" Before: {before}. After: {after}. Other work shared the machine (background runs at nice 19):"
-            " the times are upper bounds.",
+            " the wall times are upper bounds; the CPU times are what the work costs.",
             f"Slowest run of all: {slowest:.2f} s.",
             markdown_table(header, rows),
         ]
