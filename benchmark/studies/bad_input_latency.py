@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmark.harness import REPO, markdown_table, measured_at, positive_int, this_command
+from benchmark.harness import REPO, markdown_table, measured_at, positive_int, this_command, tree_commit
 from cleanrl_utils import atomic
 
 CASES = {
@@ -113,7 +113,8 @@ def main() -> None:
             f"{len(names)} files, {options.rounds} rounds per case, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs."
             f" Before: {before}. After: {after}. Other work shared the machine (background runs at nice 19):"
             " the wall times are upper bounds; the CPU times are what the work costs.",
-            f"Slowest run of all: {slowest:.2f} s.",
+            f"Slowest run of all: {slowest:.2f} s."
+            + (f" The base: {options.base}, at commit {tree_commit(options.base)}." if options.base is not None else ""),
             markdown_table(header, rows),
         ]
     )
