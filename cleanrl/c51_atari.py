@@ -7,22 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-import gymnasium as gym
-import torch
-import torch.nn as nn
-import torch.optim as optim
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.atari import evaluate_distributional
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -83,6 +68,24 @@ class Args:
     """environment steps collected before the first update"""
     train_frequency: int = 4
     """environment steps between gradient updates"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import torch
+import torch.nn as nn
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+
+from cleanrl_utils.evals.atari import evaluate_distributional
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -173,8 +176,8 @@ def project(next_atoms, next_pmfs, atoms):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_atari.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
     exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")

@@ -9,27 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.experiment import Experiment
-
-try:
-    import flax
-    import flax.linen as nn
-    import jax
-    import jax.numpy as jnp
-    import optax
-    from flax.training.train_state import TrainState
-
-    from cleanrl_utils.evals.jax import evaluate_c51
-except ImportError as e:
-    print(
-        f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',
-        file=sys.stderr,
-    )
-    raise SystemExit(2) from None
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -86,6 +66,29 @@ class Args:
     """environment steps collected before the first update"""
     train_frequency: int = 10
     """environment steps between gradient updates"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+
+from cleanrl_utils.experiment import Experiment
+
+try:
+    import flax
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax.training.train_state import TrainState
+
+    from cleanrl_utils.evals.jax import evaluate_c51
+except ImportError as e:
+    print(
+        f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -197,8 +200,8 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: c51_jax.py runs a single environment")
     exp.require(args.n_atoms >= 2 and args.v_min < args.v_max, "need --n-atoms >= 2 and --v-min < --v-max")
     run_name = exp.run_name

@@ -6,17 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ddpg/#ddpg_continuous_ac
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.buffers import ReplayBuffer
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -71,6 +61,19 @@ class Args:
     """environment steps collected before the first update"""
     policy_frequency: int = 2
     """critic updates per actor (and target) update"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -138,8 +141,8 @@ class Actor(nn.Module):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "batch_size")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     run_name = exp.run_name
 

@@ -7,17 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.buffers import ReplayBuffer
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.discrete import evaluate_dqn
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -80,6 +70,19 @@ class Args:
     """environment steps between gradient updates"""
 
 
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from cleanrl_utils.evals.discrete import evaluate_dqn
+from cleanrl_utils.experiment import Experiment
+
+
 def make_env(env_id, idx, capture_video, run_name):
     # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
@@ -115,8 +118,8 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn.py runs a single environment")
     run_name = exp.run_name
 

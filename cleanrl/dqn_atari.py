@@ -7,23 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-import gymnasium as gym
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -86,6 +70,25 @@ class Args:
     """environment steps between gradient updates"""
 
 
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+
+from cleanrl_utils.evals.atari import evaluate_dqn
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
+
+
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         check_atari_game(env_id)
@@ -142,8 +145,8 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_atari.py runs a single environment")
     problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
     exp.require(not problem, problem)

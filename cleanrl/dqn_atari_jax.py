@@ -7,19 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-import flax
-import flax.linen as nn
-import gymnasium as gym
-import jax
-import jax.numpy as jnp
-import optax
-from flax.training.train_state import TrainState
-from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.jax import evaluate_dqn_atari
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -72,6 +60,21 @@ class Args:
     """environment steps collected before the first update"""
     train_frequency: int = 4
     """environment steps between gradient updates"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import flax
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training.train_state import TrainState
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
+
+from cleanrl_utils.evals.jax import evaluate_dqn_atari
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -129,8 +132,8 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: dqn_atari_jax.py runs a single environment")
     problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
     exp.require(not problem, problem)

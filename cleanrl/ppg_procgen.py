@@ -6,20 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppg-procgen/#ppg_procgen
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils import procgen_runtime
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.experiment import Experiment
-
-try:  # the Procgen games come with the `procgen` extra (envpool carries them)
-    import envpool
-except ImportError:
-    envpool = None
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -104,6 +91,22 @@ class Args:
     """the number of policy + auxiliary phases (set when the run starts)"""
     aux_batch_rollouts: int = 0
     """rollouts stored for the auxiliary phase, num-envs x n-iteration (set when the run starts)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils import procgen_runtime
+from cleanrl_utils.experiment import Experiment
+
+try:  # the Procgen games come with the `procgen` extra (envpool carries them)
+    import envpool
+except ImportError:
+    envpool = None
 
 
 def procgen_ids():
@@ -285,8 +288,8 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "n_iteration", "e_policy")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "n_iteration", "e_policy")
     exp.require_positive("e_auxiliary", "num_aux_rollouts", "n_aux_grad_accum")
     exp.require(args.v_value == 1, f"--v-value must be 1 (the value head trains in the policy epochs), got {args.v_value}")
     args.batch_size = int(args.num_envs * args.num_steps)

@@ -6,15 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo/#ppopy (docs/rl-algo
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.evals.discrete import evaluate_ppo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -91,6 +83,17 @@ class Args:
     """rollout-and-update iterations (set from the budget at start-up)"""
 
 
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils.evals.discrete import evaluate_ppo
+from cleanrl_utils.experiment import Experiment
+
+
 def make_env(env_id, idx, capture_video, run_name):
     # no env checker wrapper: the spaces are checked below, with clear errors
     def thunk():
@@ -156,8 +159,8 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size

@@ -9,23 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import flax
-import flax.linen as nn
-import gymnasium as gym
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-from flax.training.train_state import TrainState
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.evals.jax import evaluate_ppo_envpool
-from cleanrl_utils.experiment import Experiment
-
-try:
-    import envpool
-except ImportError:
-    envpool = None
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -92,6 +76,25 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import flax
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax.training.train_state import TrainState
+
+from cleanrl_utils.evals.jax import evaluate_ppo_envpool
+from cleanrl_utils.experiment import Experiment
+
+try:
+    import envpool
+except ImportError:
+    envpool = None
 
 
 def make_env(env_id, seed, num_envs, capture_video=False):
@@ -227,8 +230,8 @@ def compute_gae(rewards, values, next_value, terminations, dones, gamma, gae_lam
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size

@@ -8,17 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-import torch.optim as optim
-from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.evals.atari import evaluate_ppo
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -102,6 +92,18 @@ class Args:
     world_size: int = 0
     """the number of processes, from torchrun's WORLD_SIZE (set when the run starts)"""
 
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
+
+from cleanrl_utils.evals.atari import evaluate_ppo
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 BACKENDS = ("gloo", "nccl", "mpi")
 
@@ -200,12 +202,12 @@ def parameters_digest(model):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
     # torchrun sets these for each process it starts; a plain `python` run is a world of one
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     args.world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    exp.require_positive("total_timesteps", "local_num_envs", "num_steps", "num_minibatches", "update_epochs")
+    exp.require_positive("local_num_envs")
     exp.require(args.backend in BACKENDS, f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}")
     args.local_batch_size = int(args.local_num_envs * args.num_steps)
     args.local_minibatch_size = int(args.local_batch_size // args.num_minibatches)

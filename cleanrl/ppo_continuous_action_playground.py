@@ -12,24 +12,7 @@ import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.experiment import Experiment, one_line
-
-try:
-    import jax
-    import jax.numpy as jnp
-    from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
-    from mujoco_playground import registry
-except ImportError as e:
-    reason = f"MuJoCo Playground cannot be imported ({one_line(e)})"
-    print(f'{os.path.basename(__file__)}: error: {reason}; install it with pip install -e ".[playground]"', file=sys.stderr)
-    raise SystemExit(2) from None
-
-VIDEO_CLIP_STEPS = 100  # frames of a training clip (--capture-video), as the Isaac Gym variant films
+from cleanrl_utils.command_line import check_command_line
 
 
 @dataclass
@@ -112,6 +95,26 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
+from cleanrl_utils.experiment import Experiment, one_line
+
+try:
+    import jax
+    import jax.numpy as jnp
+    from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
+    from mujoco_playground import registry
+except ImportError as e:
+    reason = f"MuJoCo Playground cannot be imported ({one_line(e)})"
+    print(f'{os.path.basename(__file__)}: error: {reason}; install it with pip install -e ".[playground]"', file=sys.stderr)
+    raise SystemExit(2) from None
+VIDEO_CLIP_STEPS = 100  # frames of a training clip (--capture-video), as the Isaac Gym variant films
 
 
 @functools.cache  # one set of compiled functions per configuration: the evaluation after training reuses them
@@ -219,10 +222,8 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive(
-        "total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "record_video_step_frequency"
-    )
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "record_video_step_frequency")
     exp.require(args.episode_length is None or args.episode_length > 0, "--episode-length must be positive")
     exp.require(args.impl in ("jax", "warp"), f"--impl must be jax or warp, got {args.impl!r}")
     args.batch_size = int(args.num_envs * args.num_steps)

@@ -8,15 +8,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.evals.special import evaluate_pettingzoo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -95,6 +87,17 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils.evals.special import evaluate_pettingzoo
+from cleanrl_utils.experiment import Experiment
 
 
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):
@@ -208,8 +211,8 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "max_cycles")
     exp.require(args.num_envs % 2 == 0, f"--num-envs {args.num_envs} must be even: each game copy gives two player envs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -217,7 +220,6 @@ if __name__ == "__main__":
     exp.require(args.batch_size % args.num_minibatches == 0, "--num-minibatches does not divide --num-envs × --num-steps")
     exp.require(args.minibatch_size > 1 or not args.norm_adv, "--norm-adv needs minibatches of at least 2 transitions")
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
-    run_name = exp.run_name
 
     exp.seed_global_rngs()
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
@@ -225,9 +227,8 @@ if __name__ == "__main__":
     # env setup, before any file is written
     envs = exp.make_envs(lambda: make_vector_env(args.env_id, args.num_envs, args.max_cycles, args.capture_video), args.env_id)
     envs.single_observation_space, envs.single_action_space = envs.observation_space, envs.action_space
-    video = VideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
-    problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
-    exp.require(not problem, problem)
+    video = VideoRecorder(envs, f"videos/{exp.run_name}") if args.capture_video else None
+    exp.require(not (problem := rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)), problem)
     writer = exp.start_logging()
 
     agent = Agent(envs).to(device)
@@ -385,7 +386,6 @@ if __name__ == "__main__":
 
         if args.save_model:  # self-play returns say little: the points won per game against a random player, sides alternating
             exp.save_model(agent.state_dict())
-            eval_args = (exp.model_path, make_vector_env, args.env_id, 10, f"{run_name}-eval", Agent, device)
+            eval_args = (exp.model_path, make_vector_env, args.env_id, 10, f"{exp.run_name}-eval", Agent, device)
             options = {"capture_video": args.capture_video, "VideoRecorder": VideoRecorder, "max_cycles": args.max_cycles}
-            episodic_returns = evaluate_pettingzoo(*eval_args, **options)
-            exp.log_evaluation_and_upload(episodic_returns, hub_algorithm_name="PPO")
+            exp.log_evaluation_and_upload(evaluate_pettingzoo(*eval_args, **options), hub_algorithm_name="PPO")

@@ -6,20 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-procgen/#ppo_procgen
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils import procgen_runtime
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.experiment import Experiment
-
-try:  # the Procgen games come with the `procgen` extra (envpool carries them)
-    import envpool
-except ImportError:
-    envpool = None
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -90,6 +77,22 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils import procgen_runtime
+from cleanrl_utils.experiment import Experiment
+
+try:  # the Procgen games come with the `procgen` extra (envpool carries them)
+    import envpool
+except ImportError:
+    envpool = None
 
 
 def procgen_ids():
@@ -248,8 +251,8 @@ def compute_gae(rewards, values, next_value, terminations, ends, gamma, gae_lamb
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size

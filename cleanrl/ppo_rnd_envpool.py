@@ -7,19 +7,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.experiment import Experiment
-from cleanrl_utils.visited_places import VisitedPlaces
-
-try:
-    import envpool
-except ImportError:
-    envpool = None
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -100,6 +88,21 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.visited_places import VisitedPlaces
+
+try:
+    import envpool
+except ImportError:
+    envpool = None
 
 
 def make_env(env_id, num_envs, seed):
@@ -315,10 +318,8 @@ def masked_mean(x, mask):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    counts = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "num_iterations_obs_norm_init")
-    exp.require_positive(*counts)
-    exp.require(0.0 < args.update_proportion <= 1.0, f"--update-proportion must be in (0, 1], got {args.update_proportion}")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "num_iterations_obs_norm_init")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size

@@ -7,16 +7,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn/#pqnpy (docs/rl-algo
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.evals.discrete import evaluate_pqn
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -81,6 +72,18 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+
+from cleanrl_utils.evals.discrete import evaluate_pqn
+from cleanrl_utils.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -154,8 +157,8 @@ def q_lambda_returns(rewards, dones, values, next_value, gamma, q_lambda):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs")
     exp.require(0 < args.exploration_fraction <= 1, f"need 0 < --exploration-fraction <= 1, got {args.exploration_fraction}")
     exp.require(0 <= args.q_lambda <= 1, f"need 0 <= --q-lambda <= 1, got {args.q_lambda}")
     args.batch_size = int(args.num_envs * args.num_steps)

@@ -8,18 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-
-from cleanrl_utils.command_line import rollout_memory_problem
-from cleanrl_utils.experiment import Experiment
-
-try:
-    import envpool
-except ImportError:
-    envpool = None
+from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -78,6 +67,20 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+from cleanrl_utils.experiment import Experiment
+
+try:
+    import envpool
+except ImportError:
+    envpool = None
 
 
 def make_env(env_id, num_envs, seed):
@@ -170,8 +173,8 @@ def q_lambda_returns(rewards, terminations, truncations, values, next_value, gam
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs")
     exp.require(0 < args.exploration_fraction <= 1, "--exploration-fraction must be in (0, 1]")
     exp.require(0 <= args.q_lambda <= 1, "--q-lambda must be in [0, 1]")
     args.batch_size = int(args.num_envs * args.num_steps)

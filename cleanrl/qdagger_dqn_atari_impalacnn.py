@@ -9,28 +9,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Annotated
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
 import tyro
-from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_torch
-
-try:  # no ALE banner: an error about the teacher stays one line
-    import ale_py
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-except ImportError:
-    pass
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -107,6 +88,29 @@ class Args:
     """score (and save) the student every this many offline steps (0: never)"""
     temperature: float = 1.0
     """the temperature of the softmax that turns Q-values into the policies of the distillation loss"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
+
+from cleanrl_utils.evals.atari import evaluate_dqn
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.huggingface import DownloadError, download
+from cleanrl_utils.model_files import ModelFileError, read_torch
+
+try:  # no ALE banner: an error about the teacher stays one line
+    import ale_py
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+except ImportError:
+    pass
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -288,8 +292,8 @@ def load_teacher(source, exp_name, env, device):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require_positive("teacher_eval_episodes")
     exp.require(args.teacher_steps or not args.offline_steps, "--offline-steps needs --teacher-steps (the teacher's memory)")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: qdagger_dqn_atari_impalacnn.py runs a single environment")

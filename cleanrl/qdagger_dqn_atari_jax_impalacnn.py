@@ -10,30 +10,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Annotated
 
-import flax
-import flax.linen as nn
-import gymnasium as gym
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
 import tyro
-from flax.training.train_state import TrainState
-from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.jax import evaluate_dqn_atari
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_flax
-
-try:  # no ALE banner: an error about the teacher stays one line
-    import ale_py
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-except ImportError:
-    pass
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -106,6 +85,31 @@ class Args:
     """score (and save) the student every this many offline steps (0: never)"""
     temperature: float = 1.0
     """the temperature of the softmax that turns Q-values into the policies of the distillation loss"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import flax
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax.training.train_state import TrainState
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
+
+from cleanrl_utils.evals.jax import evaluate_dqn_atari
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.huggingface import DownloadError, download
+from cleanrl_utils.model_files import ModelFileError, read_flax
+
+try:  # no ALE banner: an error about the teacher stays one line
+    import ale_py
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+except ImportError:
+    pass
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -267,8 +271,8 @@ def load_teacher(source, exp_name, env):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size")
     exp.require_positive("teacher_eval_episodes")
     exp.require(args.teacher_steps or not args.offline_steps, "--offline-steps needs --teacher-steps (the teacher's memory)")
     exp.require(

@@ -9,23 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.atari_wrappers import (
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.atari import evaluate_distributional
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -96,6 +80,25 @@ class Args:
     """smallest return the distribution's support covers (v_min)"""
     v_max: float = 10
     """largest return the distribution's support covers (v_max)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import (
+    ClipRewardEnv,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+)
+
+from cleanrl_utils.evals.atari import evaluate_distributional
+from cleanrl_utils.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -355,9 +358,8 @@ class PrioritizedFrameReplayBuffer:
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "n_step")
-    exp.require_positive("train_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size", "n_step")
     exp.require(args.num_envs == 1, f"--num-envs {args.num_envs}: rainbow_atari.py runs a single environment")
     exp.require(args.n_atoms >= 2, f"--n-atoms must be at least 2, got {args.n_atoms}")
     exp.require(args.v_min < args.v_max, f"need --v-min < --v-max, got {args.v_min} and {args.v_max}")

@@ -6,19 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac-atari/#sac_ataripy (
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
-from torch.distributions.categorical import Categorical
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.atari import evaluate_sac
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -79,6 +67,21 @@ class Args:
     """learn the entropy temperature α towards a target entropy"""
     target_entropy_scale: float = 0.89
     """target entropy of the autotuned temperature, as a share of the uniform policy's: scale × ln(number of actions)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
+from torch.distributions.categorical import Categorical
+
+from cleanrl_utils.evals.atari import evaluate_sac
+from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -175,8 +178,8 @@ def temperature_loss(log_alpha, action_probs, log_probs, target_entropy):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "buffer_size", "batch_size", "update_frequency", "target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("batch_size", "update_frequency")
     exp.require(args.target_entropy_scale >= 0, "--target-entropy-scale must not be negative")
     problem = replay_memory_problem(args, 84 * 84, copies=1)  # one 84x84 frame per transition
     exp.require(not problem, problem)

@@ -6,17 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac/#sac_continuous_acti
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.buffers import ReplayBuffer
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.continuous import evaluate_sac
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -79,6 +69,19 @@ class Args:
     """learn the entropy temperature α towards a target entropy"""
     autotune_resample: bool = False
     """with --autotune, rate the policy's entropy on a new sample of the updated actor (off: the actor step's own)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from cleanrl_utils.evals.continuous import evaluate_sac
+from cleanrl_utils.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -167,9 +170,8 @@ def temperature_loss(log_alpha, log_pi, target_entropy):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
-    exp.require_positive("target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "batch_size")
     exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
     run_name = exp.run_name
 

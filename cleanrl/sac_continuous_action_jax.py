@@ -8,26 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.experiment import Experiment
-
-try:
-    import flax
-    import flax.linen as nn
-    import jax
-    import jax.numpy as jnp
-    import optax
-    from flax.training.train_state import TrainState
-
-    from cleanrl_utils.evals.jax import evaluate_sac
-except ImportError as e:
-    print(
-        f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
-    )
-    raise SystemExit(2) from None
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -86,6 +67,28 @@ class Args:
     """learn the entropy temperature α towards a target entropy"""
     autotune_resample: bool = False
     """with --autotune, rate the policy's entropy on a new sample of the updated actor (off: the actor step's own)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+
+from cleanrl_utils.experiment import Experiment
+
+try:
+    import flax
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax.training.train_state import TrainState
+
+    from cleanrl_utils.evals.jax import evaluate_sac
+except ImportError as e:
+    print(
+        f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
+    )
+    raise SystemExit(2) from None
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -202,9 +205,8 @@ class CriticState(TrainState):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
-    exp.require_positive("target_network_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "batch_size")
     exp.require(args.total_timesteps >= args.num_envs, f"--total-timesteps is less than one step of the {args.num_envs} envs")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     run_name = exp.run_name

@@ -6,17 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_acti
 import os
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
-from stable_baselines3.common.buffers import ReplayBuffer
-
-from cleanrl_utils.command_line import replay_memory_problem
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -75,6 +65,19 @@ class Args:
     """critic updates per actor (and target) update"""
     noise_clip: float = 0.5
     """bound on the target-policy smoothing noise, relative to the action half-range"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -150,8 +153,8 @@ def smoothed_target_actions(target_actor, next_obs, policy_noise, noise_clip):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "batch_size")
     exp.require(args.buffer_size >= args.num_envs, f"--buffer-size must hold at least one step of the {args.num_envs} envs")
     run_name = exp.run_name
 

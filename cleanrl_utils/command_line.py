@@ -5,6 +5,8 @@ published commands write them.
 Bad input is one line on stderr, `<program>: error: ...`, and exit code 2, before any work: tyro's parse
 errors are turned into one line, and `argument_problems` checks the parsed values (numbers finite and in
 range, names usable as folder names). `argument_problems` also checks arguments read back from a checkpoint.
+An algorithm file calls `check_command_line` right after its `Args`, so that all this comes before its imports
+of torch, JAX or envpool; nothing here imports more than the standard library and tyro.
 """
 
 import contextlib
@@ -36,8 +38,20 @@ RUN_NAME_SUFFIX = "-999-eval"
 LEARNING_RATES = ("learning_rate", "policy_lr", "q_lr", "init_lr")
 # Known ranges by field name
 UNIT_INTERVAL = ("gamma", "int_gamma", "gae_lambda", "q_lambda", "start_e", "end_e")
-HALF_OPEN_UNIT_INTERVAL = ("tau", "exploration_fraction")  # (0, 1]
+HALF_OPEN_UNIT_INTERVAL = ("tau", "exploration_fraction", "update_proportion")  # (0, 1]
 POSITIVE = (*LEARNING_RATES, "clip_coef", "max_grad_norm", "target_kl")
+# Counts that every script which has them needs to be 1 or more (others, such as `batch_size`, are set by some scripts
+# from the rest, and stay with them)
+POSITIVE_COUNTS = (
+    "total_timesteps",
+    "buffer_size",
+    "num_steps",
+    "num_minibatches",
+    "update_epochs",
+    "target_network_frequency",
+    "train_frequency",
+    "policy_frequency",
+)
 # W&B refuses these characters in a project name (and "/" in an entity)
 WANDB_FORBIDDEN = set("/\\#?%:")
 
@@ -75,11 +89,12 @@ def bool_words_as_flags(Args: type, argv: Sequence[str]) -> list[str]:
     return out
 
 
-def parse_args(Args: type[T], argv: Sequence[str] | None = None, prog: str | None = None) -> T:
+def parse_args(Args: type[T], argv: Sequence[str] | None = None, prog: str | None = None, warn: bool = True) -> T:
     """`Args` from the command line (tyro), booleans accepted as flags or as words.
 
     A parse error or a value `argument_problems` refuses ends the program with one line on stderr,
     `<program>: error: ...` (the program named by `prog`'s last word, else the script's file name), exit code 2.
+    tyro's warnings, if any, go to stderr unless `warn` is False.
     """
     import tyro
 
@@ -93,11 +108,31 @@ def parse_args(Args: type[T], argv: Sequence[str] | None = None, prog: str | Non
         if stop.code in (0, None):  # --help
             raise
         fail(name, tyro_error(Args, argv, prog) or captured.getvalue())
-    sys.stderr.write(captured.getvalue())  # warnings, if any
+    if warn:
+        sys.stderr.write(captured.getvalue())
     problems = argument_problems(args)
     if problems:
         fail(name, "; ".join(problems))
     return args
+
+
+def check_command_line(Args: type, module_name: str) -> None:
+    """Refuse bad input on the command line at once, before an algorithm file imports torch, JAX or envpool
+    (seconds): the file calls this right after its `Args`, with its `__name__`.
+
+    Run as a script (`module_name` "__main__"), what `parse_args` refuses ends it with one line and exit code 2,
+    as does a replay memory (`buffer_size`) that could not fit in this machine's memory even at 64 bytes a
+    transition; `--help` prints the help and exits. Imported as a module (tests, the zoo), nothing is read.
+    The run's own parse, `Experiment.from_command_line`, reads the command line again and checks the rest:
+    a `--resume` checkpoint's arguments, the script's own rules, the env, the memory its observations take.
+    """
+    if module_name != "__main__":
+        return
+    args = parse_args(Args, warn=False)  # the run's own parse shows tyro's warnings, once
+    if getattr(args, "buffer_size", None) is not None and not getattr(args, "resume", None):
+        problem = replay_memory_problem(args, 0)  # its observations add to that: checked once the env is made
+        if problem:
+            fail(program_name(None), problem)
 
 
 def program_name(prog: str | None) -> str:
@@ -164,9 +199,10 @@ def argument_problems(args: Any) -> list[str]:
 
     - every float is finite (no nan or inf), every int is 0 or more and fits 64 bits; `seed` (and `start_seed`) lies
       in 0 to 2**31 - 1, what every random generator of the scripts accepts;
-    - known ranges: learning rates, `clip_coef`, `max_grad_norm` and `target_kl` are positive; other `*_coef`,
-      `*alpha` and `*noise*` are not negative; `gamma`, `gae_lambda`, `q_lambda`, `start_e`, `end_e` in [0, 1],
-      `tau` and `exploration_fraction` in (0, 1];
+    - known ranges: learning rates, `clip_coef`, `max_grad_norm` and `target_kl` are positive, as are the counts
+      of POSITIVE_COUNTS (`total_timesteps`, `buffer_size`, `num_steps`...); other `*_coef`, `*alpha` and `*noise*`
+      are not negative; `gamma`, `gae_lambda`, `q_lambda`, `start_e`, `end_e` in [0, 1], `tau`,
+      `exploration_fraction` and `update_proportion` in (0, 1];
     - strings are valid UTF-8 without NUL characters; `exp_name` and `env_id` make a run's folder name
       (`runs/{env_id}__{exp_name}__{seed}__{time}`): no empty part, `.` or `..`, no control characters, no `/`
       in `exp_name`, and the folder name fits in 255 bytes; `wandb_entity`, `hf_entity` and
@@ -237,6 +273,8 @@ def int_problems(name: str, value: int) -> list[str]:
         if not 0 <= value <= SEED_MAX:
             return [f"{flag(name)} must be between 0 and {SEED_MAX} (2**31 - 1), got {shown(value)}"]
         return []
+    if name in POSITIVE_COUNTS and value <= 0:
+        return [f"{flag(name)} must be positive, got {shown(value)}"]
     if value < 0:
         return [f"{flag(name)} must not be negative, got {shown(value)}"]
     if value > INT_MAX:
@@ -343,12 +381,13 @@ def replay_memory_problem(args: Any, observation_bytes: int, copies: int = 2) ->
     """
     ram, swap = machine_memory()
     size = copies * observation_bytes + 64  # and each transition's action, reward, flags (and priorities)
+    per_transition = f"{size} bytes per transition" if observation_bytes else f"at least {size} bytes per transition"
     allocated, filled = args.buffer_size * size, min(args.buffer_size, args.total_timesteps) * size
     if allocated <= ram + swap and filled <= ram:
         return ""
     need = allocated if allocated > ram + swap else filled
     return (
-        f"--buffer-size {args.buffer_size}: a replay memory of {gigabytes(need)} ({size} bytes per transition),"
+        f"--buffer-size {args.buffer_size}: a replay memory of {gigabytes(need)} ({per_transition}),"
         f" more than this machine's {gigabytes(ram)} of memory" + (f" and {gigabytes(swap)} of swap" if swap else "")
     )
 

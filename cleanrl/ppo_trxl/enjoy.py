@@ -7,14 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ppo_trxl.py lies beside this file
-from ppo_trxl import Agent, make_env  # noqa: E402
-
-from cleanrl_utils.command_line import parse_args  # noqa: E402
+from cleanrl_utils.command_line import check_command_line, parse_args
 
 
 @dataclass
@@ -33,6 +26,15 @@ class Args:
     """seed of the env's reset"""
     cuda: bool = True
     """use a CUDA GPU when one is available"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ppo_trxl.py lies beside this file
+from ppo_trxl import Agent, make_env
 
 
 def fail(message: str):

@@ -8,25 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-from torch.distributions import Categorical
-
-from cleanrl_utils.evals.special import evaluate_trxl
-from cleanrl_utils.experiment import Experiment
-
-try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
-    import minigrid
-except ImportError:
-    minigrid = None
-try:
-    import memory_gym  # noqa: F401
-except ImportError:
-    memory_gym = None
-MEMORY_GYM_IDS = ("MortarMayhem", "MysteryPath", "SearingSpotlights", "Endless-")
+from cleanrl_utils.command_line import check_command_line
 
 
 @dataclass
@@ -121,6 +103,28 @@ class Args:
     """transitions per minibatch (set at start-up)"""
     num_iterations: int = 0
     """rollout-and-update iterations (set from the budget at start-up)"""
+
+
+check_command_line(Args, __name__)  # bad input ends here in one line, before the slow imports below
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+from torch.distributions import Categorical
+
+from cleanrl_utils.evals.special import evaluate_trxl
+from cleanrl_utils.experiment import Experiment
+
+try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
+    import minigrid
+except ImportError:
+    minigrid = None
+try:
+    import memory_gym  # noqa: F401
+except ImportError:
+    memory_gym = None
+MEMORY_GYM_IDS = ("MortarMayhem", "MysteryPath", "SearingSpotlights", "Endless-")
 
 
 class ProofofMemoryEnv(gym.Env):
@@ -396,8 +400,8 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    args, exp = Experiment.from_command_line(Args, __file__)
-    exp.require_positive("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "anneal_steps")
+    args, exp = Experiment.from_command_line(Args, __file__)  # on --resume, the checkpoint's arguments replace these
+    exp.require_positive("num_envs", "anneal_steps")
     exp.require_positive("trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_memory_length")
     exp.require(args.trxl_dim % args.trxl_num_heads == 0, f"--trxl-num-heads does not divide --trxl-dim {args.trxl_dim}")
     encoding = args.trxl_positional_encoding.lower()

@@ -12,7 +12,7 @@ import tyro
 
 from cleanrl_utils import enjoy, submit_exp
 from cleanrl_utils.benchmark import cli as benchmark_cli
-from cleanrl_utils.command_line import argument_problems, boolean_fields, box_text, parse_args
+from cleanrl_utils.command_line import argument_problems, boolean_fields, box_text, check_command_line, parse_args
 
 
 @dataclass
@@ -126,7 +126,8 @@ def test_the_defaults_pass():
         ({"ent_coef": -1.0}, "--ent-coef must not be negative"),
         ({"clip_coef": 0.0}, "--clip-coef must be positive"),
         ({"target_kl": math.nan}, "--target-kl must be a finite number"),
-        ({"total_timesteps": -5}, "--total-timesteps must not be negative, got -5"),
+        ({"total_timesteps": -5}, "--total-timesteps must be positive, got -5"),
+        ({"total_timesteps": 0}, "--total-timesteps must be positive, got 0"),  # a count every script needs positive
         ({"total_timesteps": 10**30}, "--total-timesteps must be at most 9223372036854775807 (2**63 - 1), got about 10**30"),
         ({"device_ids": [0, -1]}, "--device-ids must not be negative, got -1"),
         ({"resume": "runs/a\0b"}, "--resume contains a NUL character"),
@@ -147,6 +148,37 @@ def test_the_defaults_pass():
 def test_argument_problems_name_the_flag_and_the_value(changes, problem):
     problems = argument_problems(dataclasses.replace(RunArgs(), **changes))
     assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_the_counts_every_script_needs_are_positive_and_others_may_be_0():
+    assert argument_problems({"buffer_size": 0, "num_envs": 1}) == ["--buffer-size must be positive, got 0"]
+    assert argument_problems({"update_epochs": 0}) == ["--update-epochs must be positive, got 0"]
+    assert argument_problems({"update_proportion": 0.0}) == ["--update-proportion must be in (0, 1], got 0.0"]
+    # learning_starts, checkpoint_frequency: 0 is a setting; batch_size: PPO's is set at start-up
+    assert argument_problems({"learning_starts": 0, "checkpoint_frequency": 0, "batch_size": 0}) == []
+
+
+def test_check_command_line_refuses_at_once_only_when_run_as_a_script(capsys, monkeypatch):
+    @dataclass
+    class ReplayArgs:
+        total_timesteps: int = 1000
+        buffer_size: int = 1000
+        resume: str | None = None
+
+    monkeypatch.setattr(sys, "argv", ["/somewhere/dqn.py", "--buffer-size", str(10**15)])
+    check_command_line(ReplayArgs, "dqn")  # imported as a module: the command line is not read
+    with pytest.raises(SystemExit) as stop:
+        check_command_line(ReplayArgs, "__main__")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("dqn.py: error: --buffer-size 1000000000000000: a replay memory of")
+    assert "(at least 64 bytes per transition), more than this machine's" in err and len(err.splitlines()) == 1
+    # on --resume the checkpoint's replay memory size is the run's: checked once it is read
+    monkeypatch.setattr(sys, "argv", ["/somewhere/dqn.py", "--buffer-size", str(10**15), "--resume", "runs/x"])
+    check_command_line(ReplayArgs, "__main__")
+    monkeypatch.setattr(sys, "argv", ["/somewhere/dqn.py", "--seed", "1"])
+    with pytest.raises(SystemExit):
+        check_command_line(ReplayArgs, "__main__")
+    assert capsys.readouterr().err.startswith("dqn.py: error: Unrecognized options: --seed")
 
 
 def test_a_batch_larger_than_the_replay_memory_is_refused():
