@@ -657,3 +657,16 @@ def test_the_fewest_seeds_the_docs_give_are_the_codes(envs, seeds):
     12; and on the baseline's own seed numbers about twice as many (one env: 12)."""
     assert rlops.least_seeds(1, envs, ALPHA) == seeds
     assert rlstats.smallest_p(11, 11, 11) > ALPHA >= rlstats.smallest_p(12, 12, 12)
+
+
+@pytest.mark.parametrize("case", ["--seed -1", "--seed 2**70", "output under a file"])
+def test_more_bad_input_is_one_line_and_exit_2(tmp_path, capsys, runs, case):
+    (tmp_path / "a file").write_text("x")
+    args = {
+        "--seed -1": ["--seed", "-1"],
+        "--seed 2**70": ["--seed", str(2**70)],
+        "output under a file": ["--output-filename", str(tmp_path / "a file" / "compare")],
+    }[case]
+    code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", *args, runs=runs)
+    line = one_line_error(err)
+    assert code == 2 and ("--seed" in line if "seed" in case else "a file" in line), (code, line)
