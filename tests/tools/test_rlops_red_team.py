@@ -13,8 +13,9 @@ finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 
 A second round tried the seed as the unit (issue 52's follow-up). Held: partly shared seed numbers, unequal seeds
 per env, three tags on the baseline's seeds, 0/1 ties (at most 0.75% false alarms), CartPole-like seeds all at the
-cap, the fewest-seeds figures of the docs. Broke (marked): crashed W&B runs and a seed missing on one env pass the
-gate; a copy with its SPS values or its length edited counts as a new seed; consecutive seeds share env streams.
+cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke (marked):
+crashed W&B runs and a seed missing on one env pass the gate; a copy with its SPS values, its length or every
+return (by 0.1%) edited counts as a new seed; consecutive seeds share env streams.
 """
 
 import itertools
@@ -528,6 +529,10 @@ TRIVIAL_EDIT = "finding: a copy is found only by equal steps, SPS values and run
         "none",
         pytest.param("SPS values one higher", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
         pytest.param("one more episode logged", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
+        pytest.param(
+            "every return times 1.001",
+            marks=pytest.mark.xfail(strict=True, reason="finding: a copy with every return edited by 0.1% counts"),
+        ),
     ],
 )
 def test_a_copy_under_another_seed_with_a_trivial_edit_is_refused(tmp_path, capsys, edit):
@@ -541,7 +546,7 @@ def test_a_copy_under_another_seed_with_a_trivial_edit_is_refused(tmp_path, caps
         )
     for seed in range(11, 16):
         write_run(root, "A-v1", "new", seed, np.linspace(0, 50, 30) + seed, clock=1.8e9 + 1000 * seed, sps=[800.0 + seed] * 30)
-    returns = list(np.linspace(0, 50, 30) + 11)
+    returns = list((np.linspace(0, 50, 30) + 11) * (1.001 if edit == "every return times 1.001" else 1.0))
     steps = [100 * (i + 1) for i in range(31)]
     sps = [811.0 + (edit == "SPS values one higher")] * 31
     extra = edit == "one more episode logged"
@@ -670,3 +675,23 @@ def test_more_bad_input_is_one_line_and_exit_2(tmp_path, capsys, runs, case):
     code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", *args, runs=runs)
     line = one_line_error(err)
     assert code == 2 and ("--seed" in line if "seed" in case else "a file" in line), (code, line)
+
+
+@pytest.mark.parametrize("design", [(5, 9, 9, 0), (2, 14, 14, 14)])
+def test_the_shift_the_page_prints_is_found_four_times_in_five(design):
+    """The page prints the detectable shift to one decimal (3.635 shows as 3.6): at the printed shift, fresh draws
+    of independent normal runs on every env (seed labels as the design says) are found at least 80% - 2 SE."""
+    envs, n_x, n_y, shared = design
+    level = ALPHA / rlops.family_size(1, envs)
+    shown = float(f"{rlops.detectable(design, level):.1f}")
+    rng = np.random.default_rng(5)
+    trials = 10000
+    other = np.ones((n_x, n_y), dtype=bool)
+    other[np.arange(shared), np.arange(shared)] = False  # the first `shared` runs of each side are one seed
+    improvement = np.zeros(trials)
+    for _ in range(envs):
+        x, y = rng.normal(size=(trials, n_x)) + shown, rng.normal(size=(trials, n_y))
+        improvement += rlstats.comparisons(x, y)[:, other].mean(axis=-1) / envs
+    p = rlstats.seed_bound(n_x, n_y, shared).p_value(np.abs(improvement - 0.5))
+    found = float(np.mean((p <= level) & (improvement > 0.5)))
+    assert found >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / trials), f"found {found:.1%} at the printed shift {shown}"
