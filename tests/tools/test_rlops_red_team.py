@@ -10,6 +10,12 @@ finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 2. The unit of evidence is (tag, env, seed): symlinks, path spellings and overlapping --runs-dir count a run once;
    a copy given another seed is refused, exact or with a few returns edited.
 3. Every input error is one line and exit 2; a run that cannot be read is named; crashed seeds do not pass the gate.
+
+A second round tried the seed as the unit (issue 52's follow-up). Held: partly shared seed numbers, unequal seeds
+per env, three tags on the baseline's seeds, 0/1 ties (at most 0.75% false alarms), CartPole-like seeds all at the
+cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke (marked):
+crashed W&B runs and a seed missing on one env pass the gate; a copy with its SPS values, its length or every
+return (by 0.1%) edited counts as a new seed; consecutive seeds share env streams.
 """
 
 import itertools
@@ -439,3 +445,253 @@ def test_seeds_that_crash_do_not_pass_the_gate(tmp_path, capsys):
             write_run(root, "A-v1", "new", seed, np.linspace(0, 100, 30) + rng.normal())
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
     assert code != 0, out.splitlines()[-1]
+
+
+# ---------------------------------------------------------------- round 2: the seed as the unit, left-out runs, copies
+
+
+class StandInWandbRun:
+    """What rlops reads of a W&B run (id, state, config, tags, summary, history), built from a local run."""
+
+    def __init__(self, run, index: int, state: str):
+        from cleanrl_utils.tensorboard_reader import read_scalars
+
+        self.id, self.state, self.tags = f"run{index}", state, list(run.tags)
+        self.config = {"env_id": run.env_id, "exp_name": run.exp_name, "seed": int(run.seed)}
+        self.summary = {"_runtime": (run.runtime_minutes or 0) * 60}
+        self._scalars = read_scalars(run.path)
+
+    def scan_history(self, keys, min_step=None):
+        step_key, tag = keys
+        rows = [{"_step": i, step_key: s, tag: v} for i, (s, v) in enumerate(self._scalars.get(tag, []))]
+        return iter(row for row in rows if min_step is None or row["_step"] >= min_step)
+
+    def history(self, keys, samples, pandas):
+        return list(self.scan_history(keys))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: W&B runs that crashed are left out with a warning but not counted as left out: 6 of 10 seeds pass, exit 0",
+)
+def test_crashed_wandb_runs_do_not_pass_the_gate(tmp_path, capsys, monkeypatch):
+    """The docs: runs left out (a seed that crashed may be what the change broke) keep a tag from passing; W&B's
+    crashed runs are 'left out' too. 10 vs 10 seeds of one level, 4 of the tag's seeds crashed on W&B."""
+    import wandb
+
+    from cleanrl_utils.report import collect_runs
+
+    write_group(tmp_path / "runs", "A-v1", "base", range(1, 11), 100, noise_seed=1)
+    write_group(tmp_path / "runs", "A-v1", "new", range(11, 21), 100, noise_seed=2)
+    local = collect_runs([tmp_path / "runs"], split_by_dir=False)
+    states = {("new", seed): "crashed" for seed in ("11", "12", "13", "14")}
+    remote = [StandInWandbRun(r, i, states.get((r.tags[0], r.seed), "finished")) for i, r in enumerate(local)]
+    monkeypatch.setattr(wandb, "Api", lambda: type("Api", (), {"runs": lambda self, path, filters=None: remote})())
+    argv = ["--exp-name", "ppo", "--tags", "new", "base", "--output-filename", str(tmp_path / "out" / "c")]
+    code = rlops.main(
+        [
+            *argv,
+            "--wandb-project-name",
+            "p",
+            "--metric-last-n-average-window",
+            "5",
+            "--bootstrap-samples",
+            "200",
+            "--fail-on-regression",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert "left out 4 runs that have not finished (4 crashed)" in err
+    assert code != 0, "exit 0: four crashed seeds of the tag, and the gate passes"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a seed with a run on one env and none on the other is dropped from the test across envs silently: exit 0",
+)
+def test_a_seed_missing_on_one_env_does_not_pass_the_gate(tmp_path, capsys):
+    """A seed run on A-v1 but with no run at all on B-v1 (it died before its first write there, or the runner
+    lost it): the test across envs drops the seed silently. Seen from its run on A-v1, it is a run left out."""
+    root = tmp_path / "runs"
+    for env in ("A-v1", "B-v1"):
+        write_group(root, env, "base", range(1, 11), 100, noise_seed=1)
+        write_group(root, env, "new", [s for s in range(11, 21) if env == "A-v1" or s not in (11, 12, 13)], 100, 2)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code != 0, (out.splitlines()[-1], err)
+
+
+TRIVIAL_EDIT = "finding: a copy is found only by equal steps, SPS values and runtime: a copy with any of them edited counts"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "none",
+        pytest.param("SPS values one higher", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
+        pytest.param("one more episode logged", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
+        pytest.param(
+            "every return times 1.001",
+            marks=pytest.mark.xfail(strict=True, reason="finding: a copy with every return edited by 0.1% counts"),
+        ),
+    ],
+)
+def test_a_copy_under_another_seed_with_a_trivial_edit_is_refused(tmp_path, capsys, edit):
+    """base: seeds 1-7; new: seeds 11-15, all below base (5 vs 7 seeds cannot reach alpha: exit 3), and seed 11's run
+    again as seed 16, its SPS values each +1 or one more return logged at its end. The copy agrees with seed 11's run
+    in every return they share: the same evidence twice, and it turns exit 3 into a regression (exit 1)."""
+    root = tmp_path / "runs"
+    for seed in range(1, 8):
+        write_run(
+            root, "A-v1", "base", seed, np.linspace(0, 100, 30) + seed, clock=1.7e9 + 1000 * seed, sps=[900.0 + seed] * 30
+        )
+    for seed in range(11, 16):
+        write_run(root, "A-v1", "new", seed, np.linspace(0, 50, 30) + seed, clock=1.8e9 + 1000 * seed, sps=[800.0 + seed] * 30)
+    returns = list((np.linspace(0, 50, 30) + 11) * (1.001 if edit == "every return times 1.001" else 1.0))
+    steps = [100 * (i + 1) for i in range(31)]
+    sps = [811.0 + (edit == "SPS values one higher")] * 31
+    extra = edit == "one more episode logged"
+    copied = [*returns, returns[-1]] if extra else returns
+    write_run(root / "copy", "A-v1", "new", 16, copied, steps[: len(copied)], sps[: len(copied)], clock=1.8e9 + 11000)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 2, (code, out.splitlines()[-1:])
+
+
+def test_different_seeds_that_all_reach_the_cap_are_not_called_copies(tmp_path, capsys):
+    """CartPole-like: every seed of both tags logs 500 at the same steps; only their clocks differ. Not copies."""
+    root = tmp_path / "runs"
+    for tag, first in (("base", 1), ("new", 11)):
+        for seed in range(first, first + 7):
+            write_run(root, "A-v1", tag, seed, [500.0] * 30, clock=1.7e9 + 997 * seed, sps=[1000.0 + seed] * 30)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 0, err
+    assert seeds_compared(out) == "7 vs 7"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: reset(seed=s) seeds sub-env i with s + i: seeds 1 and 2 start 3 of 4 envs alike, not independent",
+)
+def test_consecutive_seeds_do_not_share_env_random_streams():
+    """The docs: "a seed fixes a run's initial network and its envs' random states ... runs of different seeds are
+    independent". ppo.py resets its vector env with `envs.reset(seed=args.seed)`, which seeds sub-env i with
+    seed + i, and the runner's seeds are 1, 2, 3, ...: seeds 1 and 2 share three of four envs' streams."""
+    import gymnasium as gym
+
+    def first_observations(seed: int) -> np.ndarray:
+        envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
+        observations, _ = envs.reset(seed=seed)
+        envs.close()
+        return observations
+
+    one, two = first_observations(1), first_observations(2)
+    shared = sum(any(np.array_equal(a, b) for b in two) for a in one)
+    assert shared == 0, f"seed 1's and seed 2's vector envs start {shared} of 4 envs in the same state"
+
+
+@pytest.mark.xfail(strict=True, reason="finding: with consecutive seeds, env-stream luck shared by neighbours: 11.5% alarms")
+def test_consecutive_seeds_sharing_env_streams_keep_the_false_alarm_rate():
+    """A model of the finding above: sub-env i of seed s draws stream s + i (4 envs), and that stream's luck makes
+    90% of a run's score variance (an extreme: the initial states decide the outcome). Both sides on seeds of their
+    own (tag 9-16, baseline 1-8), the same law for both: every flag is a false alarm. Measured: 11.5% of 2,000 (at a
+    50% share, about 4%)."""
+    rng = np.random.default_rng(3)
+    n, share, trials = 8, 0.9, 2000
+    tag_seeds, base_seeds = list(range(1 + n, 1 + 2 * n)), list(range(1, n + 1))
+    alarms = 0
+    for _ in range(trials):
+        streams = rng.normal(size=2 * n + 8)
+        noise = math.sqrt(1 - share) * rng.normal(size=2 * n + 1)
+        score = math.sqrt(share) * np.array([streams[s : s + 4].sum() / 2 for s in range(2 * n + 1)]) + noise
+        x, y = score[tag_seeds], score[base_seeds]
+        alarms += rlstats.improvement_p_value([x], [y], [tag_seeds], [base_seeds]) <= ALPHA
+    assert within_alpha(alarms / trials, trials), f"{alarms / trials:.1%} false alarms"
+
+
+def seed_patterns(kind: str, rng) -> tuple[dict, dict]:
+    """(scores, seed labels) for a null in which runs of different seeds are independent and P(X > Y) = 1/2."""
+    if kind == "partly shared seed numbers, mirrored, luck on every env":  # tag 1-12, base 7-18
+        tag_seeds, base_seeds, envs = list(range(1, 13)), list(range(7, 19)), 3
+        luck = {s: rng.choice([-10.0, 10.0]) for s in range(1, 19)}
+        x = [np.array([luck[s] + rng.normal() for s in tag_seeds]) for _ in range(envs)]
+        y = [
+            np.array([(-luck[s] if s in tag_seeds else rng.normal()) + rng.normal() for s in base_seeds]) for _ in range(envs)
+        ]
+        return {"t": x, "b": y}, {"t": [tag_seeds] * envs, "b": [base_seeds] * envs}
+    if kind == "unequal seeds per env, hit-or-miss luck on every env":
+        tag_seeds = [list(range(11, 26)), list(range(11, 20)), list(range(13, 24))]
+        base_seeds = [list(range(1, 21)), list(range(1, 10)), list(range(2, 12))]
+        luck = {s: rng.choice([-10.0, 10.0]) for s in range(1, 30)}
+        x = [np.array([luck[s] + rng.normal() for s in seeds]) for seeds in tag_seeds]
+        y = [rng.normal(size=len(seeds)) for seeds in base_seeds]
+        return {"t": x, "b": y}, {"t": tag_seeds, "b": base_seeds}
+    if kind == "three tags on the baseline's seeds, one luck per seed for all":
+        seeds, envs = list(range(1, 15)), 2
+        luck = rng.choice([-10.0, 10.0], size=14)
+        scores = {tag: [luck + rng.normal(size=14) for _ in range(envs)] for tag in ("t0", "t1", "t2", "b")}
+        return scores, {tag: [seeds] * envs for tag in scores}
+    # 0/1 scores, a seed hits or misses on every env under both tags, seed numbers 4-10 shared
+    tag_seeds, base_seeds, envs = list(range(1, 11)), list(range(4, 14)), 4
+    hit = {s: float(rng.integers(0, 2)) for s in range(1, 14)}
+    x = [np.array([hit[s] for s in tag_seeds]) for _ in range(envs)]
+    y = [np.array([hit[s] for s in base_seeds]) for _ in range(envs)]
+    return {"t": x, "b": y}, {"t": [tag_seeds] * envs, "b": [base_seeds] * envs}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "partly shared seed numbers, mirrored, luck on every env",
+        "unequal seeds per env, hit-or-miss luck on every env",
+        "three tags on the baseline's seeds, one luck per seed for all",
+        "0/1 ties, partly shared seed numbers, luck on every env",
+    ],
+)
+def test_seed_patterns_the_docs_cover_keep_the_false_alarm_rate(kind):
+    rng = np.random.default_rng(7)
+    trials, alarms = 400, 0
+    for _ in range(trials):
+        scores, seeds = seed_patterns(kind, rng)
+        verdicts = rlops.compare(scores, "b", reps=10, confidence=1 - ALPHA, seed=0, seeds=seeds)
+        alarms += any(t.label in ("regression", "improvement") for v in verdicts for t in [v.overall, *v.per_env])
+    assert within_alpha(alarms / trials, trials), f"{alarms / trials:.1%} false alarms"
+
+
+@pytest.mark.parametrize(("envs", "seeds"), [(1, 6), (2, 7), (3, 8), (5, 8), (8, 9), (10, 9), (57, 12)])
+def test_the_fewest_seeds_the_docs_give_are_the_codes(envs, seeds):
+    """docs/get-started/rlops.md: one env needs 6 seeds per tag, 2 envs 7, 3 to 5 envs 8, 8 to 10 envs 9, 57 games
+    12; and on the baseline's own seed numbers about twice as many (one env: 12)."""
+    assert rlops.least_seeds(1, envs, ALPHA) == seeds
+    assert rlstats.smallest_p(11, 11, 11) > ALPHA >= rlstats.smallest_p(12, 12, 12)
+
+
+@pytest.mark.parametrize("case", ["--seed -1", "--seed 2**70", "output under a file"])
+def test_more_bad_input_is_one_line_and_exit_2(tmp_path, capsys, runs, case):
+    (tmp_path / "a file").write_text("x")
+    args = {
+        "--seed -1": ["--seed", "-1"],
+        "--seed 2**70": ["--seed", str(2**70)],
+        "output under a file": ["--output-filename", str(tmp_path / "a file" / "compare")],
+    }[case]
+    code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", *args, runs=runs)
+    line = one_line_error(err)
+    assert code == 2 and ("--seed" in line if "seed" in case else "a file" in line), (code, line)
+
+
+@pytest.mark.parametrize("design", [(5, 9, 9, 0), (2, 14, 14, 14)])
+def test_the_shift_the_page_prints_is_found_four_times_in_five(design):
+    """The page prints the detectable shift to one decimal (3.635 shows as 3.6): at the printed shift, fresh draws
+    of independent normal runs on every env (seed labels as the design says) are found at least 80% - 2 SE."""
+    envs, n_x, n_y, shared = design
+    level = ALPHA / rlops.family_size(1, envs)
+    shown = float(f"{rlops.detectable(design, level):.1f}")
+    rng = np.random.default_rng(5)
+    trials = 10000
+    other = np.ones((n_x, n_y), dtype=bool)
+    other[np.arange(shared), np.arange(shared)] = False  # the first `shared` runs of each side are one seed
+    improvement = np.zeros(trials)
+    for _ in range(envs):
+        x, y = rng.normal(size=(trials, n_x)) + shown, rng.normal(size=(trials, n_y))
+        improvement += rlstats.comparisons(x, y)[:, other].mean(axis=-1) / envs
+    p = rlstats.seed_bound(n_x, n_y, shared).p_value(np.abs(improvement - 0.5))
+    found = float(np.mean((p <= level) & (improvement > 0.5)))
+    assert found >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / trials), f"found {found:.1%} at the printed shift {shown}"
