@@ -32,6 +32,7 @@ from cleanrl_utils.benchmark.ledger import (
     read_exit_file,
     run_name_file,
 )
+from cleanrl_utils.benchmark.supervise import group_exists, signal_group
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
@@ -135,23 +136,6 @@ def log_tail(path: Path, lines: int = FAILURE_TAIL_LINES) -> list[str]:
     return text.splitlines()[-lines:]
 
 
-def process_group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
     """Stop a process started with `start_new_session` and everything it started: SIGTERM to its group, SIGKILL
     to what is left after `grace_seconds`; the process is reaped."""
@@ -159,7 +143,7 @@ def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
         process.poll()  # a finished leader is reaped, so that only live members keep the group
-        if not process_group_exists(process.pid):
+        if not group_exists(process.pid):
             break
         time.sleep(POLL_SECONDS)
     signal_group(process.pid, signal.SIGKILL)  # also reaches children still alive after their parent exited
