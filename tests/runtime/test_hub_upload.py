@@ -1,7 +1,7 @@
 """--upload-model and cleanrl_utils.huggingface, against a fake Hub on a local port (tests/fixtures/fake_hub.py)."""
 
+import ast
 import importlib.metadata
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,15 +121,21 @@ def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str,
 # env into an organisation, a MuJoCo video, a JAX Atari script, an envpool script without a training
 # video. Every script's own part, the algorithm name on the card, is checked from its source below.
 # The quick run uploads from ppo.py; the other four kinds (12-24 s each) are `extended`, which CI runs after it.
+UPLOAD_CALLS = {"log_evaluation_and_upload", "push_to_hub"}
 EXTENDED_UPLOADS = ("dqn.py", "sac_continuous_action.py", "dqn_atari_jax.py", "ppo_atari_envpool_xla_jax_scan.py")
 UPLOADED_FOR_REAL = ["ppo.py", *(pytest.param(name, marks=pytest.mark.extended) for name in EXTENDED_UPLOADS)]
 
 
 @pytest.mark.parametrize("script", sorted(UPLOADS))
 def test_every_script_puts_its_algorithm_name_on_the_card(script):
-    source = (REPO / "cleanrl" / script).read_text()
-    calls = [source[m.end() : m.end() + 300] for m in re.finditer(r"(log_evaluation_and_upload|push_to_hub)\(", source)]
-    names = {name for call in calls for name in re.findall(r'"([A-Za-z0-9-]+)"', call.split(")")[0])}
+    tree = ast.parse((REPO / "cleanrl" / script).read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in UPLOAD_CALLS
+    ]
+    arguments = [value for call in calls for value in (*call.args, *(keyword.value for keyword in call.keywords))]
+    names = {value.value for value in arguments if isinstance(value, ast.Constant) and isinstance(value.value, str)}
     assert UPLOADS[script].algo_name in names, f"{script} uploads without the name {UPLOADS[script].algo_name!r}"
 
 

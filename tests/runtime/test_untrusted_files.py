@@ -419,7 +419,7 @@ def test_each_evaluator_refuses_every_hostile_model_file(exp_name, tmp_path, mon
 def test_an_evaluator_given_a_fifo_or_a_device_refuses_it_without_waiting(exp_name, tmp_path, monkeypatch):
     """Opening a FIFO for reading waits for a writer, /dev/zero never ends: the evaluators read regular files only."""
     monkeypatch.chdir(tmp_path)
-    evaluate, model_class, make_env = ZOO[exp_name].load()
+    played = entry(exp_name)
     os.mkfifo(fifo := tmp_path / "fifo.cleanrl_model")
     (zeros := tmp_path / "zeros.cleanrl_model").symlink_to("/dev/zero")
 
@@ -431,9 +431,9 @@ def test_an_evaluator_given_a_fifo_or_a_device_refuses_it_without_waiting(exp_na
         for path in (fifo, zeros):
             signal.alarm(120)  # a wait would be endless: cut it short as a failure (building the env takes seconds)
             with pytest.raises(ValueError, match="not a regular file"):
-                evaluate(
-                    str(path), make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
-                    Model=model_class, device=torch.device("cpu"), capture_video=False, seed=1, **ZOO[exp_name].eval_kwargs,
+                played.evaluate(
+                    str(path), played.make_env, evaluation_env(exp_name), eval_episodes=1, run_name="untrusted",
+                    Model=played.Model, device=torch.device("cpu"), capture_video=False, seed=1, **played.eval_kwargs,
                 )  # fmt: skip
     finally:
         signal.alarm(0)
