@@ -71,7 +71,7 @@ def test_rlops_takes_booleans_as_words_and_one_exp_name_list_per_tag():
         (["--tags", "a", "--exp-name", "ppo", "--reference-scores", "nope"], "invalid choice"),
     ],
 )
-def test_rlops_refuses_a_missing_exp_name_or_an_unknown_score_table_with_exit_2(argv, error, capsys, tmp_path):
+def test_rlops_refuses_missing_exp_name_or_unknown_score_table_exit_2(argv, error, capsys, tmp_path):
     from cleanrl_utils import rlops
 
     try:
