@@ -11,7 +11,7 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("MUJOCO_GL", mujoco_gl())  # "egl", or rendering off where EGL is missing (tests/helpers.py)
-# The suite runs on three pytest workers on two cores (`-n 3`, see pyproject.toml), each starting scripts: one torch
+# The suite runs on three pytest workers on two cores (`-n 3`, the README's command), each starting scripts: one torch
 # thread per process keeps the cores from being oversubscribed (torch's spinning threads slow to a crawl then).
 # The scripts the tests start inherit this, so in-process and subprocess results use the same thread count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
