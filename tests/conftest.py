@@ -56,6 +56,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Keep the tests that share a costly module-scoped fixture on one worker (`--dist loadgroup`), so that it
     is built once, not once per worker. Marked as each test is collected: xdist reads the groups in its own
     `pytest_collection_modifyitems`, which may run before one of ours would."""
+    # the fast tier (`pytest -m fast`, which replaces the default -m) must stay a subset of the quick run
+    if item.get_closest_marker("fast") and (item.get_closest_marker("slow") or item.get_closest_marker("extended")):
+        raise pytest.UsageError(f"{item.nodeid} is marked fast and slow or extended: the fast tier is part of the quick run")
     shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
     if shared:
         param = item.callspec.params.get(shared[0], "") if hasattr(item, "callspec") else ""

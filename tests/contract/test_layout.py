@@ -6,6 +6,10 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 REPO = Path(__file__).resolve().parents[2]
 UTILS = REPO / "cleanrl_utils"
 # What an algorithm file may import from cleanrl_utils while it trains (docs/community/contribution.md).

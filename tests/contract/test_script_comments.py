@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from benchmark.guards.script_lengths import comment_lines, comment_problems, comment_ratios, lab_notes
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
 
 def test_comment_lines_counts_comments_not_docstrings_or_strings():

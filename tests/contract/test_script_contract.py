@@ -1526,12 +1526,21 @@ SECOND_REAL_PROCESS = {
     if {"missing ale-py", "missing mujoco"} & set(SCRIPTS[name].bad_input)
     and "missing optional dependency" in SCRIPTS[name].bad_input
 }
+
+
+def bad_input_marks(name: str, case: str) -> list[pytest.MarkDecorator]:
+    """A second real process runs with -m slow only. The in-process cases of the flags every script has are also
+    in the edit-test loop's tier (pytest -m fast): refused before any import or env, ~0.05 s each; the other
+    in-process cases may build the env first (up to ~50 s under load for ppo_rnd_envpool.py's rollout case)."""
+    if (name, case) in SECOND_REAL_PROCESS:
+        return [pytest.mark.slow]
+    if (name, case) in IN_A_REAL_PROCESS:
+        return []
+    return [pytest.mark.fast] if case in ARGUMENT_BAD_INPUT or case in LEARNING_RATE_BAD_INPUT else []
+
+
 BAD_INPUT_CASES = [
-    pytest.param(
-        name,
-        case,
-        marks=[pytest.mark.slow] if (name, case) in SECOND_REAL_PROCESS else [],
-    )
+    pytest.param(name, case, marks=bad_input_marks(name, case))
     for name in sorted(SCRIPTS)
     for case in sorted(SCRIPTS[name].bad_input)
 ]
@@ -1596,6 +1605,7 @@ def test_bad_arguments_are_refused_before_the_slow_imports(name, tmp_path, slow_
         sys.argv, sys.path[:] = saved_argv, saved_path  # enjoy.py puts its folder on the path
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_help_and_underscore_flags(name, tmp_path):
     helped = run_in_process(name, "--help", cwd=tmp_path)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from benchmark.harness import is_done
 from cleanrl_utils import atomic
 from tests.helpers import killed_mid_write
@@ -28,6 +30,7 @@ def test_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp_path):
     assert is_done(result)
 
 
+@pytest.mark.fast
 def test_link_planted_at_the_temporary_name_is_replaced_not_followed(tmp_path):
     import os
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = ("discrete", "continuous", "atari", "jax", "special")
 COMMON = ["model_path", "make_env", "env_id", "eval_episodes", "run_name", "Model", "device"]

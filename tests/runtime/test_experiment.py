@@ -14,6 +14,8 @@ from cleanrl_utils.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 
 @dataclass
 class Args(sac_continuous_action.Args):
