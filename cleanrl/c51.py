@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -78,8 +78,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.discrete import evaluate_c51
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.discrete import evaluate_c51
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):

@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -84,9 +84,9 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.evals.atari import evaluate_dqn
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -68,7 +68,7 @@ check_command_line(Args, __name__)  # bad input ends here in one line, before th
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import flax
@@ -78,7 +78,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.jax import evaluate_dqn
+    from cleanrl_utils.runtime.evals.jax import evaluate_dqn
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is not installed; install it with pip install -e ".[jax]"',

@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari/#ppo_ataripy (
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -91,8 +91,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_ppo
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -82,7 +82,7 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import envpool

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -102,8 +102,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_ppo
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 BACKENDS = ("gloo", "nccl", "mpi")
 

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from cleanrl_utils.command_line import check_command_line
+from cleanrl_utils.runtime.command_line import check_command_line
 
 
 @dataclass
@@ -102,8 +102,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.experiment import Experiment, one_line
+from cleanrl_utils.runtime.evals.special import FirstEnvVideo, evaluate_playground
+from cleanrl_utils.runtime.experiment import Experiment, one_line
 
 try:
     import jax

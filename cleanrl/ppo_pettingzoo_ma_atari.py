@@ -8,7 +8,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -96,8 +96,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import evaluate_pettingzoo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.special import evaluate_pettingzoo
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):

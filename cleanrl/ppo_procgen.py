@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-procgen/#ppo_procgen
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -86,8 +86,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils import procgen_runtime
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import procgen_runtime
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool

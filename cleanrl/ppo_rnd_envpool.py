@@ -7,7 +7,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -96,8 +96,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
-from cleanrl_utils.visited_places import VisitedPlaces
+from cleanrl_utils.runtime.experiment import Experiment
+from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
 try:
     import envpool

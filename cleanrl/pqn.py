@@ -7,7 +7,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn/#pqnpy (docs/rl-algo
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -82,8 +82,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-from cleanrl_utils.evals.discrete import evaluate_pqn
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.discrete import evaluate_pqn
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -99,11 +99,11 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_torch
+from cleanrl_utils.runtime.evals.atari import evaluate_dqn
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.huggingface import DownloadError, download
+from cleanrl_utils.runtime.model_files import ModelFileError, read_torch
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -98,11 +98,11 @@ import optax
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.jax import evaluate_dqn_atari
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_flax
+from cleanrl_utils.runtime.evals.jax import evaluate_dqn_atari
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.huggingface import DownloadError, download
+from cleanrl_utils.runtime.model_files import ModelFileError, read_flax
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py

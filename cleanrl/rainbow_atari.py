@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -97,8 +97,8 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.atari import evaluate_distributional
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_distributional
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):

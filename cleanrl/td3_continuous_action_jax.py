@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -69,7 +69,7 @@ check_command_line(Args, __name__)  # bad input ends here in one line, before th
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import flax
@@ -79,7 +79,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr

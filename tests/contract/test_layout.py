@@ -8,6 +8,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 UTILS = REPO / "cleanrl_utils"
+RUNTIME_DIR = UTILS / "runtime"
 # What an algorithm file may import from cleanrl_utils while it trains (docs/community/contribution.md).
 RUNTIME = {
     "experiment",
@@ -40,16 +41,18 @@ def imported_modules(path: Path) -> set[str]:
 
 def utils_modules(path: Path) -> set[str]:
     """The cleanrl_utils modules `path` imports, by their first name below the package (`evals` for its modules)."""
-    return {m.split(".")[1] for m in imported_modules(path) if m.startswith("cleanrl_utils.") and m.count(".") >= 1}
+    names = [
+        m.split(".")[1:] for m in imported_modules(path) if m.startswith("cleanrl_utils.") and m != "cleanrl_utils.runtime"
+    ]
+    return {parts[1] if parts[0] == "runtime" and len(parts) > 1 else parts[0] for parts in names}
 
 
 def runtime_files() -> list[Path]:
-    files = [UTILS / f"{name}.py" for name in sorted(RUNTIME - {"evals"})]
-    return files + sorted((UTILS / "evals").glob("*.py"))
+    return sorted(RUNTIME_DIR.rglob("*.py"))
 
 
 def test_the_runtime_list_names_existing_modules():
-    missing = [name for name in RUNTIME if not (UTILS / f"{name}.py").is_file() and not (UTILS / name).is_dir()]
+    missing = [name for name in RUNTIME if not (RUNTIME_DIR / f"{name}.py").is_file() and not (RUNTIME_DIR / name).is_dir()]
     assert not missing, f"the run-time list names modules that do not exist: {missing}"
 
 
