@@ -198,7 +198,7 @@ if __name__ == "__main__":
     greedy_action = jax.jit(lambda params, obs: q_network.apply(params, obs).argmax())
     rb = ReplayBuffer(args.buffer_size, env.observation_space.shape, args.seed)
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         # compile now, on inputs of the training shapes: the SPS counts training only
         compile_start = time.time()
         warmup_batch = [

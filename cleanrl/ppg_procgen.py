@@ -338,7 +338,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for phase in range(1, args.num_phases + 1):
             # POLICY PHASE: n-iteration rounds of PPO, each rollout stored for the auxiliary phase
             for update in range(1, args.n_iteration + 1):

@@ -74,7 +74,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -259,7 +258,7 @@ if __name__ == "__main__":
     # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
     flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
     envs_per_batch = args.num_envs // args.num_minibatches
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:

@@ -288,7 +288,7 @@ if __name__ == "__main__":
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device
         agent.obs_rms.update(raw_obs)
         next_obs = agent.obs_rms.normalize(raw_obs)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

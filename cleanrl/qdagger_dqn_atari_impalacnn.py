@@ -346,7 +346,7 @@ if __name__ == "__main__":
         state = {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
         exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, learners)
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         if not exp.loaded_checkpoint:
             # 1. Score the teacher: the online phase measures the student against this mean.
             teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
@@ -481,7 +481,6 @@ if __name__ == "__main__":
                     loss.backward()
                     optimizer.step()
 
-                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     update_target()
 

@@ -365,7 +365,7 @@ if __name__ == "__main__":
         state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
         exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, memories)
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         if not exp.loaded_checkpoint:
             # 1. Score the teacher: the online phase measures the student against this mean.
             teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
@@ -475,7 +475,6 @@ if __name__ == "__main__":
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
-                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     q_state = update_target(q_state)
 

@@ -394,7 +394,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             # no epsilon: the online network's noise explores; a new sample every train-frequency steps
@@ -415,7 +415,6 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     # the importance-sampling correction grows to full (beta = 1) by the end of training

@@ -235,7 +235,7 @@ if __name__ == "__main__":
         obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
             exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one
@@ -267,7 +267,6 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations, [])
             obs = next_obs
 
-            # learn
             if global_step > args.learning_starts:
                 data = rb.sample(args.batch_size)
                 with torch.no_grad():

@@ -321,7 +321,7 @@ if __name__ == "__main__":
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
             exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one

@@ -293,7 +293,7 @@ if __name__ == "__main__":
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -320,7 +320,6 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations)
             obs = next_obs.astype(np.float32)
 
-            # learn
             if global_step > args.learning_starts:
                 num_updates += 1
                 batch = jax.device_put(rb.sample(args.batch_size))
