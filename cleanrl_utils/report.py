@@ -27,8 +27,8 @@ import numpy as np
 import tyro
 from matplotlib.figure import Figure
 
-from cleanrl_utils import atomic
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime import atomic
+from cleanrl_utils.runtime.command_line import parse_args
 from cleanrl_utils.tensorboard_reader import Series, read_run
 
 EVENT_FILE_GLOB = "events.out.tfevents.*"

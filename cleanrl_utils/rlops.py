@@ -31,8 +31,6 @@ import numpy as np
 import tyro
 
 from cleanrl_utils import rlfigures, rlstats
-from cleanrl_utils.atomic import write_text
-from cleanrl_utils.command_line import parse_args
 from cleanrl_utils.reference_scores import TABLES, reference_scores
 from cleanrl_utils.report import Run, last_mean, plot_learning_curves, report_tables
 from cleanrl_utils.rlops_runs import (
@@ -54,6 +52,8 @@ from cleanrl_utils.rlops_runs import (
     wandb_runs,
     warn,
 )
+from cleanrl_utils.runtime.atomic import write_text
+from cleanrl_utils.runtime.command_line import parse_args
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from cleanrl_utils import procgen_runtime
+from cleanrl_utils.runtime import procgen_runtime
 from tests.helpers import libgl_missing, missing_system_package
 
 envpool = pytest.importorskip("envpool")
