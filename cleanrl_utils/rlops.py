@@ -17,6 +17,7 @@ curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
 
 import functools
+import math
 import os
 import shlex
 import sys
@@ -346,6 +347,13 @@ def compare(
     return verdicts
 
 
+def rounded_up(value: float, digits: int = 1) -> str:
+    """`value` to `digits` decimals, never below it: a detectable shift printed lower than the one found would claim
+    more power than the seeds have (3.625 shows as 3.7, not 3.6). A hair of float error is not rounded up."""
+    scale = 10**digits
+    return f"{math.ceil(value * scale - 1e-9) / scale:.{digits}f}"
+
+
 @functools.lru_cache(maxsize=64)
 def detectable(design: tuple[int, int, int, int], level: float) -> float | None:
     """`rlstats.detectable_shift` for (envs, tag's seeds, baseline's seeds, shared), once per design."""
@@ -403,9 +411,10 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
     if shift is None:
         found = "no shift of normal scores on every env is found at least four times in five"
     else:
+        shown = rounded_up(shift)
         found = (
-            f"a shift of {shift:.1f} seed-to-seed standard deviations on every env (PoI "
-            f"{rlstats.shift_improvement(shift):.2f}) is found at least four times in five"
+            f"a shift of {shown} seed-to-seed standard deviations on every env (PoI "
+            f"{rounded_up(rlstats.shift_improvement(float(shown)), 2)}) is found at least four times in five"
         )
     text = f"{reach}; {found}"
     if envs > 1:
@@ -414,7 +423,7 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
         text += (
             "; on one env alone, no shift is found at least four times in five"
             if one is None
-            else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f} standard deviations"
+            else f"; on one env alone (the one with the fewest seeds), a shift of {rounded_up(one)} standard deviations"
         )
     return text + " (10,000 simulated draws of independent normal scores, at α divided by the number of tests)"
 
