@@ -51,6 +51,7 @@ from cleanrl_utils.rlops_runs import (
     exp_names_per_tag,
     local_runs,
     select,
+    select_left_out,
     unreadable,
     wandb_runs,
     warn,
@@ -718,9 +719,10 @@ def check_args(args: Args) -> None:
         raise RlopsError("--reference-scores are returns, higher is better: they do not go with --lower-is-better")
 
 
-def load_runs(args: Args, exp_names: dict[str, set[str]]) -> list[Run]:
+def load_runs(args: Args, exp_names: dict[str, set[str]]) -> tuple[list[Run], list[LeftOut]]:
+    """The runs found and those left out before any check (W&B runs that have not finished)."""
     if not args.wandb_project_name:
-        return local_runs(args.runs_dir or [Path("runs")])
+        return local_runs(args.runs_dir or [Path("runs")]), []
     try:
         import wandb
 
@@ -768,7 +770,7 @@ def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[L
     """The runs compared after every check, the envs, the runs left out and the runs flagged. A left-out run whose
     tag is unknown (its event files unreadable) has the group "" and keeps every tag from passing."""
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
-    loaded = load_runs(args, exp_names)
+    loaded, unfinished = load_runs(args, exp_names)
     local = not args.wandb_project_name
     lost = (
         [LeftOut(run, "holds nothing readable") for run in unreadable(loaded, set().union(*exp_names.values()))]
@@ -779,6 +781,7 @@ def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[L
     env_ids = args.env_ids or sorted({run.env_id for run in runs if run.group == args.baseline})
     runs = [run for run in runs if run.env_id in env_ids]
     lost = [item for item in lost if item.run.env_id in env_ids]
+    lost += select_left_out([item for item in unfinished if item.run.env_id in env_ids], args.tags, exp_names)
     check_coverage(runs, args.tags, env_ids)
     with_metric = check_metric(runs, args.metric)
     lost += [LeftOut(run, f"logged no {args.metric}") for run in runs if run not in with_metric]

@@ -31,6 +31,12 @@ def describe(run: Run) -> str:
     return f"{run.path} ({run.group or 'no group'}, seed {run.seed}, {run.env_id})"
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    run: Run
+    reason: str
+
+
 # ---------------------------------------------------------------- where runs come from
 
 
@@ -74,13 +80,12 @@ def _sampled_with_exact_tail(remote, keys: list[str], tag: str, window: int) -> 
 
 def wandb_runs(
     api, entity: str | None, project: str, exp_names: set[str], metric: str, scan_history: bool, window: int
-) -> list[Run]:
-    """The finished runs of a W&B project, as the local reader gives them: `api` is a `wandb.Api()`.
-
-    Runs still running, crashed, failed or killed are left out, and counted in a warning.
-    """
+) -> tuple[list[Run], list[LeftOut]]:
+    """The finished runs of a W&B project, as the local reader gives them (`api` is a `wandb.Api()`), and the runs
+    left out: those still running, crashed, failed or killed, counted in a warning. A crashed seed may be what a
+    change broke, so they count as left out, as a local run that stopped early does."""
     path = f"{entity}/{project}" if entity else project
-    runs, unfinished, sampled = [], Counter(), 0
+    runs, unfinished, sampled, left_out = [], Counter(), 0, []
     try:
         for remote in api.runs(path, filters={"config.exp_name": {"$in": sorted(exp_names)}}):
             config = remote.config
@@ -89,6 +94,17 @@ def wandb_runs(
             state = getattr(remote, "state", "finished")
             if state != "finished":
                 unfinished[state] += 1
+                run = Run(
+                    path=Path(f"wandb:{path}/{remote.id}"),
+                    env_id=str(config["env_id"]),
+                    exp_name=str(config["exp_name"]),
+                    seed=str(config.get("seed", "?")),
+                    group="",
+                    scalars={},
+                    runtime_minutes=None,
+                    tags=tuple(remote.tags),
+                )
+                left_out.append(LeftOut(run, f"is {state} on W&B, not finished"))
                 continue
             scalars = {}
             for tag in (metric, SPS_TAG):
@@ -127,7 +143,7 @@ def wandb_runs(
         )
     if not runs:
         raise RlopsError(f"W&B project {path} has no finished runs with exp_name {', '.join(sorted(exp_names))}")
-    return runs
+    return runs, left_out
 
 
 # ---------------------------------------------------------------- choosing runs
@@ -166,6 +182,18 @@ def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]]) -> 
             raise RlopsError(
                 f"no runs of exp name {', '.join(sorted(exp_names[tag]))} carry tag {tag!r}; tags found: {', '.join(seen) or 'none'}"
             )
+    return chosen
+
+
+def select_left_out(left_out: list[LeftOut], tags: list[str], exp_names: dict[str, set[str]]) -> list[LeftOut]:
+    """The runs left out before selection (W&B's unfinished ones) that belong to a compared tag, with their group set
+    (the first compared tag they carry), each named in a warning."""
+    chosen = []
+    for item in left_out:
+        matching = [tag for tag in tags if has_tag(item.run, tag) and item.run.exp_name in exp_names[tag]]
+        if matching:
+            chosen.append(LeftOut(replace(item.run, group=matching[0]), item.reason))
+            warn(f"{describe(chosen[-1].run)} {item.reason}: left out, and the gate cannot pass without it")
     return chosen
 
 
@@ -289,12 +317,6 @@ def check_speeds(runs: list[Run]) -> list[Run]:
 def last_step(run: Run) -> int:
     """The furthest step the run logged anything at (a resumed run may log steps out of order)."""
     return max(step for series in run.scalars.values() for step, _ in series)
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    run: Run
-    reason: str
 
 
 def check_progress(runs: list[Run], env_ids: list[str], min_progress: float, strict: bool) -> tuple[list[Run], list[LeftOut]]:

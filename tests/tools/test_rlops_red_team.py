@@ -470,10 +470,6 @@ class StandInWandbRun:
         return list(self.scan_history(keys))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: W&B runs that crashed are left out with a warning but not counted as left out: 6 of 10 seeds pass, exit 0",
-)
 def test_crashed_wandb_runs_do_not_pass_the_gate(tmp_path, capsys, monkeypatch):
     """The docs: runs left out (a seed that crashed may be what the change broke) keep a tag from passing; W&B's
     crashed runs are 'left out' too. 10 vs 10 seeds of one level, 4 of the tag's seeds crashed on W&B."""
@@ -500,9 +496,13 @@ def test_crashed_wandb_runs_do_not_pass_the_gate(tmp_path, capsys, monkeypatch):
             "--fail-on-regression",
         ]
     )
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "left out 4 runs that have not finished (4 crashed)" in err
-    assert code != 0, "exit 0: four crashed seeds of the tag, and the gate passes"
+    assert code == 3, "four crashed seeds of the tag, and the gate passes"
+    assert "4 runs of it or the baseline left out" in out.splitlines()[-1]
+    for seed in (11, 12, 13, 14):  # each named, in a warning and in the Markdown
+        assert f"(new, seed {seed}, A-v1) is crashed on W&B, not finished: left out" in err
+        assert f"(new, seed {seed}, A-v1)` is crashed on W&B, not finished" in out
 
 
 @pytest.mark.xfail(
