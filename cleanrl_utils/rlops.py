@@ -83,7 +83,7 @@ class Verdict:
     overall: Test  # across envs
     per_env: list[Test]  # in --env-ids order; with one env, the test across envs itself
     gate: str  # regression (across envs or on any env), inconclusive or pass
-    left_out: int = 0  # runs of the tag or the baseline left out (stopped early, no metric, unreadable): cannot pass
+    left_out: int = 0  # runs or seeds of the tag or the baseline left out (see why_inconclusive): cannot pass
 
 
 # ---------------------------------------------------------------- coming from openrlbenchmark
@@ -212,6 +212,41 @@ def score_table(
 def seed_table(runs: list[Run], tags: list[str], env_ids: list[str]) -> dict[str, list[list[str]]]:
     """{tag: [each env's seeds]}, in `score_table`'s order: the test's unit is the seed, not the run."""
     return {tag: [[r.seed for r in runs if r.group == tag and r.env_id == env_id] for env_id in env_ids] for tag in tags}
+
+
+@dataclass(frozen=True)
+class MissingSeed:
+    """A seed with runs on some envs of a tag and none on others: the test across envs leaves it out."""
+
+    tag: str
+    seed: str
+    found_on: list[str]
+    missing_on: list[str]
+
+    def text(self) -> str:
+        return (
+            f"tag {self.tag!r}, seed {self.seed}: runs on {', '.join(self.found_on)} but none on {', '.join(self.missing_on)}"
+        )
+
+
+def missing_seeds(seeds: dict[str, list[list[str]]], env_ids: list[str], left_out: list[LeftOut]) -> list[MissingSeed]:
+    """Every (tag, seed) run on some env and missing on another, which no left-out run already accounts for: a seed
+    that died before its first write on an env, or that the runner lost. The test across envs counts only the seeds
+    run on every env, so such a seed would drop out of it silently; like a crashed run, it keeps the tag from
+    passing. A left-out run of an unknown tag (unreadable) accounts for its seed under any tag."""
+    named = {(item.run.group, item.run.env_id, item.run.seed) for item in left_out}
+    found = []
+    for tag, per_env in seeds.items():
+        for seed in dict.fromkeys(seed for env_seeds in per_env for seed in env_seeds):
+            on = [env for env, env_seeds in zip(env_ids, per_env) if seed in env_seeds]
+            gone = [
+                env
+                for env, env_seeds in zip(env_ids, per_env)
+                if seed not in env_seeds and (tag, env, seed) not in named and ("", env, seed) not in named
+            ]
+            if gone:
+                found.append(MissingSeed(tag, seed, on, gone))
+    return found
 
 
 def baseline_starts(runs: list[Run], baseline: str, env_ids: list[str], metric: str, lower_is_better: bool) -> list[float]:
@@ -391,7 +426,8 @@ def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> st
     if not blind:  # every test can reach alpha: runs were left out
         return (
             f"{verdict.left_out} run{'s' if verdict.left_out > 1 else ''} of it or the baseline left out (stopped early, "
-            "no metric or unreadable: see the warnings): seeds that crash may be what the change broke, so the gate "
+            "not finished, no metric, unreadable or a seed missing on an env: see the warnings): seeds that crash may "
+            "be what the change broke, so the gate "
             "does not pass on the rest"
         )
     best = min(test.smallest_p for test in blind)
@@ -560,11 +596,12 @@ def unscaled_note(unscaled: list[str], baseline: str) -> str:
     )
 
 
-def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int) -> str:
-    if not left_out and not short:
+def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int, missing: list[MissingSeed]) -> str:
+    if not left_out and not short and not missing:
         return ""
     lines = ["## Runs left out or flagged", ""]
     lines += [f"- left out: `{describe(item.run)}` {item.reason}" for item in left_out]
+    lines += [f"- left out of the test across envs: {cell(item.text())}" for item in missing]
     lines += [f"- flagged: `{describe(item.run)}` {item.reason}: its score averages all of them" for item in short]
     return "\n".join(lines)
 
@@ -826,8 +863,16 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
     lows, highs, unscaled = normalization(scores, starts, args.baseline, env_ids, targets)
     seeds = seed_table(runs, args.tags, env_ids)
+    missing = missing_seeds(seeds, env_ids, left_out)
+    for item in missing:
+        warn(f"{item.text()}: left out of the test across envs, and the gate cannot pass without it")
     unknown = sum(item.run.group not in args.tags for item in left_out)
-    dropped = {tag: sum(item.run.group == tag for item in left_out) + unknown * (tag != args.baseline) for tag in args.tags}
+    dropped = {
+        tag: sum(item.run.group == tag for item in left_out)
+        + sum(item.tag == tag for item in missing)
+        + unknown * (tag != args.baseline)
+        for tag in args.tags
+    }
     verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed, seeds, dropped)
 
     rng = np.random.default_rng(args.seed + 1)
@@ -863,7 +908,7 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     }
     sections = [
         report_tables(runs, env_ids, [cell(tag) for tag in args.tags], metric, window, column_of),
-        left_out_section(left_out, short, window),
+        left_out_section(left_out, short, window, missing),
         verdict_section(verdicts, estimates, args.baseline, env_ids, args.confidence, reps, note, metric, window),
         aggregates_section(estimates, args.confidence) if estimates else "",
         figures_section(images, markdown_path, metric, args.smooth),
