@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs
+from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs, count_or_none
 from cleanrl_utils.tensorboard_reader import EventFileError
 
 UNTAGGED = "untagged"  # the group of runs started without WANDB_TAGS
@@ -129,6 +129,7 @@ def wandb_runs(
                     scalars=scalars,
                     runtime_minutes=runtime / 60 if runtime is not None else None,
                     tags=tuple(remote.tags),
+                    num_envs=count_or_none(config.get("num_envs")),
                 )
             )
     except Exception as e:  # the network boundary: wandb raises its own, requests' and HTTP errors
@@ -294,6 +295,46 @@ def check_evidence(runs: list[Run], metric: str) -> None:
                     "in the same time: copies of one run (their returns may have been edited), which would count "
                     "twice; remove the copy"
                 )
+
+
+def close_seeds(runs: list[Run], baseline: str) -> list[tuple[str, str, Run, Run]]:
+    """(tag, env, run, run) for each pair of runs of one comparison (a tag and the baseline on one env) whose seed
+    numbers differ by less than their num_envs: the scripts reset their vector env with `envs.reset(seed=s)`, which
+    seeds sub-env i with s + i, so seeds s and s + 1 start num_envs - 1 sub-envs on the same random streams and are
+    not independent, as the test assumes. Runs that logged no num_envs, or whose seed is not a number, are skipped."""
+    close = []
+    envs = dict.fromkeys(run.env_id for run in runs)
+    for tag in dict.fromkeys(run.group for run in runs if run.group != baseline):
+        for env in envs:
+            side = [r for r in runs if r.env_id == env and r.group in (tag, baseline) and r.num_envs and r.seed.isdigit()]
+            for first, second in itertools.combinations(side, 2):
+                apart = abs(int(first.seed) - int(second.seed))
+                if 0 < apart < max(first.num_envs or 1, second.num_envs or 1):
+                    close.append((tag, env, first, second))
+    return close
+
+
+def sorted_seeds(close: tuple[str, str, Run, Run]) -> list[int]:
+    return sorted(int(run.seed) for run in close[2:])
+
+
+def warn_close_seeds(runs: list[Run], baseline: str) -> None:
+    """One warning line when some comparison holds seeds closer than their runs' num_envs (see `close_seeds`)."""
+    close = close_seeds(runs, baseline)
+    if not close:
+        return
+    # the closest pair, lowest seeds first: the same runs always name the same pair
+    tag, env, first, second = min(close, key=lambda c: (abs(int(c[2].seed) - int(c[3].seed)), sorted_seeds(c), c[1]))
+    first, second = sorted((first, second), key=lambda run: int(run.seed))
+    num_envs = max(first.num_envs or 1, second.num_envs or 1)
+    warn(
+        f"seeds {first.seed} ({first.group}) and {second.seed} ({second.group}) on {env} are closer than their num_envs "
+        f"({num_envs}), {len(close)} pair{'s' if len(close) > 1 else ''} of seeds in all: envs.reset(seed=s) seeds "
+        "sub-env i with s + i, so such seeds start sub-envs on the same random streams and are not independent, as the "
+        "test assumes (the p-values may be too small); space every seed of a comparison by at least num_envs: the "
+        "benchmark runner gives consecutive seeds (--start-seed S --num-seeds N runs S ... S + N - 1), so run one seed "
+        "per call (--start-seed S --num-seeds 1) or pass each script's --seed yourself"
+    )
 
 
 def check_speeds(runs: list[Run]) -> list[Run]:

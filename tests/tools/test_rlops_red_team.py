@@ -178,16 +178,17 @@ def test_the_detectable_shift_is_found_four_times_in_five():
 # ---------------------------------------------------------------- runs written as the scripts write them
 
 
-def write_run(root: Path, env_id: str, tags: str, seed, returns, steps=None, sps=None, clock=None, name=None) -> Path:
+def write_run(
+    root: Path, env_id: str, tags: str, seed, returns, steps=None, sps=None, clock=None, name=None, num_envs=None
+) -> Path:
     from torch.utils.tensorboard import SummaryWriter
 
     folder = root / (name or f"{env_id}__ppo__{seed}__{tags.replace(',', '+').replace(chr(10), '_') or 'none'}")
     steps = steps if steps is not None else [100 * (i + 1) for i in range(len(returns))]
     stamps = [None if clock is None else clock + i for i in range(len(steps))]
+    table = f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|ppo|\n|seed|{seed}|"
     with SummaryWriter(str(folder)) as writer:
-        writer.add_text(
-            "hyperparameters", f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|ppo|\n|seed|{seed}|", walltime=clock
-        )
+        writer.add_text("hyperparameters", table + (f"\n|num_envs|{num_envs}|" if num_envs else ""), walltime=clock)
         writer.add_text("tags", tags, walltime=clock)
         for step, value, stamp in zip(steps, returns, stamps):
             writer.add_scalar("charts/episodic_return", value, step, walltime=stamp)
@@ -584,44 +585,83 @@ def test_different_seeds_that_all_reach_the_cap_are_not_called_copies(tmp_path, 
     assert seeds_compared(out) == "7 vs 7"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: reset(seed=s) seeds sub-env i with s + i: seeds 1 and 2 start 3 of 4 envs alike, not independent",
-)
-def test_consecutive_seeds_do_not_share_env_random_streams():
-    """The docs: "a seed fixes a run's initial network and its envs' random states ... runs of different seeds are
-    independent". ppo.py resets its vector env with `envs.reset(seed=args.seed)`, which seeds sub-env i with
-    seed + i, and the runner's seeds are 1, 2, 3, ...: seeds 1 and 2 share three of four envs' streams."""
+def first_observations(seed: int, num_envs: int = 4) -> np.ndarray:
     import gymnasium as gym
 
-    def first_observations(seed: int) -> np.ndarray:
-        envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
-        observations, _ = envs.reset(seed=seed)
-        envs.close()
-        return observations
-
-    one, two = first_observations(1), first_observations(2)
-    shared = sum(any(np.array_equal(a, b) for b in two) for a in one)
-    assert shared == 0, f"seed 1's and seed 2's vector envs start {shared} of 4 envs in the same state"
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
+    observations, _ = envs.reset(seed=seed)
+    envs.close()
+    return observations
 
 
-@pytest.mark.xfail(strict=True, reason="finding: with consecutive seeds, env-stream luck shared by neighbours: 11.5% alarms")
-def test_consecutive_seeds_sharing_env_streams_keep_the_false_alarm_rate():
-    """A model of the finding above: sub-env i of seed s draws stream s + i (4 envs), and that stream's luck makes
-    90% of a run's score variance (an extreme: the initial states decide the outcome). Both sides on seeds of their
-    own (tag 9-16, baseline 1-8), the same law for both: every flag is a false alarm. Measured: 11.5% of 2,000 (at a
-    50% share, about 4%)."""
+def test_consecutive_seeds_share_env_random_streams_and_spaced_seeds_do_not():
+    """What the gate's seed-spacing warning stands on (finding 4 of round 2, kept as a limitation): ppo.py resets
+    its vector env with `envs.reset(seed=args.seed)`, which seeds sub-env i with seed + i, so seeds 1 and 2 start
+    three of four envs alike; seeds num_envs apart start none alike. The scripts are left as they are."""
+
+    def shared(a: int, b: int) -> int:
+        one, two = first_observations(a), first_observations(b)
+        return sum(any(np.array_equal(x, y) for y in two) for x in one)
+
+    assert shared(1, 2) == 3 and shared(1, 4) == 1
+    assert shared(1, 5) == 0 and shared(5, 9) == 0
+
+
+def env_stream_null(seeds_x: list[int], seeds_y: list[int], num_envs: int = 4, share: float = 0.9, trials: int = 2000):
+    """The false-alarm rate of the test when sub-env i of seed s draws stream s + i and that stream's luck makes
+    `share` of a run's score variance (0.9: an extreme, the initial states decide the outcome). Same law for both
+    sides: every flag is a false alarm."""
     rng = np.random.default_rng(3)
-    n, share, trials = 8, 0.9, 2000
-    tag_seeds, base_seeds = list(range(1 + n, 1 + 2 * n)), list(range(1, n + 1))
+    top = max(seeds_x + seeds_y) + num_envs + 1
     alarms = 0
     for _ in range(trials):
-        streams = rng.normal(size=2 * n + 8)
-        noise = math.sqrt(1 - share) * rng.normal(size=2 * n + 1)
-        score = math.sqrt(share) * np.array([streams[s : s + 4].sum() / 2 for s in range(2 * n + 1)]) + noise
-        x, y = score[tag_seeds], score[base_seeds]
-        alarms += rlstats.improvement_p_value([x], [y], [tag_seeds], [base_seeds]) <= ALPHA
-    assert within_alpha(alarms / trials, trials), f"{alarms / trials:.1%} false alarms"
+        streams = rng.normal(size=top)
+        noise = math.sqrt(1 - share) * rng.normal(size=top)
+        score = math.sqrt(share) * np.array([streams[s : s + num_envs].sum() / math.sqrt(num_envs) for s in range(top)])
+        score += noise
+        x, y = score[seeds_x], score[seeds_y]
+        alarms += rlstats.improvement_p_value([x], [y], [seeds_x], [seeds_y]) <= ALPHA
+    return alarms / trials
+
+
+def test_seeds_sharing_env_streams_break_the_false_alarm_rate_and_spaced_seeds_keep_it():
+    """The measured limitation the RLops page states: consecutive seeds (tag 9-16, baseline 1-8, 4 envs) give 11.5%
+    false alarms in this extreme model; the same seeds spaced by num_envs (4) stay within alpha."""
+    consecutive = env_stream_null(list(range(9, 17)), list(range(1, 9)))
+    assert consecutive == pytest.approx(0.115, abs=0.005), consecutive
+    spaced = env_stream_null(list(range(33, 65, 4)), list(range(1, 33, 4)))
+    assert within_alpha(spaced, 2000), spaced
+
+
+def write_spaced_groups(root: Path, base_seeds, new_seeds, num_envs) -> None:
+    rng = np.random.default_rng(4)
+    for tag, seeds in (("base", base_seeds), ("new", new_seeds)):
+        for seed in seeds:
+            final = 100 + rng.normal()
+            returns = final * np.linspace(0.05, 1, 30) + rng.normal(size=30)
+            write_run(root, "A-v1", tag, seed, returns, num_envs=num_envs)
+
+
+@pytest.mark.parametrize(
+    ("base_seeds", "new_seeds", "num_envs", "warned"),
+    [
+        (range(1, 8), range(11, 18), 4, "seeds 1 (base) and 2 (base) on A-v1 are closer than their num_envs (4)"),
+        (range(1, 29, 4), range(101, 129, 4), 4, None),  # spaced by num_envs: independent streams
+        (range(1, 8), range(11, 18), 1, None),  # one env per run: seed s is stream s alone
+        (range(1, 8), range(11, 18), None, None),  # no num_envs logged: nothing to check
+        (range(1, 29, 4), range(3, 31, 4), 4, "seeds 1 (base) and 3 (new) on A-v1"),  # the groups interleaved
+    ],
+)
+def test_seeds_closer_than_num_envs_are_named_in_one_warning(tmp_path, capsys, base_seeds, new_seeds, num_envs, warned):
+    write_spaced_groups(tmp_path / "runs", base_seeds, new_seeds, num_envs)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base")
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "num_envs" in line]
+    if warned is None:
+        assert lines == []
+        return
+    assert len(lines) == 1 and warned in lines[0], lines
+    assert "--start-seed S --num-seeds 1" in lines[0] and "--seed" in lines[0]
 
 
 def seed_patterns(kind: str, rng) -> tuple[dict, dict]:
