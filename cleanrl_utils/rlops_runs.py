@@ -3,6 +3,7 @@ that a broken run stops the comparison (a non-finite score, a run in two groups,
 and left out (a run that stopped early, a non-finite speed) instead of quietly moving a verdict."""
 
 import itertools
+import math
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -259,6 +260,83 @@ def mostly_equal(first: list[tuple[int, float]], second: list[tuple[int, float]]
     return a.shape == b.shape and float(np.mean(np.isclose(a, b, rtol=1e-4, atol=0.0))) > 0.5
 
 
+COPY_RTOL = 0.01  # two values this close (relative) count as the same: a copy scaled by up to 1% still matches
+COPY_LAGS = 10  # chance agreement is measured between each value and the other run's values up to this many apart
+COPY_MIN_VALUES = 10  # fewer fluctuations than this in common: too little to tell a copy (short or flat runs)
+COPY_CHANCE = 1e-9  # a bound on the chance that independent runs agree as much: below it, the runs are copies
+COPY_SMOOTH_LEVELS = 5  # curves without fluctuations (only written by hand) need this many distinct values
+
+
+def alignments(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Two ways to line two runs' values up: episode by episode from the start (a copy with episodes added or cut at
+    its end), and at the global steps both logged (a copy with episodes added or cut anywhere)."""
+    by_index = min(len(first), len(second))
+    at_second = dict(second)
+    common = [(value, at_second[step]) for step, value in first if step in at_second]
+    pairs = [
+        (np.array([v for _, v in first[:by_index]]), np.array([v for _, v in second[:by_index]])),
+        (np.array([a for a, _ in common]), np.array([b for _, b in common])),
+    ]
+    return [(a.astype(float), b.astype(float)) for a, b in pairs]
+
+
+def chance_bound(agreeing: int, compared: int, chance: float) -> float:
+    """A bound on P(`agreeing` or more of `compared` agree) when each agrees with probability `chance`: Chernoff's,
+    exp(-n KL(k/n || q)), with n a third of the comparisons (second differences three apart share no value, so only
+    those are independent)."""
+    share = agreeing / compared
+    if share <= chance:
+        return 1.0
+    chance = min(max(chance, 1e-12), 1 - 1e-12)
+    kl = share * math.log(share / chance) + (0.0 if share == 1 else (1 - share) * math.log((1 - share) / (1 - chance)))
+    return math.exp(-compared / 3 * kl)
+
+
+def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> bool:
+    """Whether two runs' learning curves are one run's, edited or not (its SPS, its length, its returns scaled by up
+    to 1%, a tenth of them changed), rather than two seeds'.
+
+    A copy keeps a run's episode-to-episode fluctuations: the second differences of its returns (its noise, with any
+    straight trend taken out) agree with the original's, episode for episode. Another seed's fluctuations agree
+    with them at the same episode no more often than at neighbouring ones. So the agreement at the same episode is
+    compared with the agreement up to `COPY_LAGS` episodes apart (the chance of agreeing, measured on the two runs
+    themselves), and the runs are copies when independent runs would agree this much with chance below
+    `COPY_CHANCE`. Episodes where both are flat (CartPole's 500, MountainCar's -200) say nothing and are not
+    counted; runs with fewer than `COPY_MIN_VALUES` fluctuations in common are never copies. Curves without any
+    fluctuation (straight lines, only written by hand) are copies when 90% of their values agree."""
+    for a, b in alignments(first, second):
+        if len(a) < COPY_MIN_VALUES + 2:
+            continue
+        scale = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-30)
+        flat = 1e-5 * scale  # float32 rounding of the values, not a fluctuation
+        da, db = np.diff(a, 2), np.diff(b, 2)
+        da[np.abs(da) <= flat], db[np.abs(db) <= flat] = 0.0, 0.0
+
+        def agree(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return np.abs(x - y) <= COPY_RTOL * np.maximum(np.abs(x), np.abs(y))
+
+        moving = (da != 0) | (db != 0)
+        if not moving.any():
+            if (da == 0).all() and (db == 0).all():
+                levels = len(np.unique(np.round(a / (COPY_RTOL * scale))))
+                if levels >= COPY_SMOOTH_LEVELS and np.mean(agree(a, b)) >= 0.9:
+                    return True
+            continue
+        if moving.sum() < COPY_MIN_VALUES:
+            continue
+        agreeing = int(agree(da, db)[moving].sum())
+        chance_agreeing = chance_compared = 0
+        for lag in range(1, COPY_LAGS + 1):
+            for x, y in ((da[lag:], db[:-lag]), (da[:-lag], db[lag:])):
+                counted = (x != 0) | (y != 0)
+                chance_agreeing += int(agree(x, y)[counted].sum())
+                chance_compared += int(counted.sum())
+        chance = (chance_agreeing + 1) / (chance_compared + 1)
+        if chance_bound(agreeing, int(moving.sum()), chance) <= COPY_CHANCE:
+            return True
+    return False
+
+
 def check_evidence(runs: list[Run], metric: str) -> None:
     """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
     one tag or a copy given another seed would count the same evidence twice and shrink every p.
@@ -294,6 +372,17 @@ def check_evidence(runs: list[Run], metric: str) -> None:
                     f"{describe(first)} and {describe(second)} logged at the same steps with the same {SPS_TAG} values "
                     "in the same time: copies of one run (their returns may have been edited), which would count "
                     "twice; remove the copy"
+                )
+    for env_id in dict.fromkeys(run.env_id for run in runs):
+        on_env = [run for run in runs if run.env_id == env_id]
+        for first, second in itertools.combinations(on_env, 2):
+            if first.group != second.group and first.seed == second.seed:
+                continue  # two tags' runs of one seed: a change that alters nothing, run deterministically
+            if near_copy(first.scalars[metric], second.scalars[metric]):
+                raise RlopsError(
+                    f"{describe(first)} and {describe(second)}: their {metric} curves rise and fall together episode "
+                    f"by episode, as no two seeds' do: copies of one run (edited or not: its {SPS_TAG}, its length, "
+                    "its values scaled by up to 1%), which would count twice; remove the copy"
                 )
 
 
