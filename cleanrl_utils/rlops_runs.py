@@ -12,15 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs, count_or_none
+from cleanrl_utils.rlops_args import UNTAGGED, RlopsError
 from cleanrl_utils.tensorboard_reader import EventFileError
 
-UNTAGGED = "untagged"  # the group of runs started without WANDB_TAGS
 STEP_KEY = "global_step"  # the step of W&B runs synced from TensorBoard
 SAMPLED_HISTORY_ROWS = 500  # W&B history rows read per run without --scan-history
-
-
-class RlopsError(Exception):
-    """Bad input: one `rlops: error:` line on stderr and exit code 2."""
 
 
 def warn(message: str) -> None:
