@@ -13,9 +13,18 @@ finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 
 A second round tried the seed as the unit (issue 52's follow-up). Held: partly shared seed numbers, unequal seeds
 per env, three tags on the baseline's seeds, 0/1 ties (at most 0.75% false alarms), CartPole-like seeds all at the
-cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke (marked):
-crashed W&B runs and a seed missing on one env pass the gate; a copy with its SPS values, its length or every
-return (by 0.1%) edited counts as a new seed; consecutive seeds share env streams.
+cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke, and fixed
+since (no mark is left):
+
+- crashed W&B runs passed the gate: they now count as left out, named (at best exit 3);
+- a seed missing on one env was dropped silently: one warning line names it, and it counts as left out;
+- a copy with its SPS values, its length or every return (x1.001) edited counted as a new seed: copies are now found
+  by their curves' fluctuations (`rlops_runs.near_copy`), red-teamed against false refusals by a simulation of 14
+  kinds of independent seeds kept below, and found under four edits;
+- the printed shift could be below the one found (3.635 as 3.6): it is rounded up;
+- consecutive seeds share env streams (`envs.reset(seed=s)` seeds sub-env i with s + i; 11.5% false alarms in an
+  extreme model): the scripts stay as they are, so this stays a limitation; the tests below keep the fact and the
+  measurement, and the gate now names seeds closer than num_envs in one warning line.
 """
 
 import itertools
@@ -713,10 +722,11 @@ def env_stream_null(seeds_x: list[int], seeds_y: list[int], num_envs: int = 4, s
 
 
 def test_seeds_sharing_env_streams_break_the_false_alarm_rate_and_spaced_seeds_keep_it():
-    """The measured limitation the RLops page states: consecutive seeds (tag 9-16, baseline 1-8, 4 envs) give 11.5%
-    false alarms in this extreme model; the same seeds spaced by num_envs (4) stay within alpha."""
+    """The measured limitation the RLops page states: consecutive seeds (tag 9-16, baseline 1-8, 4 envs) give about
+    12% false alarms in this extreme model (11.5% in round 2's draws, 11.85% in these); about 4% at a 50% share;
+    the same seeds spaced by num_envs (4) stay within alpha (0.6%)."""
     consecutive = env_stream_null(list(range(9, 17)), list(range(1, 9)))
-    assert consecutive == pytest.approx(0.115, abs=0.005), consecutive
+    assert 0.10 <= consecutive <= 0.13 and not within_alpha(consecutive, 2000), consecutive
     spaced = env_stream_null(list(range(33, 65, 4)), list(range(1, 33, 4)))
     assert within_alpha(spaced, 2000), spaced
 
