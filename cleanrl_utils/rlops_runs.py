@@ -335,7 +335,9 @@ def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -
 
 def check_evidence(runs: list[Run], metric: str) -> None:
     """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
-    one tag or a copy given another seed would count the same evidence twice and shrink every p.
+    one tag or a copy given another seed would count the same evidence twice and shrink every p. A copy is found by
+    its clock readings when it is exact (`fingerprint`: even a flat run's copy) and by its curve when it fluctuates
+    (`near_copy`: edited or not).
 
     Two tags' runs of one seed may be copies of each other's values: a change that alters nothing could be run
     deterministically, and a copy on both sides only pulls the verdict towards no difference.
