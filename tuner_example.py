@@ -19,7 +19,7 @@ from typing import Annotated
 import optuna
 import tyro
 
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime.command_line import parse_args
 from cleanrl_utils.tuner import STORAGE_ENV, StorageError, Terminated, Tuner, storage_url
 
 PPO = Path(__file__).resolve().parent / "cleanrl" / "ppo.py"

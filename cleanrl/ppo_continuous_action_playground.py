@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from cleanrl_utils.command_line import check_command_line
+from cleanrl_utils.runtime.command_line import check_command_line
 
 
 @dataclass
@@ -102,8 +102,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.experiment import Experiment, one_line
+from cleanrl_utils.runtime.evals.special import FirstEnvVideo, evaluate_playground
+from cleanrl_utils.runtime.experiment import Experiment, one_line
 
 try:
     import jax
@@ -288,7 +288,7 @@ if __name__ == "__main__":
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device
         agent.obs_rms.update(raw_obs)
         next_obs = agent.obs_rms.normalize(raw_obs)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

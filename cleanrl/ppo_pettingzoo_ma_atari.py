@@ -8,7 +8,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -80,7 +80,6 @@ class Args:
     max_cycles: int = 100000
     """a game is cut (truncated) after this many emulator frames (PettingZoo's `max_cycles`)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -96,8 +95,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import evaluate_pettingzoo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.special import evaluate_pettingzoo
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):
@@ -257,7 +256,8 @@ if __name__ == "__main__":
     # each player's episode is counted here, in clipped rewards (a resumed run's games are played up to its checkpoint)
     next_obs, episode_returns, episode_lengths = start_games(envs, args.seed, game_actions)
     next_obs = torch.as_tensor(next_obs, device=device)
-    # however the run ends, the video in progress is written before the envs and logs close
+    # exp catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit;
+    # the video in progress is written before that
     with exp, contextlib.closing(video) if video else contextlib.nullcontext():
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:

@@ -7,7 +7,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -81,7 +81,6 @@ class Args:
     num_iterations_obs_norm_init: int = 50
     """the number of rollouts (num-steps each) of random play that initialise the observation normaliser"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -96,8 +95,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
-from cleanrl_utils.visited_places import VisitedPlaces
+from cleanrl_utils.runtime.experiment import Experiment
+from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
 try:
     import envpool
@@ -381,7 +380,7 @@ if __name__ == "__main__":
         (obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count) = checkpoint["rms"]
         discounted_curiosity = checkpoint["discounted_curiosity"]
         recent_returns.extend(checkpoint["recent_returns"])
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         next_obs, next_done = envs.reset()[0], np.zeros(args.num_envs, dtype=bool)
         if not exp.loaded_checkpoint:  # a resumed run has its normaliser
             print(f"initialising the normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")

@@ -23,9 +23,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.command_line import parse_args
-from cleanrl_utils.huggingface import DownloadError, download, repo_name
-from cleanrl_utils.model_files import read_flax, read_torch
+from cleanrl_utils.runtime.command_line import parse_args
+from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
+from cleanrl_utils.runtime.model_files import read_flax, read_torch
 from cleanrl_utils.zoo import entry, saves_flax
 
 

@@ -8,7 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line
+from cleanrl_utils.runtime.command_line import check_command_line
 
 
 @dataclass
@@ -113,8 +113,8 @@ import torch.nn as nn
 import torch.optim as optim
 from torch.distributions import Categorical
 
-from cleanrl_utils.evals.special import evaluate_trxl
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.special import evaluate_trxl
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
     import minigrid
@@ -465,7 +465,7 @@ if __name__ == "__main__":
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             # linear decay to the final values over anneal_steps, then held
             frac = max(1.0 - global_step / args.anneal_steps, 0.0)

@@ -14,7 +14,7 @@ import pytest
 
 from cleanrl import ddpg_continuous_action_jax as ddpg
 from cleanrl import td3_continuous_action_jax as td3
-from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 from tests import helpers
 from tests.helpers import REPO, run_script, script_env
 

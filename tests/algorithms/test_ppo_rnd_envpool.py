@@ -145,7 +145,7 @@ def test_curiosity_is_half_the_squared_feature_error():
 
 
 def test_visited_places_count_rooms_and_cells_from_the_ram():
-    from cleanrl_utils.visited_places import VisitedPlaces
+    from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
     places = VisitedPlaces("MontezumaRevenge-v5", 3)
     ram = np.zeros((3, 128), dtype=np.uint8)
@@ -174,8 +174,8 @@ def test_visited_places_count_rooms_and_cells_from_the_ram():
 
 
 def test_visited_places_checkpointed_without_the_games_under_way(tmp_path):
-    from cleanrl_utils import plain_data
-    from cleanrl_utils.visited_places import VisitedPlaces
+    from cleanrl_utils.runtime import plain_data
+    from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
     places = VisitedPlaces("MontezumaRevenge-v5", 2)
     ram = np.zeros((2, 128), dtype=np.uint8)
@@ -230,7 +230,7 @@ def test_resumed_run_keeps_learning_and_places_and_plays_new_games(tmp_path):
     pytest.importorskip("envpool")
     import shutil
 
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
     from cleanrl_utils.tensorboard_reader import read_scalars
     from tests.helpers import run_in_process
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cleanrl import sac_continuous_action as sac
-from cleanrl_utils.evals.continuous import evaluate_sac
+from cleanrl_utils.runtime.evals.continuous import evaluate_sac
 from tests.helpers import Run, returns_played_by_hand, run_in_process
 
 # the runs are made in this process: an interpreter importing torch costs more than one of them
@@ -196,7 +196,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
     is resumed at step 200, a log step: its row holds the actor and alpha losses of step 198, which only the
     checkpoint can give back.
     """
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
 
     args = ("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "100", "--batch-size", "32",
             "--buffer-size", "1000", "--policy-frequency", "3", "--checkpoint-frequency", "200")  # fmt: skip

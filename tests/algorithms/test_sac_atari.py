@@ -9,7 +9,7 @@ import torch
 from torch.distributions import Categorical
 
 from cleanrl import sac_atari
-from cleanrl_utils.evals.atari import evaluate_sac
+from cleanrl_utils.runtime.evals.atari import evaluate_sac
 from tests.helpers import run_script
 
 N_ACTIONS = 6

@@ -12,7 +12,7 @@ import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl import sac_continuous_action_jax as sac
-from cleanrl_utils.evals.jax import evaluate_sac
+from cleanrl_utils.runtime.evals.jax import evaluate_sac
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.algorithms.test_ddpg import run_in_process as run_torch_in_process
 from tests.algorithms.test_ddpg_td3_jax import run_in_process

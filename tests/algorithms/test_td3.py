@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import td3_continuous_action as td3
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
 from tests import helpers
 from tests.algorithms.test_ddpg import adam_steps, run_in_process
 

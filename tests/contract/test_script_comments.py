@@ -16,8 +16,8 @@ def test_comment_lines_counts_comments_not_docstrings_or_strings():
 
 def test_lab_notes_are_found_in_comments_and_nowhere_else(tmp_path):
     (tmp_path / "cleanrl").mkdir()
-    (tmp_path / "cleanrl_utils").mkdir()
-    (tmp_path / "cleanrl_utils" / "experiment.py").write_text("# the SPS clock\n")
+    (tmp_path / "cleanrl_utils" / "runtime").mkdir(parents=True)
+    (tmp_path / "cleanrl_utils" / "runtime" / "experiment.py").write_text("# the SPS clock\n")
     (tmp_path / "cleanrl" / "algo.py").write_text(
         'HELP = "6.4k vs 4.2k SPS"  # a string is not a comment\n'
         "# a time limit is not a true end\n"

@@ -61,7 +61,7 @@ class Script:
 
 
 # Bad values of the flags every script has: refused by the check every script's command line goes through
-# (cleanrl_utils/command_line.py: tyro's errors in one line, then argument_problems), before any work (issue 51)
+# (cleanrl_utils/runtime/command_line.py: tyro's errors in one line, then argument_problems), before any work (issue 51)
 ARGUMENT_BAD_INPUT = {
     "seed below 0": (("--seed", "-1"), "--seed must be between 0 and 2147483647 (2**31 - 1), got -1"),
     "gamma not a number": (("--gamma", "nan"), "--gamma must be a finite number, got nan"),
@@ -1626,7 +1626,7 @@ def test_track_makes_offline_wandb_run_with_scalars(smoke):
     assert script.tags <= keys, f"W&B run lacks {sorted(script.tags - keys)}"
 
 
-# Both signals go through the same handler of cleanrl_utils.experiment (tests/runtime/test_experiment.py sends
+# Both signals go through the same handler of cleanrl_utils.runtime.experiment (tests/runtime/test_experiment.py sends
 # each); per script, what matters is where the loop checks for it, so the scripts take turns.
 INTERRUPTIONS = [(name, (signal.SIGINT, signal.SIGTERM)[i % 2]) for i, name in enumerate(sorted(SCRIPTS))]
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmark.harness import is_done
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 from tests.helpers import killed_mid_write
 
 
@@ -13,7 +13,7 @@ def test_a_write_killed_halfway_leaves_the_previous_file(tmp_path):
     target = tmp_path / "table.md"
     atomic.write_text(target, "the old table\n")
     killed_mid_write(
-        f"from cleanrl_utils import atomic; atomic.write_text({str(target)!r}, 'the new table ' * 1000)", tmp_path
+        f"from cleanrl_utils.runtime import atomic; atomic.write_text({str(target)!r}, 'the new table ' * 1000)", tmp_path
     )
     assert target.read_text() == "the old table\n"
     atomic.write_bytes(target, b"next")  # a later write goes through; the killed one's temporary file is never read

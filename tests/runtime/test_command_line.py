@@ -12,7 +12,7 @@ import tyro
 
 from cleanrl_utils import enjoy, submit_exp
 from cleanrl_utils.benchmark import cli as benchmark_cli
-from cleanrl_utils.command_line import argument_problems, boolean_fields, box_text, check_command_line, parse_args
+from cleanrl_utils.runtime.command_line import argument_problems, boolean_fields, box_text, check_command_line, parse_args
 
 pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 

@@ -167,7 +167,7 @@ def test_run_exited_0_just_before_runner_was_killed_is_not_rerun(tmp_path, fake)
 
 
 def test_a_run_whose_only_checkpoint_is_cut_short_starts_again(tmp_path, fake):
-    from cleanrl_utils import checkpoint
+    from cleanrl_utils.runtime import checkpoint
 
     command = f"{fake} --cut-short"
     assert bench(tmp_path, command).returncode == 1

@@ -576,8 +576,8 @@ def test_runs_and_what_they_started_die_with_a_killed_runner(tmp_path, fake_trai
 
 
 def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
-    from cleanrl_utils import experiment
     from cleanrl_utils.benchmark import ledger
+    from cleanrl_utils.runtime import experiment
 
     assert ledger.RUN_NAME_FILE == experiment.RUN_NAME_FILE
 

@@ -344,7 +344,7 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
 
     from benchmark.checks import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
-    from cleanrl_utils import plain_data
+    from cleanrl_utils.runtime import plain_data
 
     def saved(env_id: str, weights_key: str = "agent") -> Path:
         args = Args(env_id=env_id, trxl_dim=16, trxl_num_layers=1, trxl_num_heads=1, trxl_memory_length=8)

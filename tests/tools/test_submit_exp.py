@@ -145,7 +145,7 @@ SECRETS_AND_LOCAL_STATE = [
 # What the Dockerfile copies or runs: it must be in the build context.
 NEEDED_IN_THE_IMAGE = [
     "pyproject.toml", "README.md", "LICENSE", "docker/entrypoint.sh", "cleanrl/ppo.py", "cleanrl/ppo_trxl/enjoy.py",
-    "cleanrl_utils/experiment.py", "benchmark/harness.py", "docs/index.md", "tuner_example.py",
+    "cleanrl_utils/runtime/experiment.py", "benchmark/harness.py", "docs/index.md", "tuner_example.py",
 ]  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 The scripts decide what goes into a checkpoint (networks, optimiser, counters, replay buffer...);
 this module does what is the same for all of them:
 
-- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically (`cleanrl_utils.atomic`):
+- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically (`cleanrl_utils.runtime.atomic`):
   into a temporary file in the same folder, flushed to disk, then renamed over the final name. A run
   killed during a write leaves the previous checkpoint whole, and at worst a stray temporary file
   that is never taken for a checkpoint (the next save removes it). The newest `keep` checkpoints
@@ -11,13 +11,13 @@ this module does what is the same for all of them:
 - `load` takes a checkpoint file or a run folder: its newest checkpoint, or the one before it when the newest
   is cut short (a full disk, a partial copy), naming the one it skipped on stderr.
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
-- `env_state` / `restore_env` carry the environments over (`cleanrl_utils.env_state`).
+- `env_state` / `restore_env` carry the environments over (`cleanrl_utils.runtime.env_state`).
 - `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers).
 - `save` records the file name of the script that wrote the checkpoint, and `restored_args` refuses a checkpoint
   of another script (ppo.py and ppo_atari.py have the same arguments); it gives a resumed run the arguments it
   was started with, checked as the command line's are.
 
-A checkpoint is data, never code: it is written in `cleanrl_utils.plain_data`'s format (a JSON header, then the
+A checkpoint is data, never code: it is written in `cleanrl_utils.runtime.plain_data`'s format (a JSON header, then the
 raw bytes of arrays and tensors), which has no way to name a class or a function. Reading it builds numbers,
 strings, containers, arrays, tensors, deques and NumPy generators only, each checked as it is read; the
 environments and replay buffers take the saved values into the objects the resumed run made itself. A file of
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from cleanrl_utils import atomic, plain_data
-from cleanrl_utils import env_state as env_snapshots
+from cleanrl_utils.runtime import atomic, plain_data
+from cleanrl_utils.runtime import env_state as env_snapshots
 
 CHECKPOINT_DIR = "checkpoints"
 NAME = re.compile(r"checkpoint_(\d+)\.pt")
@@ -209,7 +209,7 @@ def check_run_state(checkpoint: dict[str, Any]) -> None:
     # TensorBoard and the scripts' counters are 64-bit: a step beyond fails there, mid-run
     if not 0 <= checkpoint["global_step"] < 2**62 or not math.isfinite(checkpoint["elapsed_time"]):
         raise RefusedCheckpoint("--resume: refused, the checkpoint's global step or clock is out of range")
-    from cleanrl_utils.command_line import path_component_problems
+    from cleanrl_utils.runtime.command_line import path_component_problems
 
     problems = path_component_problems("run_name", checkpoint["run_name"])
     if checkpoint["wandb_id"] is not None:
@@ -258,7 +258,7 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
         if given != value and given != defaults[name]:
             ignored.append(f"--{name.replace('_', '-')} {given} (the run uses {value})")
         setattr(args, name, value)
-    from cleanrl_utils.command_line import argument_problems
+    from cleanrl_utils.runtime.command_line import argument_problems
 
     problems = argument_problems(args)
     if problems:
@@ -326,7 +326,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def env_state(env: Any) -> list[dict[str, Any]]:
-    """A snapshot of `env` as plain data (`cleanrl_utils.env_state.snapshot`)."""
+    """A snapshot of `env` as plain data (`cleanrl_utils.runtime.env_state.snapshot`)."""
     return env_snapshots.snapshot(env)
 
 
