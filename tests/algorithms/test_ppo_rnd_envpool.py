@@ -173,7 +173,7 @@ def test_visited_places_count_rooms_and_cells_from_the_ram():
     assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4", 1).known
 
 
-def test_visited_places_go_into_a_checkpoint_and_back_without_the_games_under_way(tmp_path):
+def test_visited_places_checkpointed_without_the_games_under_way(tmp_path):
     from cleanrl_utils.runtime import plain_data
     from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
@@ -222,7 +222,7 @@ def test_montezuma_run_logs_the_places_it_reached(tmp_path):
 
 
 @pytest.mark.extended  # ~40 s of one core: CI runs it after the quick run
-def test_a_resumed_run_keeps_what_it_learned_and_reached_and_plays_new_games(tmp_path):
+def test_resumed_run_keeps_learning_and_places_and_plays_new_games(tmp_path):
     """envpool cannot save its games: a resumed run restores the agent, the predictor (and its fixed target), the
     optimiser, both normalisers, the discounted intrinsic sums and the rooms and places reached, skips the random
     play, and starts new games from other env seeds. 4 iterations of 4 envs x 32 steps, a checkpoint every 2,

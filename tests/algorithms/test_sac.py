@@ -82,7 +82,7 @@ def test_log_prob_matches_change_of_variables_with_a_numeric_jacobian():
     assert log_prob.squeeze(1).double()[keep] == pytest.approx(expected[keep].numpy(), abs=1e-3)
 
 
-def test_actions_stay_within_asymmetric_bounds_and_the_mean_maps_to_the_centre():
+def test_actions_stay_in_asymmetric_bounds_and_mean_maps_to_centre():
     envs = spaces([-1.0, 10.0], [3.0, 10.5])
     low, high = torch.tensor([-1.0, 10.0]), torch.tensor([3.0, 10.5])
     torch.manual_seed(0)

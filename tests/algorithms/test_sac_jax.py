@@ -170,7 +170,7 @@ def test_log_prob_is_a_density_over_asymmetric_bounds(monkeypatch):
     np.testing.assert_allclose(np.asarray(mean_action), 1 + 2 * np.tanh(0.4), rtol=1e-6)  # tanh(mean) on the bounds
 
 
-def test_actions_stay_within_asymmetric_bounds_and_log_std_within_its_range():
+def test_actions_stay_in_asymmetric_bounds_and_log_std_in_its_range():
     low, high = np.array([-1.0, 10.0], np.float32), np.array([3.0, 10.5], np.float32)
     actor = sac.Actor(action_low=low, action_high=high)
     obs = np.random.default_rng(0).normal(size=(500, 4)).astype(np.float32) * 10

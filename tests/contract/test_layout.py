@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 REPO = Path(__file__).resolve().parents[2]
 UTILS = REPO / "cleanrl_utils"
 RUNTIME = UTILS / "runtime"  # what an algorithm file may import from cleanrl_utils (docs/community/contribution.md)
@@ -77,7 +81,7 @@ def test_importing_the_runtime_package_imports_nothing_heavy():
     assert loaded.strip() == "[]", loaded
 
 
-def test_the_runtime_package_keeps_to_its_size_budget_stated_on_the_contribution_page():
+def test_runtime_package_keeps_to_the_size_budget_of_its_docs():
     lines = sum(len(path.read_text().splitlines()) for path in runtime_files())
     assert lines <= RUNTIME_LINE_BUDGET, (
         f"cleanrl_utils/runtime/ has {lines:,} lines, over its budget of {RUNTIME_LINE_BUDGET:,}: move what a tool "

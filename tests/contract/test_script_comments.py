@@ -2,10 +2,14 @@
 
 from pathlib import Path
 
+import pytest
+
 from benchmark.guards.script_lengths import comment_lines, comment_problems, comment_ratios, lab_notes
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
-def test_comment_lines_counts_comments_alone_or_after_code_not_docstrings_or_strings():
+
+def test_comment_lines_counts_comments_not_docstrings_or_strings():
     source = '"""A docstring # not a comment."""\nx = "# nor this"  # this one\n# and this one\ny = 1\n'
     assert comment_lines(source) == 2
 
@@ -38,7 +42,7 @@ def test_algorithm_files_comment_about_the_algorithm_only():
     assert lab_notes() == []
 
 
-def test_the_originals_comment_counts_cover_the_same_files_as_their_lengths():
+def test_originals_comment_counts_cover_the_files_of_their_lengths():
     from benchmark.guards.script_lengths import ORIGINAL_COMMENTS, ORIGINAL_LENGTHS, original_lengths
 
     assert set(original_lengths(ORIGINAL_COMMENTS)) == set(original_lengths(ORIGINAL_LENGTHS))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = ("discrete", "continuous", "atari", "jax", "special")
 COMMON = ["model_path", "make_env", "env_id", "eval_episodes", "run_name", "Model", "device"]
@@ -56,7 +58,7 @@ def test_no_cleanrl_utils_module_rewrites_a_signature():
     assert not offenders, offenders
 
 
-def test_each_evaluator_is_a_plain_function_with_the_common_parameters_first():
+def test_each_evaluator_is_a_plain_function_common_parameters_first():
     found = evaluators()
     assert len(found) >= 20, sorted(found)
     for name, fn in found.items():
@@ -98,7 +100,7 @@ def evaluator_calls() -> list[tuple[str, int, str, ast.Call, dict[str, ast.expr]
     return calls
 
 
-def test_every_call_in_an_algorithm_file_binds_its_arguments_where_they_belong():
+def test_every_evaluator_call_binds_its_arguments_where_they_belong():
     found, calls = evaluators(), evaluator_calls()
     checked = 0
     for script, line, name, call, assigned in calls:

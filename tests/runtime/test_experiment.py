@@ -14,6 +14,8 @@ from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 
 @dataclass
 class Args(sac_continuous_action.Args):
@@ -231,7 +233,7 @@ def test_seeding_makes_draws_repeat():
     assert draws[0] == draws[1]
 
 
-def test_from_command_line_hands_the_script_the_checkpointed_runs_arguments(tmp_path, monkeypatch):
+def test_from_command_line_gives_the_checkpointed_runs_arguments(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     monkeypatch.setattr("sys.argv", ["algo.py", "--seed", "5", "--num-envs", "3", "--checkpoint-frequency", "1"])
@@ -259,7 +261,7 @@ def test_restoring_before_the_envs_exist_fails_with_one_line(tmp_path, monkeypat
     assert "none was given" in fails_with(capsys, Experiment(Args(), SCRIPT).restore_run_state)
 
 
-def test_learners_are_saved_and_restored_by_name_and_steps_cross_checkpoint_multiples(tmp_path, monkeypatch):
+def test_learners_restored_by_name_and_steps_cross_checkpoint_multiples(tmp_path, monkeypatch):
     import torch
 
     monkeypatch.chdir(tmp_path)

@@ -8,6 +8,8 @@ from cleanrl import dqn_atari
 from cleanrl_utils.runtime import plain_data
 from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 FRAME = (84, 84)
 STACK = 4
 
