@@ -905,8 +905,22 @@ def test_the_gate_compares_honest_seeds_of_levels_handed_out_in_turn(tmp_path, c
     assert code == 0, err
 
 
-def copy_missed(edit: str, run: list[tuple[int, float]], rng) -> list[tuple[int, float]]:
+def edited_copy(edit: str, run: list[tuple[int, float]], rng) -> list[tuple[int, float]]:
+    """A copy of `run`, edited."""
     steps, values = [s for s, _ in run], np.array([v for _, v in run])
+    middle = len(values) // 2
+    if edit == "steps one later":
+        return as_series(values, [s + 1 for s in steps])
+    if edit == "steps doubled":
+        return as_series(values, [2 * s for s in steps])
+    if edit == "first episode cut, steps kept":
+        return as_series(values[1:], steps[1:])
+    if edit == "every other episode dropped":
+        return as_series(values[::2], steps[::2])
+    if edit == "one episode cut in the middle, steps one later":
+        return as_series(np.delete(values, middle), [s + 1 for s in np.delete(np.array(steps), middle)])
+    if edit == "rounded to whole numbers":
+        return as_series(np.round(values), steps)
     if edit == "first episode cut, steps one later":
         return as_series(values[1:], [s + 1 for s in steps[1:]])
     if edit == "its second half as a run (steps doubled from the start)":
@@ -942,7 +956,7 @@ def test_the_near_copy_rule_finds_copies_edited_twice(edit):
     missed = 0
     for _ in range(20):
         run = seed_runs("learning, 30", rng)
-        missed += not near_copy(run, copy_missed(edit, run, rng))
+        missed += not near_copy(run, edited_copy(edit, run, rng))
     assert missed == 0, f"{missed} of 20 copies missed"
 
 
@@ -986,19 +1000,7 @@ def test_the_near_copy_rule_finds_copies_of_long_runs_edited(edit):
     rng = np.random.default_rng(12)
     for _ in range(20):
         run = seed_runs("learning, 300, 1% noise", rng)
-        steps, values = [s for s, _ in run], np.array([v for _, v in run])
-        middle = len(values) // 2
-        copy = {
-            "steps one later": lambda: as_series(values, [s + 1 for s in steps]),
-            "steps doubled": lambda: as_series(values, [2 * s for s in steps]),
-            "first episode cut, steps kept": lambda: as_series(values[1:], steps[1:]),
-            "every other episode dropped": lambda: as_series(values[::2], steps[::2]),
-            "one episode cut in the middle, steps one later": lambda: as_series(
-                np.delete(values, middle), [s + 1 for s in np.delete(np.array(steps), middle)]
-            ),
-            "every return plus 1% noise": lambda: as_series(values * (1 + 0.01 * rng.normal(size=len(values))), steps),
-            "rounded to whole numbers": lambda: as_series(np.round(values), steps),
-        }[edit]()
+        copy = edited_copy(edit, run, rng)
         assert near_copy(run, copy), edit
 
 
