@@ -1145,14 +1145,15 @@ def test_bad_flags_are_refused_before_numpy_loads(tmp_path, flags):
 @pytest.mark.xfail(
     strict=True,
     reason="finding: a flag given with no value (`--runs-dir $DIRS`, `--exp-name $NAME` with the variable unset) "
-    "passes the flag check and loads numpy; an empty --runs-dir then reads ./runs, the default, as an empty "
-    "--baseline '' would not",
+    "passes the flag check and loads numpy; an empty --runs-dir, or --runs-dir '' (a quoted unset variable), then "
+    "reads ./runs or the whole current folder and exits 0, as an empty --baseline '' would not",
 )
-@pytest.mark.parametrize("flag", ["--runs-dir", "--exp-name", "--env-ids"])
-def test_a_flag_given_no_value_is_refused_before_numpy_loads(tmp_path, flag):
+@pytest.mark.parametrize("case", ["--runs-dir", "--exp-name", "--env-ids", "--runs-dir ''"])
+def test_a_flag_given_no_value_is_refused_before_numpy_loads(tmp_path, case):
+    flag = case.split()[0]
     flags = ["--tags", "new", "base", "--exp-name", "ppo", "--runs-dir", str(tmp_path / "runs"), "--env-ids", "A-v1"]
     at = flags.index(flag)
-    flags[at + 1 : at + 2] = []  # the flag stays, its value goes
+    flags[at + 1 : at + 2] = [""] if case.endswith("''") else []  # the flag stays, its value goes or is empty
     write_group(tmp_path / "runs", "A-v1", "base", range(1, 8), 100, noise_seed=1)
     write_group(tmp_path / "runs", "A-v1", "new", range(11, 18), 100, noise_seed=2)
     code, err, loaded = run_rlops_module(tmp_path, *flags)
