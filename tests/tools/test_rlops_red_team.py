@@ -889,6 +889,22 @@ def test_seeds_that_learned_levels_handed_out_in_turn_are_not_called_copies(peri
     assert refused == 0, f"{refused} of 50 pairs of independent seeds called copies"
 
 
+@pytest.mark.parametrize("period", [5, 16])
+def test_seeds_of_levels_drawn_at_random_are_not_called_copies(period):
+    """Held: the same levels drawn at random for each episode (Procgen's default), not in turn: 0 of 50 pairs."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(4)
+    level_returns = np.linspace(0.3, 0.95, period)
+
+    def seed_run():
+        values = level_returns[rng.integers(0, period, size=300)]
+        values[rng.random(300) < 0.05] = 0.0
+        return as_series(values)
+
+    assert sum(near_copy(seed_run(), seed_run()) for _ in range(50)) == 0
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="finding: 7 vs 7 honest seeds that learned levels handed out in turn are refused as copies (exit 2), so "
