@@ -25,6 +25,26 @@ since (no mark is left):
 - consecutive seeds share env streams (`envs.reset(seed=s)` seeds sub-env i with s + i; 11.5% false alarms in an
   extreme model): the scripts stay as they are, so this stays a limitation; the tests below keep the fact and the
   measurement, and the gate now names seeds closer than num_envs in one warning line.
+
+A third round attacked those fixes. Held (plain tests): W&B states the gate does not know ('preempted', 'pending',
+'', None, 'finishing') and a W&B run marked finished that stopped half way are left out (exit 3); num_envs only in
+the W&B config, as a number or a string, is read; a baseline seed missing on an env is named (exit 3); bad flags are
+one line, exit 2, with none of numpy, matplotlib, torch or TensorBoard loaded; no two independent seeds called copies
+in long runs (0/1 episodes, Atari-like counts, CartPole at the cap, Pong-like integers: 5,000 to 10,000 episodes),
+in levels drawn at random, or in 8 sub-envs of fixed-length episodes logged at one step; copies of 300-episode runs
+found when re-logged at other steps, with episodes cut (first, every other, one in the middle and steps moved), 1%
+noise or rounded. Broke (strict xfails below, not fixed here):
+
+- honest seeds that learned an env handing out a fixed list of levels in turn (MiniGrid's ReseedWrapper, Procgen's
+  sequential levels) are called copies, 50 of 50 pairs at periods 5 and 16, and 7 vs 7 such seeds exit 2: their
+  returns repeat level by level in step (the docs' "cycling" kind found none);
+- copies missed, 0 of 20 each on 30-episode runs: the first episode cut and every step moved by one (each edit alone
+  is found; end to end, 5 vs 7 seeds at exit 3 become a regression, exit 1), a run's second half re-logged from the
+  start (its score is the original's), 1% noise on every return, a two-episode moving average;
+- the baseline's run files copied under the tag on their own seed numbers (same steps, SPS, runtime) pass: 13 seeds,
+  exit 0 (7 seeds give exit 3, the paired test cannot reach alpha);
+- a flag given no value (`--runs-dir`, `--exp-name`, `--env-ids` with an unset variable) passes the flag check and
+  loads numpy; an empty `--runs-dir` or `--runs-dir ''` compares ./runs or the whole current folder and exits 0.
 """
 
 import itertools
@@ -454,7 +474,7 @@ def test_seeds_that_crash_do_not_pass_the_gate(tmp_path, capsys):
         else:
             write_run(root, "A-v1", "new", seed, np.linspace(0, 100, 30) + rng.normal())
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
-    assert code != 0, out.splitlines()[-1]
+    assert code == 2, out.splitlines()[-1]
 
 
 # ---------------------------------------------------------------- round 2: the seed as the unit, left-out runs, copies
@@ -860,3 +880,348 @@ def test_the_printed_shift_is_never_below_the_one_found():
     rng = np.random.default_rng(5)
     for value in rng.uniform(0, 12, size=2000):
         assert float(rlops.rounded_up(value)) >= value - 1e-9, value
+
+
+# ---------------------------------------------------------------- round 3: unfinished runs, missing seeds, near copies
+
+
+def levels_in_turn(rng, period: int, episodes: int = 300) -> list[tuple[int, float]]:
+    """A seed that learned a deterministic env which hands out a fixed list of `period` levels in turn, one per
+    episode (MiniGrid's ReseedWrapper, Procgen's sequential levels): each level's return is fixed by its shortest
+    path; 5% of episodes fail (return 0) by the policy's own sampling. Level i of every seed is episode i mod period."""
+    level_returns = np.linspace(0.3, 0.95, period)[np.random.default_rng(period).permutation(period)]
+    values = np.tile(level_returns, episodes // period + 1)[:episodes]
+    values[rng.random(episodes) < 0.05] = 0.0
+    return as_series(values)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: near_copy calls two independent seeds copies when both learned an env that hands out a fixed "
+    "list of levels in turn (50 of 50 pairs at periods 5 and 16): their returns repeat in step, level by level",
+)
+@pytest.mark.parametrize("period", [5, 16])
+def test_seeds_that_learned_levels_handed_out_in_turn_are_not_called_copies(period):
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(3)
+    refused = sum(near_copy(levels_in_turn(rng, period), levels_in_turn(rng, period)) for _ in range(50))
+    assert refused == 0, f"{refused} of 50 pairs of independent seeds called copies"
+
+
+@pytest.mark.parametrize("period", [5, 16])
+def test_seeds_of_levels_drawn_at_random_are_not_called_copies(period):
+    """Held: the same levels drawn at random for each episode (Procgen's default), not in turn: 0 of 50 pairs."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(4)
+    level_returns = np.linspace(0.3, 0.95, period)
+
+    def seed_run():
+        values = level_returns[rng.integers(0, period, size=300)]
+        values[rng.random(300) < 0.05] = 0.0
+        return as_series(values)
+
+    assert sum(near_copy(seed_run(), seed_run()) for _ in range(50)) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: 7 vs 7 honest seeds that learned levels handed out in turn are refused as copies (exit 2), so "
+    "the gate cannot compare them at all",
+)
+def test_the_gate_compares_honest_seeds_of_levels_handed_out_in_turn(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    for tag, first in (("base", 1), ("new", 101)):
+        for seed in range(first, first + 7):
+            run = levels_in_turn(rng, 16, episodes=60)
+            returns = [v for _, v in run]  # each run its own clock readings, as real runs have
+            write_run(tmp_path / "runs", "A-v1", tag, seed, returns, clock=1.7e9 + 997 * seed, sps=[900.0 + seed] * 60)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base")
+    assert code == 0, err
+
+
+def edited_copy(edit: str, run: list[tuple[int, float]], rng) -> list[tuple[int, float]]:
+    """A copy of `run`, edited."""
+    steps, values = [s for s, _ in run], np.array([v for _, v in run])
+    middle = len(values) // 2
+    if edit == "steps one later":
+        return as_series(values, [s + 1 for s in steps])
+    if edit == "steps doubled":
+        return as_series(values, [2 * s for s in steps])
+    if edit == "first episode cut, steps kept":
+        return as_series(values[1:], steps[1:])
+    if edit == "every other episode dropped":
+        return as_series(values[::2], steps[::2])
+    if edit == "one episode cut in the middle, steps one later":
+        return as_series(np.delete(values, middle), [s + 1 for s in np.delete(np.array(steps), middle)])
+    if edit == "rounded to whole numbers":
+        return as_series(np.round(values), steps)
+    if edit == "first episode cut, steps one later":
+        return as_series(values[1:], [s + 1 for s in steps[1:]])
+    if edit == "its second half as a run (steps doubled from the start)":
+        half = values[len(values) // 2 :]
+        return as_series(half, [2 * s for s in steps[: len(half)]])
+    if edit == "every return plus 1% noise":
+        return as_series(values * (1 + 0.01 * rng.normal(size=len(values))), steps)
+    if edit == "smoothed over two episodes":
+        return as_series(np.convolve(values, [0.5, 0.5], "same"), steps)
+    raise ValueError(edit)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: near_copy misses copies with two trivial edits together: the first episode cut and every step "
+    "moved by one (0 of 20 found at 30 and 300 episodes; each edit alone is found), the run's second half re-logged "
+    "from the start (0/20; its score is the original's), 1% noise on every return of 30 episodes (0/20), a "
+    "two-episode moving average (0/20)",
+)
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "first episode cut, steps one later",
+        "its second half as a run (steps doubled from the start)",
+        "every return plus 1% noise",
+        "smoothed over two episodes",
+    ],
+)
+def test_the_near_copy_rule_finds_copies_edited_twice(edit):
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(11)
+    missed = 0
+    for _ in range(20):
+        run = seed_runs("learning, 30", rng)
+        missed += not near_copy(run, edited_copy(edit, run, rng))
+    assert missed == 0, f"{missed} of 20 copies missed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a copy of seed 11 with its first episode cut and its steps moved by one counts as seed 16: "
+    "5 vs 7 seeds (exit 3) become 6 vs 7 and a regression (exit 1)",
+)
+def test_a_copy_cut_by_one_episode_and_moved_by_one_step_is_refused(tmp_path, capsys):
+    root, rng = tmp_path / "runs", np.random.default_rng(2)
+    curves = {}
+    for seed in range(1, 8):
+        write_run(root, "A-v1", "base", seed, 100 * np.linspace(0.1, 1, 30) + 3 * rng.normal(size=30))
+    for seed in range(11, 16):
+        curves[seed] = 50 * np.linspace(0.1, 1, 30) + 3 * rng.normal(size=30)
+        write_run(root, "A-v1", "new", seed, curves[seed])
+    steps = [100 * (i + 1) + 1 for i in range(1, 30)]  # the copy: episodes 2-30 of seed 11, each a step later
+    write_run(tmp_path / "copy", "A-v1", "new", 16, curves[11][1:], steps)
+    before = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression", runs=[root])[0]
+    assert before == 3, "5 vs 7 seeds, the copy aside, cannot reach alpha"
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression", runs=[root, tmp_path / "copy"])
+    assert code == 2, (code, out.splitlines()[-1:])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "steps one later",
+        "steps doubled",
+        "first episode cut, steps kept",
+        "every other episode dropped",
+        "one episode cut in the middle, steps one later",
+        "every return plus 1% noise",
+        "rounded to whole numbers",
+    ],
+)
+def test_the_near_copy_rule_finds_copies_of_long_runs_edited(edit):
+    """Held: on 300-episode learning curves (5% noise) each of these copies is found, 20 of 20."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        run = seed_runs("learning, 300, 1% noise", rng)
+        copy = edited_copy(edit, run, rng)
+        assert near_copy(run, copy), edit
+
+
+def long_seed_run(kind: str, rng) -> list[tuple[int, float]]:
+    """One seed of a long run: 5,000 to 10,000 episodes."""
+    if kind == "0/1 episodes, 10,000":
+        return as_series((rng.random(10000) < 0.5).astype(float))
+    if kind == "0/1 episodes at 0.99, 10,000":
+        return as_series((rng.random(10000) < 0.99).astype(float))
+    if kind == "Atari-like counts of clipped rewards, 5,000":
+        rate = 1 + 300 / (1 + np.exp(-np.linspace(-6, 6, 5000)))
+        return as_series(rng.poisson(rate).astype(float), np.cumsum(rng.integers(500, 5000, size=5000)))
+    if kind == "CartPole at the cap with dips, 10,000":
+        values = np.full(10000, 500.0)
+        dips = rng.random(10000) < 0.05
+        values[dips] = rng.integers(100, 499, size=dips.sum())
+        return as_series(values, np.cumsum(values).astype(int))
+    if kind == "Pong-like integers, 10,000":
+        values = np.round(np.clip(-21 + 42 * np.linspace(0, 1, 10000) + 3 * rng.normal(size=10000), -21, 21))
+        return as_series(values, np.cumsum(rng.integers(800, 3000, size=10000)))
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "0/1 episodes, 10,000",
+        "0/1 episodes at 0.99, 10,000",
+        "Atari-like counts of clipped rewards, 5,000",
+        "CartPole at the cap with dips, 10,000",
+        "Pong-like integers, 10,000",
+    ],
+)
+def test_the_near_copy_rule_refuses_no_two_seeds_of_long_runs(kind):
+    """Held: 10 pairs of independent seeds of each long kind, none called copies (20 of each when tried)."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(sum(map(ord, kind)))
+    refused = sum(near_copy(long_seed_run(kind, rng), long_seed_run(kind, rng)) for _ in range(10))
+    assert refused == 0, f"{refused} of 10 pairs called copies"
+
+
+def test_seeds_of_fixed_length_episodes_logged_together_are_not_called_copies():
+    """Held: 8 sub-envs whose episodes all end at the same global steps (fixed-length episodes: every run logs 8
+    returns at each step), 150 such steps, continuous or whole-number returns: 0 of 50 pairs of seeds called copies."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(9)
+
+    def seed_run(whole: bool):
+        level = np.repeat(50 / (1 + np.exp(-np.linspace(-6, 6, 150))), 8)
+        values = rng.poisson(1 + level).astype(float) if whole else level * (1 + 0.1 * rng.normal()) + rng.normal(size=1200)
+        return as_series(values, np.repeat(8000 * np.arange(1, 151), 8))
+
+    for whole in (False, True):
+        assert sum(near_copy(seed_run(whole), seed_run(whole)) for _ in range(50)) == 0, whole
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: the baseline's runs copied under the tag with their own seeds (same steps, SPS and runtime: "
+    "files copied, not a deterministic re-run, which has its own clock) pass the gate, exit 0",
+)
+def test_the_baselines_runs_copied_under_the_tag_do_not_pass(tmp_path, capsys):
+    rng = np.random.default_rng(10)
+    for seed in range(1, 14):  # 13 seeds on the baseline's seed numbers: the test can reach alpha
+        returns = 100 * np.linspace(0.1, 1, 30) + 3 * rng.normal(size=30)
+        for tag in ("base", "new"):
+            write_run(tmp_path / "runs", "A-v1", tag, seed, returns, clock=1.7e9 + 997 * seed, sps=[900.0 + seed] * 30)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 2, out.splitlines()[-1]
+
+
+def stand_in_wandb(monkeypatch, remote: list) -> None:
+    import wandb
+
+    monkeypatch.setattr(wandb, "Api", lambda: type("Api", (), {"runs": lambda self, path, filters=None: remote})())
+
+
+def wandb_gate(tmp_path: Path, capsys, *args: str) -> tuple[object, str, str]:
+    argv = ["--exp-name", "ppo", "--tags", "new", "base", "--output-filename", str(tmp_path / "out" / "c")]
+    argv += ["--wandb-project-name", "p", "--metric-last-n-average-window", "5", "--bootstrap-samples", "200", *args]
+    code = rlops.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("state", ["preempted", "pending", "", None, "finishing"])
+def test_wandb_runs_in_states_the_gate_does_not_know_are_left_out(tmp_path, capsys, monkeypatch, state):
+    """Held: any state but 'finished' is left out, named, and keeps the gate at best at exit 3."""
+    from cleanrl_utils.report import collect_runs
+
+    write_group(tmp_path / "runs", "A-v1", "base", range(1, 11), 100, noise_seed=1)
+    write_group(tmp_path / "runs", "A-v1", "new", range(11, 21), 100, noise_seed=2)
+    local = collect_runs([tmp_path / "runs"], split_by_dir=False)
+    remote = [StandInWandbRun(r, i, state if r.seed == "11" else "finished") for i, r in enumerate(local)]
+    stand_in_wandb(monkeypatch, remote)
+    code, out, err = wandb_gate(tmp_path, capsys, "--fail-on-regression")
+    assert code == 3 and "(new, seed 11, A-v1) is" in err, (code, err)
+
+
+def test_a_finished_wandb_run_that_stopped_early_is_left_out(tmp_path, capsys, monkeypatch):
+    """Held: a W&B run marked finished (the script caught a signal and closed the run) that logged half the steps is
+    left out as a local one would be: exit 3, not 0."""
+    from cleanrl_utils.report import collect_runs
+
+    write_group(tmp_path / "runs", "A-v1", "base", range(1, 11), 100, noise_seed=1)
+    write_group(tmp_path / "runs", "A-v1", "new", range(12, 21), 100, noise_seed=2)
+    write_run(tmp_path / "runs", "A-v1", "new", 11, np.linspace(5, 50, 15))  # stopped half way, closed cleanly
+    remote = [StandInWandbRun(r, i, "finished") for i, r in enumerate(collect_runs([tmp_path / "runs"], split_by_dir=False))]
+    stand_in_wandb(monkeypatch, remote)
+    code, out, err = wandb_gate(tmp_path, capsys, "--fail-on-regression")
+    assert code == 3 and "(new, seed 11, A-v1) stopped at step 1,500 of 3,000" in err, (code, err)
+
+
+@pytest.mark.parametrize("logged", [4, "4"])
+def test_close_seeds_are_named_when_num_envs_is_only_in_the_wandb_config(tmp_path, capsys, monkeypatch, logged):
+    """Held: num_envs read from a W&B run's config, as a number or as a string."""
+    from cleanrl_utils.report import collect_runs
+
+    write_spaced_groups(tmp_path / "runs", range(1, 8), range(11, 18), num_envs=None)
+    remote = [StandInWandbRun(r, i, "finished") for i, r in enumerate(collect_runs([tmp_path / "runs"], split_by_dir=False))]
+    for run in remote:
+        run.config["num_envs"] = logged
+    stand_in_wandb(monkeypatch, remote)
+    code, out, err = wandb_gate(tmp_path, capsys)
+    lines = [line for line in err.splitlines() if "num_envs" in line]
+    assert code == 0 and len(lines) == 1 and "seeds 1 (base) and 2 (base) on A-v1" in lines[0], err
+
+
+def test_a_baseline_seed_missing_on_one_env_does_not_pass_the_gate(tmp_path, capsys):
+    """Held: the rule of round 2 holds for the baseline's seeds too."""
+    root = tmp_path / "runs"
+    for env in ("A-v1", "B-v1"):
+        write_group(root, env, "base", [s for s in range(1, 11) if env == "A-v1" or s != 4], 100, noise_seed=1)
+        write_group(root, env, "new", range(11, 21), 100, 2)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3 and "tag 'base', seed 4: runs on A-v1 but none on B-v1" in err, (code, err)
+
+
+def run_rlops_module(cwd: Path, *flags: str):
+    """`python -m cleanrl_utils.rlops FLAGS` in a fresh interpreter: (exit code, stderr, modules loaded at exit)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import runpy, sys\n"
+        "try:\n"
+        "    runpy.run_module('cleanrl_utils.rlops', run_name='__main__')\n"
+        "finally:\n"
+        "    print('loaded:', *(m for m in ('numpy', 'matplotlib', 'torch', 'tensorboard') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *flags], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stderr, done.stdout.strip().splitlines()[-1].split()[1:]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--tags", "a", "b", "--exp-name", "x", "--confidence", "nan"],
+        ["--tags", "a", "--exp-name", "x", "--fail-on-regression"],
+        ["--tags", "a", "b", "--exp-name", "x", "--seed", "1e3"],
+        ["--tags", "a", "b", "--exp-name", "x", "--reference-scores", "nope"],
+    ],
+)
+def test_bad_flags_are_refused_before_numpy_loads(tmp_path, flags):
+    """Held: one line, exit 2, and none of numpy, matplotlib, torch or TensorBoard imported."""
+    code, err, loaded = run_rlops_module(tmp_path, *flags)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("rlops: error:"), err
+    assert loaded == [], loaded
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a flag given with no value (`--runs-dir $DIRS`, `--exp-name $NAME` with the variable unset) "
+    "passes the flag check and loads numpy; an empty --runs-dir, or --runs-dir '' (a quoted unset variable), then "
+    "reads ./runs or the whole current folder and exits 0, as an empty --baseline '' would not",
+)
+@pytest.mark.parametrize("case", ["--runs-dir", "--exp-name", "--env-ids", "--runs-dir ''"])
+def test_a_flag_given_no_value_is_refused_before_numpy_loads(tmp_path, case):
+    flag = case.split()[0]
+    flags = ["--tags", "new", "base", "--exp-name", "ppo", "--runs-dir", str(tmp_path / "runs"), "--env-ids", "A-v1"]
+    at = flags.index(flag)
+    flags[at + 1 : at + 2] = [""] if case.endswith("''") else []  # the flag stays, its value goes or is empty
+    write_group(tmp_path / "runs", "A-v1", "base", range(1, 8), 100, noise_seed=1)
+    write_group(tmp_path / "runs", "A-v1", "new", range(11, 18), 100, noise_seed=2)
+    code, err, loaded = run_rlops_module(tmp_path, *flags)
+    assert code == 2 and flag in err and "numpy" not in loaded, (code, err, loaded)
