@@ -172,8 +172,10 @@ if __name__ == "__main__":
     learners = {"q_network": q_network, "target_network": target_network, "optimizer": optimizer, "replay_buffer": rb}
     first_step = 0
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(learners)
-        obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
+        exp.restore_run_state(learners)
+        # the script's own values, checked as the command line is: a made-up checkpoint is one line
+        obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
     with exp:

@@ -297,7 +297,7 @@ if __name__ == "__main__":
         obs = exp.saved_array("obs", envs.observation_space.shape, np.float32)
         num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
         # the last one is logged until the actor's next update
-        actor_loss = None if checkpoint["actor_loss"] is None else exp.saved_float("actor_loss")
+        actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_float("actor_loss")
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)

@@ -28,6 +28,7 @@ torch's legacy format) is refused by its first bytes, unread, and so is a file o
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import random
@@ -243,10 +244,29 @@ def saved_float(checkpoint: dict[str, Any], name: str, low: float = -math.inf, h
     return float(value)
 
 
-def saved_array(checkpoint: dict[str, Any], name: str, shape: tuple[int, ...], dtype: Any) -> Any:
+def saved_array(
+    checkpoint: dict[str, Any], name: str, shape: tuple[int, ...], dtype: Any, low: float = -math.inf, high: float = math.inf
+) -> Any:
     """`checkpoint[name]`, a NumPy array or torch tensor (whichever the script saved) of exactly `shape` and `dtype`
-    (a NumPy or torch dtype), its floats finite: what the resumed run's networks and envs take as theirs."""
-    return _checked_array(_saved(checkpoint, name), name, tuple(shape), dtype)
+    (a NumPy or torch dtype), its floats finite and every value in [low, high] (an index into a memory, say): what
+    the resumed run's networks and envs take as theirs."""
+    value = _checked_array(_saved(checkpoint, name), name, tuple(shape), dtype)
+    bounded = low > -math.inf or high < math.inf
+    empty = (value.size if isinstance(value, np.ndarray | np.generic) else value.numel()) == 0
+    if bounded and not empty and not low <= float(value.min()) <= float(value.max()) <= high:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} holds values out of {low} to {high}")
+    return value
+
+
+def saved_list(checkpoint: dict[str, Any], name: str, max_length: int, like_item: Any) -> list[Any]:
+    """`checkpoint[name]`, a list (or deque) of at most `max_length` items, each like `like_item` (as `saved_tree` compares):
+    the last episodes' statistics, say."""
+    value = _saved(checkpoint, name)
+    if not isinstance(value, list | collections.deque) or len(value) > max_length:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a list of at most {max_length} items")
+    for index, item in enumerate(value):
+        _check_tree(item, like_item, f"{name}[{index}]", 0)
+    return list(value)
 
 
 def saved_tree(checkpoint: dict[str, Any], name: str, like: Any) -> Any:
@@ -275,7 +295,7 @@ def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) ->
     if torch is not None and isinstance(value, torch.Tensor):
         right_dtype = isinstance(dtype, torch.dtype) and value.dtype == dtype
         finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
-    elif isinstance(value, np.ndarray):
+    elif isinstance(value, np.ndarray | np.generic):  # a NumPy scalar is what a 0-d array turns into after arithmetic
         right_dtype = not _is_torch_dtype(dtype) and value.dtype == np.dtype(dtype)
         finite = value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
     else:

@@ -406,11 +406,20 @@ class Experiment:
         except ckpt.CheckpointError as e:
             self.fail(str(e))
 
-    def saved_array(self, name: str, shape: tuple[int, ...], dtype: Any) -> Any:
-        """The loaded checkpoint's array or tensor `name`, of exactly `shape` and `dtype`, finite
-        (`checkpoint.saved_array`)."""
+    def saved_array(
+        self, name: str, shape: tuple[int, ...], dtype: Any, low: float = -math.inf, high: float = math.inf
+    ) -> Any:
+        """The loaded checkpoint's array or tensor `name`, of exactly `shape` and `dtype`, finite, its values in
+        [low, high] (`checkpoint.saved_array`)."""
         try:
-            return ckpt.saved_array(self._checkpoint(), name, shape, dtype)
+            return ckpt.saved_array(self._checkpoint(), name, shape, dtype, low, high)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def saved_list(self, name: str, max_length: int, like_item: Any) -> list[Any]:
+        """The loaded checkpoint's list `name`, of at most `max_length` items like `like_item` (`checkpoint.saved_list`)."""
+        try:
+            return ckpt.saved_list(self._checkpoint(), name, max_length, like_item)
         except ckpt.CheckpointError as e:
             self.fail(str(e))
 
