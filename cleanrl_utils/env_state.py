@@ -239,6 +239,10 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
         raise EnvStateError(
             f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}"
         )
+    if not _finite(value) and _finite(fresh):  # a NaN in a simulator's state reaches every observation, silently
+        raise EnvStateError(
+            f"the checkpoint sets {_where(layer, name)} to a nan or an infinity, where this run's env has none"
+        )
     if isinstance(value, np.random.Generator) and _same_generator_kind(fresh, value):
         fresh.bit_generator.state = value.bit_generator.state  # into the generator others may hold too
     else:
@@ -246,6 +250,19 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
 
 
 NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _finite(value: Any) -> bool:
+    """No NaN nor infinity in `value`'s floats (itself, its arrays, its items); True for what holds none (None too)."""
+    if isinstance(value, float | np.floating | np.complexfloating):
+        return bool(np.isfinite(value))
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
+    if isinstance(value, list | tuple | collections.deque):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _kind(value: Any) -> str:

@@ -186,6 +186,27 @@ def test_a_normalisers_statistics_that_are_not_statistics_are_one_line(name, val
     assert_refused_in_one_line(run, "ppo_continuous_action.py", f"{name} are not statistics (a nan")
 
 
+def with_value(layers: list, class_name: str, name: str, value) -> list:
+    """A copy of an env snapshot whose layers of `class_name` (in every sub-env) hold `value` under `name`."""
+    copied = []
+    for layer in layers:
+        values = {**layer["values"], name: value} if layer["class"] == class_name else layer["values"]
+        sub_envs = (
+            None if layer["sub_envs"] is None else [with_value(sub, class_name, name, value) for sub in layer["sub_envs"]]
+        )
+        copied.append({**layer, "values": values, "sub_envs": sub_envs})
+    return copied
+
+
+@pytest.mark.parametrize("value", [np.array([0.0, math.nan, 0.0, 0.0]), np.array([math.inf, 0.0, 0.0, 0.0])])
+def test_a_simulator_state_with_a_nan_is_one_line(value, checkpoints, tmp_path):
+    """CartPole's state (None in the fresh env, an array once it plays): a NaN there is every next observation."""
+    state = checkpoints("ppo.py")
+    envs = with_value(state["envs"], "CartPoleEnv", "state", value)
+    run = resumed_with("ppo.py", state, {"envs": envs}, tmp_path)
+    assert_refused_in_one_line(run, "ppo.py", "CartPoleEnv.state to a nan or an infinity")
+
+
 # ---------------------------------------------------------------- the checks themselves
 
 
