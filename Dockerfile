@@ -48,7 +48,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 COPY . .
 RUN --mount=type=cache,target=/root/.cache/pip \
     pip install --no-deps --force-reinstall . \
-    && python -c "import cleanrl_utils.benchmark, gymnasium, torch"
+    && python -c "import cleanrl_utils.benchmark, cleanrl_utils.runtime.experiment, gymnasium, torch"
 
 # ---- runtime ------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import tyro
 
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime.command_line import parse_args
 
 if TYPE_CHECKING:
     from cleanrl_utils.tuner import Tuner

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanrl_utils import atomic
 from cleanrl_utils.benchmark import LocalRunner, RunSpec
 from cleanrl_utils.report import last_mean
+from cleanrl_utils.runtime import atomic
 from cleanrl_utils.tensorboard_reader import read_scalars, read_wall_times
 
 REPO = Path(__file__).resolve().parents[1]
@@ -351,7 +351,7 @@ def resumable_args(workdir: Path, args: list[str], checkpoint_every: int) -> lis
 
     A resumed run takes its other arguments from its checkpoint.
     """
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
 
     stopped = [run for run in sorted((workdir / "runs").glob("*")) if ckpt.checkpoints(run / ckpt.CHECKPOINT_DIR)]
     if stopped:

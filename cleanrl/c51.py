@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -78,8 +78,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.discrete import evaluate_c51
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.discrete import evaluate_c51
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -182,7 +182,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)

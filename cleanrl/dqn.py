@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -79,8 +79,8 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.discrete import evaluate_dqn
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.discrete import evaluate_dqn
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -149,12 +149,11 @@ if __name__ == "__main__":
     first_step = 0
     if exp.loaded_checkpoint:
         exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)

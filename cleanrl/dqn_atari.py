@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -84,9 +84,9 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.evals.atari import evaluate_dqn
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -173,12 +173,11 @@ if __name__ == "__main__":
     first_step = 0
     if exp.loaded_checkpoint:
         exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
@@ -200,7 +199,6 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     data = rb.sample(args.batch_size)

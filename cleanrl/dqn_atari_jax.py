@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -72,9 +72,9 @@ import optax
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.jax import evaluate_dqn_atari
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.evals.jax import evaluate_dqn_atari
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -183,7 +183,7 @@ if __name__ == "__main__":
     # each frame is stored once; a transition's stacks are rebuilt when sampled
     rb = FrameReplayBuffer(args.buffer_size, env.observation_space.shape[1:], env.observation_space.shape[0])
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)

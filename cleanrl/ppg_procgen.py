@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppg-procgen/#ppg_procgen
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -100,8 +100,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils import procgen_runtime
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import procgen_runtime
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -338,7 +338,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for phase in range(1, args.num_phases + 1):
             # POLICY PHASE: n-iteration rounds of PPO, each rollout stored for the auxiliary phase
             for update in range(1, args.n_iteration + 1):

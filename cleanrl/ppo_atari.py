@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari/#ppo_ataripy (
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -74,7 +74,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -91,8 +90,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_ppo
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -218,15 +217,13 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
         next_obs = exp.saved_array("next_obs", envs.observation_space.shape, torch.uint8).to(device)
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

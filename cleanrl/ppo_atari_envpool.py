@@ -7,7 +7,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -65,7 +65,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -80,7 +79,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import envpool
@@ -203,7 +202,7 @@ if __name__ == "__main__":
     next_done = np.zeros(args.num_envs, dtype=bool)
     episode_stats = EpisodeStatistics(args.num_envs)
     recent_returns = deque(maxlen=20)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

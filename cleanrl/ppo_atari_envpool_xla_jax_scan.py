@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -69,7 +69,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -88,8 +87,8 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanrl_utils.evals.jax import evaluate_ppo_envpool
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.jax import evaluate_ppo_envpool
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import envpool
@@ -391,7 +390,7 @@ if __name__ == "__main__":
     print(f"compile time: {time.time() - compile_start:.2f} s (the rollout and the update)")
 
     global_step = 0
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for _iteration in range(args.num_iterations):
             exp.raise_if_stopped()
             next_obs, next_done, handle, stats, key, transitions = rollout(

@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-atari-lstm/#ppo_atar
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -74,7 +74,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -91,8 +90,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_ppo_lstm
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo_lstm
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -247,10 +246,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
         next_obs = exp.saved_array("next_obs", envs.observation_space.shape, torch.uint8).to(device)
         next_start = exp.saved_array("next_start", (args.num_envs,), torch.float32).to(device)
         saved_lstm_state = exp.saved_tree("next_lstm_state", agent.initial_state(args.num_envs, device))
@@ -263,7 +260,7 @@ if __name__ == "__main__":
     # the update replays each env's rollout from its (h, c) at step 0; its minibatches are sets of whole envs
     flat_inds = torch.arange(args.batch_size, device=device).reshape(args.num_steps, args.num_envs)
     envs_per_batch = args.num_envs // args.num_minibatches
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:

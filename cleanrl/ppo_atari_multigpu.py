@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -76,7 +76,6 @@ class Args:
     backend: str = "gloo"
     """the torch.distributed backend: gloo (CPUs or GPUs), nccl (GPUs) or mpi (a torch built with MPI)"""
 
-    # derived from the settings above when the run starts
     local_batch_size: int = 0
     """the batch size of each rank (set when the run starts)"""
     local_minibatch_size: int = 0
@@ -102,8 +101,8 @@ import torch.nn as nn
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_ppo
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 BACKENDS = ("gloo", "nccl", "mpi")
 
@@ -267,7 +266,7 @@ if __name__ == "__main__":
     # env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed
     next_obs, _ = envs.reset(seed=args.seed + rank * args.local_num_envs)
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from cleanrl_utils.command_line import check_command_line
+from cleanrl_utils.runtime.command_line import check_command_line
 
 
 @dataclass
@@ -102,8 +102,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.experiment import Experiment, one_line
+from cleanrl_utils.runtime.evals.special import FirstEnvVideo, evaluate_playground
+from cleanrl_utils.runtime.experiment import Experiment, one_line
 
 try:
     import jax
@@ -277,10 +277,8 @@ if __name__ == "__main__":
     key = jax.random.PRNGKey(args.seed)
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
         # the batch's simulator state: the saved arrays, of the shapes and in the structure of a fresh reset's
         fresh_state = jax.eval_shape(envs.reset, jax.random.fold_in(key, 0))
         saved_state = exp.saved_tree("env_state", jax.tree.leaves(fresh_state))
@@ -291,7 +289,7 @@ if __name__ == "__main__":
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device
         agent.obs_rms.update(raw_obs)
         next_obs = agent.obs_rms.normalize(raw_obs)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

@@ -8,7 +8,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -80,7 +80,6 @@ class Args:
     max_cycles: int = 100000
     """a game is cut (truncated) after this many emulator frames (PettingZoo's `max_cycles`)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -96,8 +95,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.special import evaluate_pettingzoo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.special import evaluate_pettingzoo
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_vector_env(env_id, num_envs, max_cycles, capture_video):
@@ -247,23 +246,18 @@ if __name__ == "__main__":
     game_actions = [[] for _ in range(args.num_envs // 2)]  # each game copy's (player 0, player 1) actions since its reset
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
-        saved, known = checkpoint.get("game_actions"), range(envs.single_action_space.n)
-        fits = isinstance(saved, list) and len(saved) == args.num_envs // 2
-        moves = (isinstance(p, np.ndarray) and p.dtype == np.int64 and p.shape[1:] == (2,) for p in saved or [])
-        exp.require(
-            fits and all(moves) and all(np.isin(p, known).all() for p in saved),
-            "--resume: the checkpoint's games are not this run's",
-        )
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        saved, known = exp.saved_list("game_actions", args.num_envs // 2, np.ndarray), range(envs.single_action_space.n)
+        fits = len(saved) == args.num_envs // 2 and all(p.shape[1:] == (2,) and np.isin(p, known).all() for p in saved)
+        exp.require(fits, "--resume: the checkpoint's games are not this run's")
         game_actions = [list(played) for played in saved]
         if video:
             video.episode = exp.saved_int("video_episode", 0, args.total_timesteps)
     # each player's episode is counted here, in clipped rewards (a resumed run's games are played up to its checkpoint)
     next_obs, episode_returns, episode_lengths = start_games(envs, args.seed, game_actions)
     next_obs = torch.as_tensor(next_obs, device=device)
-    # however the run ends, the video in progress is written before the envs and logs close
+    # exp catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit;
+    # the video in progress is written before that
     with exp, contextlib.closing(video) if video else contextlib.nullcontext():
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:

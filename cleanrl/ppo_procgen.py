@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-procgen/#ppo_procgen
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -70,7 +70,6 @@ class Args:
     target_kl: float | None = None
     """stop an update's epochs early once the approximate KL exceeds this (off when unset)"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -86,8 +85,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils import procgen_runtime
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import procgen_runtime
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:  # the Procgen games come with the `procgen` extra (envpool carries them)
     import envpool
@@ -288,18 +287,14 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
         mean, var, count = exp.saved_tree("reward_scale", (0.0, 1.0, 1e-4))  # finite numbers
-        exp.require(
-            var >= 0 and count > 0, "--resume: refused, the checkpoint's reward_scale is not a mean, variance and count"
-        )
+        exp.require(var >= 0 and count > 0, "--resume: refused, the checkpoint's reward_scale is not statistics")
         scale_rewards.mean, scale_rewards.var, scale_rewards.count = mean, var, count
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

@@ -7,7 +7,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -81,7 +81,6 @@ class Args:
     num_iterations_obs_norm_init: int = 50
     """the number of rollouts (num-steps each) of random play that initialise the observation normaliser"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -96,8 +95,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
-from cleanrl_utils.visited_places import VisitedPlaces
+from cleanrl_utils.runtime.experiment import Experiment
+from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
 try:
     import envpool
@@ -376,10 +375,8 @@ if __name__ == "__main__":
     learners = {"agent": agent, "rnd_model": rnd_model, "optimizer": optimizer, "visited_places": visited}
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state(learners)
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
         rms = exp.saved_tree(
             "rms", ((obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count))
         )
@@ -388,7 +385,7 @@ if __name__ == "__main__":
         (obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count) = rms
         discounted_curiosity = exp.saved_array("discounted_curiosity", (args.num_envs,), np.float64)
         recent_returns.extend(exp.saved_list("recent_returns", recent_returns.maxlen, 0.0))
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         next_obs, next_done = envs.reset()[0], np.zeros(args.num_envs, dtype=bool)
         if not exp.loaded_checkpoint:  # a resumed run has its normaliser
             print(f"initialising the normaliser: {args.num_iterations_obs_norm_init * args.num_steps} random steps")

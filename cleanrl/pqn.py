@@ -7,7 +7,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/pqn/#pqnpy (docs/rl-algo
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -82,8 +82,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-from cleanrl_utils.evals.discrete import evaluate_pqn
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.discrete import evaluate_pqn
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -195,7 +195,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

@@ -8,7 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -60,7 +60,6 @@ class Args:
     q_lambda: float = 0.65
     """λ of the Q(λ) returns"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -75,7 +74,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import envpool
@@ -215,7 +214,7 @@ if __name__ == "__main__":
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

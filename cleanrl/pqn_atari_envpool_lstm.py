@@ -8,7 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -64,7 +64,6 @@ class Args:
     q_lambda: float = 0.65
     """λ of the Q(λ) returns"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -79,7 +78,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import envpool
@@ -247,10 +246,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset
@@ -261,7 +258,7 @@ if __name__ == "__main__":
     envs_per_batch = args.num_envs // args.num_minibatches
     episode_stats = EpisodeStatistics(args.num_envs)
     avg_returns = deque(maxlen=20)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             initial_lstm_state = (next_lstm_state[0].clone(), next_lstm_state[1].clone())
             if args.anneal_lr:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -99,11 +99,11 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.atari import evaluate_dqn
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_torch
+from cleanrl_utils.runtime.evals.atari import evaluate_dqn
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.huggingface import DownloadError, download
+from cleanrl_utils.runtime.model_files import ModelFileError, read_torch
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
@@ -339,7 +339,6 @@ if __name__ == "__main__":
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         teacher_return = exp.saved_float("teacher_return")
         student_returns = deque(exp.saved_list("student_returns", student_returns.maxlen, 0.0), maxlen=student_returns.maxlen)
         steps_done = exp.saved_int("global_step", 0, args.offline_steps + args.total_timesteps)
@@ -354,7 +353,7 @@ if __name__ == "__main__":
         state = {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
         exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, learners)
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         if not exp.loaded_checkpoint:
             # 1. Score the teacher: the online phase measures the student against this mean.
             teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
@@ -489,7 +488,6 @@ if __name__ == "__main__":
                     loss.backward()
                     optimizer.step()
 
-                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     update_target()
 

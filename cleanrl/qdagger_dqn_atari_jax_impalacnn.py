@@ -12,7 +12,7 @@ from typing import Annotated
 
 import tyro
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -98,11 +98,11 @@ import optax
 from flax.training.train_state import TrainState
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.evals.jax import evaluate_dqn_atari
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
-from cleanrl_utils.huggingface import DownloadError, download
-from cleanrl_utils.model_files import ModelFileError, read_flax
+from cleanrl_utils.runtime.evals.jax import evaluate_dqn_atari
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.huggingface import DownloadError, download
+from cleanrl_utils.runtime.model_files import ModelFileError, read_flax
 
 try:  # no ALE banner: an error about the teacher stays one line
     import ale_py
@@ -356,7 +356,6 @@ if __name__ == "__main__":
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(memories)
-        # the script's own values, checked as the command line is (shapes and dtypes as this run's): one line if not
         saved_q_state = exp.saved_tree("q_state", flax.serialization.to_state_dict(q_state))
         q_state = flax.serialization.from_state_dict(q_state, saved_q_state)  # parameters, target, Adam
         teacher_return = exp.saved_float("teacher_return")
@@ -374,7 +373,7 @@ if __name__ == "__main__":
         state |= {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}
         exp.save_checkpoint(steps_done, {"global_step": steps_done, **state}, memories)
 
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         if not exp.loaded_checkpoint:
             # 1. Score the teacher: the online phase measures the student against this mean.
             teacher_env = make_env(args.env_id, 1, False, run_name)()  # idx 1: no video of these games
@@ -484,7 +483,6 @@ if __name__ == "__main__":
                         print("SPS:", sps)
                         writer.add_scalar("charts/SPS", sps, global_step)
 
-                # the target network catches up with the online one
                 if global_step % args.target_network_frequency == 0:
                     q_state = update_target(q_state)
 

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -97,8 +97,8 @@ from stable_baselines3.common.atari_wrappers import (
     NoopResetEnv,
 )
 
-from cleanrl_utils.evals.atari import evaluate_distributional
-from cleanrl_utils.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.evals.atari import evaluate_distributional
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -394,7 +394,7 @@ if __name__ == "__main__":
     batch_index = torch.arange(args.batch_size, device=device)
 
     obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(args.total_timesteps):
             exp.raise_if_stopped()
             # no epsilon: the online network's noise explores; a new sample every train-frequency steps
@@ -415,7 +415,6 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", int(info["episode"]["l"]), global_step)
             obs = env.reset()[0] if terminated or truncated else next_obs  # after a lost life: the next one
 
-            # learn
             if global_step > args.learning_starts:
                 if global_step % args.train_frequency == 0:
                     # the importance-sampling correction grows to full (beta = 1) by the end of training

@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/ppo-continuous/#rpo_cont
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, rollout_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, rollout_memory_problem
 
 
 @dataclass
@@ -72,7 +72,6 @@ class Args:
     rpo_alpha: float = 0.5
     """half-width of the uniform noise added to the action mean when stored actions are re-evaluated"""
 
-    # derived from the settings above when the run starts
     batch_size: int = 0
     """transitions per rollout, num-envs × num-steps (set at start-up)"""
     minibatch_size: int = 0
@@ -88,8 +87,8 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-from cleanrl_utils.evals.continuous import evaluate_ppo
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.continuous import evaluate_ppo
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name, gamma=0.99):
@@ -220,7 +219,7 @@ if __name__ == "__main__":
     global_step = 0
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations

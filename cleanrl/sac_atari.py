@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac-atari/#sac_ataripy (
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -79,9 +79,9 @@ import torch.optim as optim
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 from torch.distributions.categorical import Categorical
 
-from cleanrl_utils.evals.atari import evaluate_sac
-from cleanrl_utils.experiment import Experiment, check_atari_game
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.evals.atari import evaluate_sac
+from cleanrl_utils.runtime.experiment import Experiment, check_atari_game
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -226,7 +226,6 @@ if __name__ == "__main__":
     first_step = 0
     if exp.loaded_checkpoint:
         exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
@@ -235,7 +234,7 @@ if __name__ == "__main__":
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for global_step in range(first_step, args.total_timesteps):
             exp.raise_if_stopped()
             # act: uniformly random until learning starts, then from the policy

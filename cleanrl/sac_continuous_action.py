@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/sac/#sac_continuous_acti
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -80,8 +80,8 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.continuous import evaluate_sac
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.continuous import evaluate_sac
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -226,7 +226,6 @@ if __name__ == "__main__":
     first_iteration, actor_loss, alpha_loss = 0, None, None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
@@ -238,7 +237,7 @@ if __name__ == "__main__":
         first_iteration = exp.saved_int("global_step", 0, args.total_timesteps - 1) // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
             exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one
@@ -270,7 +269,6 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations, [])
             obs = next_obs
 
-            # learn
             if global_step > args.learning_starts:
                 data = rb.sample(args.batch_size)
                 with torch.no_grad():

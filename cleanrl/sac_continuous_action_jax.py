@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -73,7 +73,7 @@ check_command_line(Args, __name__)  # bad input ends here in one line, before th
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import flax
@@ -83,7 +83,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.jax import evaluate_sac
+    from cleanrl_utils.runtime.evals.jax import evaluate_sac
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
@@ -311,7 +311,6 @@ if __name__ == "__main__":
     first_iteration, actor_loss, alpha_loss = 0, None, None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"replay_buffer": rb})
-        # the script's own values, checked as the command line is (shapes and dtypes as this run's): one line if not
         fresh = {"actor_state": actor_state, "qf_state": qf_state, "alpha_state": alpha_state}
         saved = {name: exp.saved_tree(name, flax.serialization.to_state_dict(state)) for name, state in fresh.items()}
         actor_state = flax.serialization.from_state_dict(actor_state, saved["actor_state"])  # weights, Adam
@@ -329,7 +328,7 @@ if __name__ == "__main__":
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.total_timesteps // args.num_envs):
             exp.raise_if_stopped()
             global_step = iteration * args.num_envs  # environment steps taken before this one

@@ -6,7 +6,7 @@ Docs: https://cleanrl-next.readthedocs.io/rl-algorithms/td3/#td3_continuous_acti
 import os
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -76,8 +76,8 @@ import torch.nn.functional as F
 import torch.optim as optim
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.runtime.experiment import Experiment
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -206,7 +206,6 @@ if __name__ == "__main__":
     actor_loss = None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
         obs = exp.saved_array("obs", envs.observation_space.shape, envs.observation_space.dtype)
         num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
         # the last one is logged until the actor's next update
@@ -214,7 +213,7 @@ if __name__ == "__main__":
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -242,7 +241,6 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations, infos)
             obs = next_obs
 
-            # learn
             if global_step > args.learning_starts:
                 num_updates += 1
                 data = rb.sample(args.batch_size)

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, replay_memory_problem
+from cleanrl_utils.runtime.command_line import check_command_line, replay_memory_problem
 
 
 @dataclass
@@ -69,7 +69,7 @@ check_command_line(Args, __name__)  # bad input ends here in one line, before th
 import gymnasium as gym
 import numpy as np
 
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:
     import flax
@@ -79,7 +79,7 @@ try:
     import optax
     from flax.training.train_state import TrainState
 
-    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 except ImportError as e:
     print(
         f'{os.path.basename(__file__)}: error: {e.name} is missing; install it with pip install -e ".[jax]"', file=sys.stderr
@@ -284,7 +284,6 @@ if __name__ == "__main__":
     actor_loss = None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"replay_buffer": rb})
-        # the script's own values, checked as the command line is (shapes and dtypes as this run's): one line if not
         saved_actor = exp.saved_tree("actor_state", flax.serialization.to_state_dict(actor_state))
         actor_state = flax.serialization.from_state_dict(actor_state, saved_actor)  # weights, targets, Adam
         qf_state = flax.serialization.from_state_dict(
@@ -302,7 +301,7 @@ if __name__ == "__main__":
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         # global_step: environment steps taken before this iteration, summed over the envs
         for global_step in range(first_step, args.total_timesteps, args.num_envs):
             exp.raise_if_stopped()
@@ -329,7 +328,6 @@ if __name__ == "__main__":
             rb.add(obs, real_next_obs, actions, rewards, terminations)
             obs = next_obs.astype(np.float32)
 
-            # learn
             if global_step > args.learning_starts:
                 num_updates += 1
                 batch = jax.device_put(rb.sample(args.batch_size))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 # torch, Gymnasium, NumPy and the Hub's client take seconds to import: `enjoy` imports them once the flags have
 # passed their checks, so that a bad flag is refused at once
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime.command_line import parse_args
 from cleanrl_utils.zoo import ZOO, entry, saves_flax
 
 
@@ -62,7 +62,7 @@ def one_line(error: BaseException, limit: int = 300) -> str:
 def check_model_file(model_path: str | Path, flax_model: bool) -> None:
     """Raise unless `model_path` reads back as a model file: Flax msgpack bytes, or a torch.save file of tensors and
     plain values; a file of another kind (TorchScript, a pickle...) is refused by its bytes, unread."""
-    from cleanrl_utils.model_files import read_flax, read_torch
+    from cleanrl_utils.runtime.model_files import read_flax, read_torch
 
     if flax_model:
         read_flax(model_path)
@@ -88,7 +88,7 @@ def enjoy(args: Args) -> list[float]:
     import numpy as np
     import torch
 
-    from cleanrl_utils.huggingface import DownloadError, download, repo_name
+    from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
 
     zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
     if args.model_path:

@@ -27,8 +27,8 @@ import numpy as np
 import tyro
 from matplotlib.figure import Figure
 
-from cleanrl_utils import atomic
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime import atomic
+from cleanrl_utils.runtime.command_line import parse_args
 from cleanrl_utils.tensorboard_reader import Series, read_run
 
 EVENT_FILE_GLOB = "events.out.tfevents.*"
@@ -52,6 +52,7 @@ class Run:
     scalars: dict[str, Series]
     runtime_minutes: float | None
     tags: tuple[str, ...] = ()  # WANDB_TAGS of the run (the runner's --auto-tag sets them), as the script logged them
+    num_envs: int | None = None  # its hyperparameter num_envs, when it logged one (RLops checks seed spacing with it)
 
     @property
     def column(self) -> str:
@@ -183,7 +184,19 @@ def load_run(run_dir: Path, name: str, group: str) -> Run | None:
     if events.first_wall_time is not None and events.last_wall_time is not None:
         runtime = (events.last_wall_time - events.first_wall_time) / 60
     tags = parse_tags(events.texts.get("tags", ""))
-    return Run(run_dir, info["env_id"], info["exp_name"], info.get("seed", "?"), group, events.scalars, runtime, tags)
+    num_envs = count_or_none(hyperparameters.get("num_envs"))
+    return Run(
+        run_dir, info["env_id"], info["exp_name"], info.get("seed", "?"), group, events.scalars, runtime, tags, num_envs
+    )
+
+
+def count_or_none(value: object) -> int | None:
+    """A positive whole number from a logged hyperparameter (`4`, `"4"`), else None: absent or not a count."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        return None
+    return number if number > 0 else None
 
 
 def group_labels(runs_dirs: list[Path], split_by_dir: bool) -> list[str]:

@@ -12,8 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from cleanrl_utils import rlstats
-from cleanrl_utils.atomic import atomic_path
 from cleanrl_utils.report import rolling_mean
+from cleanrl_utils.runtime.atomic import atomic_path
 from cleanrl_utils.tensorboard_reader import Series
 
 PROFILE_POINTS = 101

@@ -16,29 +16,36 @@ reach the test's level or runs were left out.
 curves and rliable's figures go to `<output>.md` and `<output>*.png/.svg`.
 """
 
-import functools
-import os
-import shlex
 import sys
-import unicodedata
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Literal
-from urllib.parse import parse_qs
 
-import numpy as np
-import tyro
-
-from cleanrl_utils import rlfigures, rlstats
-from cleanrl_utils.atomic import write_text
-from cleanrl_utils.command_line import parse_args
-from cleanrl_utils.reference_scores import TABLES, reference_scores
-from cleanrl_utils.report import Run, last_mean, plot_learning_curves, report_tables
-from cleanrl_utils.rlops_runs import (
-    UNTAGGED,
-    LeftOut,
+from cleanrl_utils.rlops_args import (
+    EXIT_BAD_INPUT,
+    PROG,
+    Args,
     RlopsError,
+    check_args,
+    openrlbenchmark_equivalent,
+    parse_target_scores,
+    refuse_bad_flags,
+)
+
+if __name__ == "__main__":  # `python -m cleanrl_utils.rlops`: bad flags get their one line before the slow imports
+    refuse_bad_flags(sys.argv[1:])
+
+import functools  # noqa: E402 - after the flags are checked, as in the algorithm files
+import math  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cleanrl_utils import rlfigures, rlstats  # noqa: E402
+from cleanrl_utils.reference_scores import reference_scores  # noqa: E402
+from cleanrl_utils.report import Run, last_mean, plot_learning_curves, report_tables  # noqa: E402
+from cleanrl_utils.rlops_runs import (  # noqa: E402
+    LeftOut,
     check_coverage,
     check_evidence,
     check_finite,
@@ -50,13 +57,16 @@ from cleanrl_utils.rlops_runs import (
     exp_names_per_tag,
     local_runs,
     select,
+    select_left_out,
     unreadable,
     wandb_runs,
     warn,
+    warn_close_seeds,
 )
+from cleanrl_utils.runtime.atomic import write_text  # noqa: E402
+from cleanrl_utils.runtime.command_line import parse_args  # noqa: E402
 
 EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
 EXIT_INCONCLUSIVE = 3
 FIGURES = {"profile": "performance profile", "aggregates": "aggregate scores", "iqm_steps": "IQM over training"}
 
@@ -81,100 +91,10 @@ class Verdict:
     overall: Test  # across envs
     per_env: list[Test]  # in --env-ids order; with one env, the test across envs itself
     gate: str  # regression (across envs or on any env), inconclusive or pass
-    left_out: int = 0  # runs of the tag or the baseline left out (stopped early, no metric, unreadable): cannot pass
-
-
-# ---------------------------------------------------------------- coming from openrlbenchmark
-
-
-def openrlbenchmark_equivalent(argv: list[str]) -> str | None:
-    """For `python -m openrlbenchmark.rlops --filters ...` arguments, the one line that says what to type here."""
-    if not any(arg == "--filters" or arg.startswith("--filters=") for arg in argv):
-        return None
-    values: dict[str, list[str]] = {}
-    key = None
-    for arg in argv:
-        if arg.startswith("--"):
-            key, _, inline = arg.partition("=")
-            values.setdefault(key, [])
-            if inline:
-                values[key].append(inline)
-        elif key:
-            values[key].append(arg)
-    query: dict[str, str] = {}
-    groups: list[tuple[str, str]] = []  # (exp name, tag)
-    for item in values.get("--filters", []):
-        name, _, qs = item.partition("?")
-        fields = {k: v[-1] for k, v in parse_qs(qs).items()}
-        if not name:
-            query.update(fields)
-        else:
-            groups.append((name, fields.get("tag", UNTAGGED)))
-    ours = ["python -m cleanrl_utils.rlops"]
-    if "we" in query:
-        ours += ["--wandb-entity", query["we"]]
-    ours += ["--wandb-project-name", query.get("wpn", "PROJECT")]
-    if "metric" in query:
-        ours += ["--metric", query["metric"]]
-    names = list(dict.fromkeys(name for name, _ in groups)) or ["EXP_NAME"]
-    if len(names) == 1:
-        ours += ["--exp-name", names[0]]
-    else:
-        for name, _ in groups:
-            ours += ["--exp-name", name]
-    tags = [tag for _, tag in groups] or ["TAG"]
-    ours += ["--tags", *tags, "--baseline", tags[-1]]
-    for flag in ("--env-ids", "--output-filename", "--metric-last-n-average-window"):
-        if values.get(flag):
-            ours += [flag, *values[flag]]
-    if "--scan-history" in values:
-        ours.append("--scan-history")
-    notes = []
-    if query.get("ceik", "env_id") != "env_id" or query.get("cen", "exp_name") != "exp_name":
-        notes.append("runs must keep the env id and exp name in the config keys env_id and exp_name")
-    if "--report" in values:
-        notes.append("--report (a W&B report) has no counterpart")
-    note = f" ({'; '.join(notes)})" if notes else ""
-    return (
-        "--filters is openrlbenchmark's form; here the same comparison is: "
-        + " ".join(shlex.quote(part) if i else part for i, part in enumerate(ours))
-        + note
-        + " (docs/get-started/rlops.md shows both side by side)"
-    )
+    left_out: int = 0  # runs or seeds of the tag or the baseline left out (see why_inconclusive): cannot pass
 
 
 # ---------------------------------------------------------------- scores and normalisation
-
-
-def parse_target_scores(items: list[str], lower_is_better: bool) -> dict[str, tuple[float, float]]:
-    """{env: (score mapped to 0, score mapped to 1)}; the first must be the worse one, or comparisons would flip."""
-    targets = {}
-    for item in items:
-        env_id, _, bounds = item.partition("=")
-        try:
-            low, high = (float(v) for v in bounds.split(","))
-        except ValueError:
-            raise RlopsError(f"--target-scores takes ENV=LOW,HIGH, got {item!r}") from None
-        if not (np.isfinite(low) and np.isfinite(high)):
-            raise RlopsError(f"--target-scores {item}: LOW and HIGH must be finite numbers")
-        if lower_is_better and not low > high:
-            raise RlopsError(
-                f"--target-scores {item}: with --lower-is-better the score mapped to 0 ({low:g}) must be above the one "
-                f"mapped to 1 ({high:g})"
-            )
-        if not lower_is_better and not low < high:
-            raise RlopsError(
-                f"--target-scores {item}: LOW ({low:g}) must be below HIGH ({high:g}), or the normalised scores would "
-                "turn a regression into an improvement; if lower scores are better, pass --lower-is-better"
-            )
-        with np.errstate(over="ignore", divide="ignore"):
-            scale = 1.0 / (high - low) if high != low else np.inf
-        if not (np.isfinite(high - low) and np.isfinite(scale)):
-            raise RlopsError(f"--target-scores {item}: HIGH - LOW must be a finite number whose inverse is finite too")
-        if env_id in targets:
-            raise RlopsError(f"--target-scores gives {env_id} twice: give one LOW,HIGH per env")
-        targets[env_id] = (low, high)
-    return targets
 
 
 def oriented(values: np.ndarray | float, lower_is_better: bool):
@@ -210,6 +130,41 @@ def score_table(
 def seed_table(runs: list[Run], tags: list[str], env_ids: list[str]) -> dict[str, list[list[str]]]:
     """{tag: [each env's seeds]}, in `score_table`'s order: the test's unit is the seed, not the run."""
     return {tag: [[r.seed for r in runs if r.group == tag and r.env_id == env_id] for env_id in env_ids] for tag in tags}
+
+
+@dataclass(frozen=True)
+class MissingSeed:
+    """A seed with runs on some envs of a tag and none on others: the test across envs leaves it out."""
+
+    tag: str
+    seed: str
+    found_on: list[str]
+    missing_on: list[str]
+
+    def text(self) -> str:
+        return (
+            f"tag {self.tag!r}, seed {self.seed}: runs on {', '.join(self.found_on)} but none on {', '.join(self.missing_on)}"
+        )
+
+
+def missing_seeds(seeds: dict[str, list[list[str]]], env_ids: list[str], left_out: list[LeftOut]) -> list[MissingSeed]:
+    """Every (tag, seed) run on some env and missing on another, which no left-out run already accounts for: a seed
+    that died before its first write on an env, or that the runner lost. The test across envs counts only the seeds
+    run on every env, so such a seed would drop out of it silently; like a crashed run, it keeps the tag from
+    passing. A left-out run of an unknown tag (unreadable) accounts for its seed under any tag."""
+    named = {(item.run.group, item.run.env_id, item.run.seed) for item in left_out}
+    found = []
+    for tag, per_env in seeds.items():
+        for seed in dict.fromkeys(seed for env_seeds in per_env for seed in env_seeds):
+            on = [env for env, env_seeds in zip(env_ids, per_env) if seed in env_seeds]
+            gone = [
+                env
+                for env, env_seeds in zip(env_ids, per_env)
+                if seed not in env_seeds and (tag, env, seed) not in named and ("", env, seed) not in named
+            ]
+            if gone:
+                found.append(MissingSeed(tag, seed, on, gone))
+    return found
 
 
 def baseline_starts(runs: list[Run], baseline: str, env_ids: list[str], metric: str, lower_is_better: bool) -> list[float]:
@@ -346,6 +301,13 @@ def compare(
     return verdicts
 
 
+def rounded_up(value: float, digits: int = 1) -> str:
+    """`value` to `digits` decimals, never below it: a detectable shift printed lower than the one found would claim
+    more power than the seeds have (3.625 shows as 3.7, not 3.6). A hair of float error is not rounded up."""
+    scale = 10**digits
+    return f"{math.ceil(value * scale - 1e-9) / scale:.{digits}f}"
+
+
 @functools.lru_cache(maxsize=64)
 def detectable(design: tuple[int, int, int, int], level: float) -> float | None:
     """`rlstats.detectable_shift` for (envs, tag's seeds, baseline's seeds, shared), once per design."""
@@ -382,7 +344,8 @@ def why_inconclusive(verdict: Verdict, alpha: float, tags: int, envs: int) -> st
     if not blind:  # every test can reach alpha: runs were left out
         return (
             f"{verdict.left_out} run{'s' if verdict.left_out > 1 else ''} of it or the baseline left out (stopped early, "
-            "no metric or unreadable: see the warnings): seeds that crash may be what the change broke, so the gate "
+            "not finished, no metric, unreadable or a seed missing on an env: see the warnings): seeds that crash may "
+            "be what the change broke, so the gate "
             "does not pass on the rest"
         )
     best = min(test.smallest_p for test in blind)
@@ -403,9 +366,10 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
     if shift is None:
         found = "no shift of normal scores on every env is found at least four times in five"
     else:
+        shown = rounded_up(shift)
         found = (
-            f"a shift of {shift:.1f} seed-to-seed standard deviations on every env (PoI "
-            f"{rlstats.shift_improvement(shift):.2f}) is found at least four times in five"
+            f"a shift of {shown} seed-to-seed standard deviations on every env (PoI "
+            f"{rounded_up(rlstats.shift_improvement(float(shown)), 2)}) is found at least four times in five"
         )
     text = f"{reach}; {found}"
     if envs > 1:
@@ -414,7 +378,7 @@ def detectable_text(verdict: Verdict, alpha: float, tags: int, envs: int) -> str
         text += (
             "; on one env alone, no shift is found at least four times in five"
             if one is None
-            else f"; on one env alone (the one with the fewest seeds), a shift of {one:.1f} standard deviations"
+            else f"; on one env alone (the one with the fewest seeds), a shift of {rounded_up(one)} standard deviations"
         )
     return text + " (10,000 simulated draws of independent normal scores, at α divided by the number of tests)"
 
@@ -550,11 +514,12 @@ def unscaled_note(unscaled: list[str], baseline: str) -> str:
     )
 
 
-def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int) -> str:
-    if not left_out and not short:
+def left_out_section(left_out: list[LeftOut], short: list[LeftOut], window: int, missing: list[MissingSeed]) -> str:
+    if not left_out and not short and not missing:
         return ""
     lines = ["## Runs left out or flagged", ""]
     lines += [f"- left out: `{describe(item.run)}` {item.reason}" for item in left_out]
+    lines += [f"- left out of the test across envs: {cell(item.text())}" for item in missing]
     lines += [f"- flagged: `{describe(item.run)}` {item.reason}: its score averages all of them" for item in short]
     return "\n".join(lines)
 
@@ -591,127 +556,10 @@ def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, s
 # ---------------------------------------------------------------- command line
 
 
-ReferenceTable = Literal[tuple(sorted(TABLES))]  # the published score tables --reference-scores can name
-
-
-@dataclass
-class Args:
-    """RLops: did a change make an algorithm worse? Compare tagged groups of runs against a baseline tag."""
-
-    tags: Annotated[list[str], tyro.conf.arg(metavar="TAG [TAG ...]")]
-    """groups of runs to compare, by the tags they carry ('untagged': runs without tags)"""
-    exp_names: Annotated[
-        tyro.conf.UseAppendAction[list[list[str]]], tyro.conf.arg(name="exp-name", metavar="NAME [NAME ...]")
-    ] = field(default_factory=list)
-    """exp names of the runs; once for every tag, or once per tag (in --tags order); required"""
-    baseline: Annotated[str | None, tyro.conf.arg(metavar="TAG", help_behavior_hint="(default: the last of --tags)")] = None
-    """the tag the others are compared with; with one tag, only its tables and figures"""
-    env_ids: Annotated[
-        list[str] | None, tyro.conf.arg(metavar="ENV_ID [ENV_ID ...]", help_behavior_hint="(default: the baseline's)")
-    ] = None
-    """envs to compare"""
-    metric: str = "charts/episodic_return"
-    """scalar tag compared"""
-    lower_is_better: bool = False
-    """the metric is better when lower (a loss, a time): tests turn around"""
-    metric_last_n_average_window: Annotated[int, tyro.conf.arg(metavar="N")] = 100
-    """each run's score: the mean of its last N values of the metric"""
-    output_filename: Annotated[Path, tyro.conf.arg(metavar="PATH")] = Path("compare")
-    """writes PATH.md, PATH.png/.svg (learning curves) and PATH_profile, PATH_aggregates, PATH_iqm_steps .png/.svg"""
-    output_markdown: Annotated[Path | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="")] = None
-    """write the Markdown here instead of PATH.md"""
-    runs_dir: Annotated[list[Path] | None, tyro.conf.arg(metavar="DIR [DIR ...]", help_behavior_hint="(default: runs)")] = None
-    """folders of TensorBoard runs"""
-    wandb_project_name: Annotated[str | None, tyro.conf.arg(metavar="PROJECT", help_behavior_hint="")] = None
-    """read the finished runs of this W&B project instead of local folders"""
-    wandb_entity: Annotated[str | None, tyro.conf.arg(metavar="ENTITY", help_behavior_hint="(default: your own)")] = None
-    """W&B entity of the project"""
-    scan_history: bool = False
-    """W&B: read every logged value; without it the curves use 500 sampled rows and the scores the last N values
-    read whole (local runs are always read whole)"""
-    target_scores: Annotated[list[str], tyro.conf.arg(metavar="ENV=LOW,HIGH [ENV=LOW,HIGH ...]")] = field(default_factory=list)
-    """normalise ENV's scores so that LOW → 0 and HIGH → 1 (e.g. random and expert returns)"""
-    reference_scores: Annotated[ReferenceTable | None, tyro.conf.arg(help_behavior_hint="")] = None  # type: ignore[valid-type]
-    """normalise by published scores: atari-human maps each game's random score to 0 and human score to 1"""
-    min_progress: Annotated[float, tyro.conf.arg(metavar="SHARE")] = 0.95
-    """leave out runs whose last step is below SHARE of the furthest run on their env"""
-    strict: bool = False
-    """a run that stopped early is an error, not left out"""
-    confidence: float = 0.95
-    """level of the intervals; the tests' alpha is 1 minus it"""
-    bootstrap_samples: Annotated[int, tyro.conf.arg(metavar="N")] = 5000
-    """bootstrap draws of the intervals, at most 1,000,000 (the test takes none)"""
-    seed: int = 0
-    """seed of the bootstrap draws"""
-    smooth: int = 5
-    """curves: rolling mean over this many values per run"""
-    fail_on_regression: bool = False
-    """exit 1 when a tag regressed (across envs or on any env), else 3 when a test of the gate is inconclusive or runs
-    were left out"""
-
-
-MAX_BOOTSTRAP_SAMPLES = 1_000_000  # each draw holds every run's score: more would not fit in memory on many runs
-
-
-def control_characters(text: str) -> bool:
-    """Whether `text` holds a newline, tab or other control character: it would split table rows and summary lines."""
-    return any(unicodedata.category(char) == "Cc" for char in text)
-
-
-def repeated(values: list[str]) -> list[str]:
-    return sorted({value for value in values if values.count(value) > 1})
-
-
-def check_args(args: Args) -> None:
-    if not args.exp_names or not args.tags:
-        raise RlopsError("--exp-name and --tags are needed: the runs to compare and the tags that group them")
-    odd = [tag for tag in [*args.tags, args.baseline or ""] if control_characters(tag)]
-    if odd:
-        raise RlopsError(f"tag {odd[0]!r} holds a control character (a newline, tab, ...): tags name table rows")
-    if repeated(args.tags):
-        raise RlopsError(f"--tags repeats {', '.join(map(repr, repeated(args.tags)))}: each group counts once")
-    if args.env_ids and repeated(args.env_ids):
-        raise RlopsError(
-            f"--env-ids repeats {', '.join(repeated(args.env_ids))}: an env's runs count once, or the same seeds would "
-            "count as more evidence"
-        )
-    if len(args.tags) == 1 and (args.baseline is not None or args.fail_on_regression):
-        given = "--baseline" if args.baseline is not None else "--fail-on-regression"
-        raise RlopsError(
-            f"{given} with the one tag {args.tags[0]!r} compares nothing: give the tags to compare with it "
-            "(one tag alone, without these flags, gives its tables and figures)"
-        )
-    if args.baseline is None:
-        args.baseline = args.tags[-1]
-    if args.baseline not in args.tags:
-        raise RlopsError(f"--baseline {args.baseline!r} is not one of --tags")
-    if args.metric_last_n_average_window < 1 or args.bootstrap_samples < 1 or args.smooth < 1:
-        raise RlopsError("--metric-last-n-average-window, --bootstrap-samples and --smooth must be at least 1")
-    if args.bootstrap_samples > MAX_BOOTSTRAP_SAMPLES:
-        raise RlopsError(
-            f"--bootstrap-samples {args.bootstrap_samples} is more than {MAX_BOOTSTRAP_SAMPLES:,}: the draws would not "
-            "fit in memory (5,000 gives intervals to about 0.01)"
-        )
-    if not args.output_filename.name or not (args.output_markdown is None or args.output_markdown.name):
-        flag = "--output-filename" if not args.output_filename.name else "--output-markdown"
-        raise RlopsError(
-            f"{flag} needs a file name, got {str(args.output_filename if flag == '--output-filename' else args.output_markdown)!r}"
-        )
-    if not 0 < args.confidence < 1:
-        raise RlopsError(f"--confidence must lie between 0 and 1, got {args.confidence}")
-    if not 0 <= args.min_progress <= 1:
-        raise RlopsError(f"--min-progress must lie between 0 and 1, got {args.min_progress}")
-    if args.runs_dir and args.wandb_project_name:
-        raise RlopsError("--runs-dir and --wandb-project-name are two sources of runs: give one")
-    if args.wandb_entity and not args.wandb_project_name:
-        raise RlopsError("--wandb-entity needs --wandb-project-name")
-    if args.reference_scores and args.lower_is_better:
-        raise RlopsError("--reference-scores are returns, higher is better: they do not go with --lower-is-better")
-
-
-def load_runs(args: Args, exp_names: dict[str, set[str]]) -> list[Run]:
+def load_runs(args: Args, exp_names: dict[str, set[str]]) -> tuple[list[Run], list[LeftOut]]:
+    """The runs found and those left out before any check (W&B runs that have not finished)."""
     if not args.wandb_project_name:
-        return local_runs(args.runs_dir or [Path("runs")])
+        return local_runs(args.runs_dir or [Path("runs")]), []
     try:
         import wandb
 
@@ -759,7 +607,7 @@ def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[L
     """The runs compared after every check, the envs, the runs left out and the runs flagged. A left-out run whose
     tag is unknown (its event files unreadable) has the group "" and keeps every tag from passing."""
     exp_names = exp_names_per_tag(args.exp_names, args.tags)
-    loaded = load_runs(args, exp_names)
+    loaded, unfinished = load_runs(args, exp_names)
     local = not args.wandb_project_name
     lost = (
         [LeftOut(run, "holds nothing readable") for run in unreadable(loaded, set().union(*exp_names.values()))]
@@ -770,6 +618,7 @@ def choose_runs(args: Args) -> tuple[list[Run], list[str], list[LeftOut], list[L
     env_ids = args.env_ids or sorted({run.env_id for run in runs if run.group == args.baseline})
     runs = [run for run in runs if run.env_id in env_ids]
     lost = [item for item in lost if item.run.env_id in env_ids]
+    lost += select_left_out([item for item in unfinished if item.run.env_id in env_ids], args.tags, exp_names)
     check_coverage(runs, args.tags, env_ids)
     with_metric = check_metric(runs, args.metric)
     lost += [LeftOut(run, f"logged no {args.metric}") for run in runs if run not in with_metric]
@@ -813,9 +662,18 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     scores = score_table(runs, args.tags, env_ids, metric, window, args.lower_is_better)
     starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
     lows, highs, unscaled = normalization(scores, starts, args.baseline, env_ids, targets)
+    warn_close_seeds(runs, args.baseline)
     seeds = seed_table(runs, args.tags, env_ids)
+    missing = missing_seeds(seeds, env_ids, left_out)
+    for item in missing:
+        warn(f"{item.text()}: left out of the test across envs, and the gate cannot pass without it")
     unknown = sum(item.run.group not in args.tags for item in left_out)
-    dropped = {tag: sum(item.run.group == tag for item in left_out) + unknown * (tag != args.baseline) for tag in args.tags}
+    dropped = {
+        tag: sum(item.run.group == tag for item in left_out)
+        + sum(item.tag == tag for item in missing)
+        + unknown * (tag != args.baseline)
+        for tag in args.tags
+    }
     verdicts = compare(scores, args.baseline, args.bootstrap_samples, args.confidence, args.seed, seeds, dropped)
 
     rng = np.random.default_rng(args.seed + 1)
@@ -851,7 +709,7 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     }
     sections = [
         report_tables(runs, env_ids, [cell(tag) for tag in args.tags], metric, window, column_of),
-        left_out_section(left_out, short, window),
+        left_out_section(left_out, short, window, missing),
         verdict_section(verdicts, estimates, args.baseline, env_ids, args.confidence, reps, note, metric, window),
         aggregates_section(estimates, args.confidence) if estimates else "",
         figures_section(images, markdown_path, metric, args.smooth),
@@ -901,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     if hint:
         print(f"rlops: error: {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    args = parse_args(Args, argv, prog="python -m cleanrl_utils.rlops")
+    args = parse_args(Args, argv, prog=PROG)
     try:
         markdown, verdicts, env_ids = build(args)
     except (RlopsError, OSError) as e:

@@ -3,6 +3,7 @@ that a broken run stops the comparison (a non-finite score, a run in two groups,
 and left out (a run that stopped early, a non-finite speed) instead of quietly moving a verdict."""
 
 import itertools
+import math
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -10,16 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs
+from cleanrl_utils.report import SPS_TAG, ReportError, Run, collect_runs, count_or_none
+from cleanrl_utils.rlops_args import UNTAGGED, RlopsError
 from cleanrl_utils.tensorboard_reader import EventFileError
 
-UNTAGGED = "untagged"  # the group of runs started without WANDB_TAGS
 STEP_KEY = "global_step"  # the step of W&B runs synced from TensorBoard
 SAMPLED_HISTORY_ROWS = 500  # W&B history rows read per run without --scan-history
-
-
-class RlopsError(Exception):
-    """Bad input: one `rlops: error:` line on stderr and exit code 2."""
 
 
 def warn(message: str) -> None:
@@ -29,6 +26,12 @@ def warn(message: str) -> None:
 def describe(run: Run) -> str:
     """A run as the messages name it: where it is, its group (tag), seed and env."""
     return f"{run.path} ({run.group or 'no group'}, seed {run.seed}, {run.env_id})"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    run: Run
+    reason: str
 
 
 # ---------------------------------------------------------------- where runs come from
@@ -74,13 +77,12 @@ def _sampled_with_exact_tail(remote, keys: list[str], tag: str, window: int) -> 
 
 def wandb_runs(
     api, entity: str | None, project: str, exp_names: set[str], metric: str, scan_history: bool, window: int
-) -> list[Run]:
-    """The finished runs of a W&B project, as the local reader gives them: `api` is a `wandb.Api()`.
-
-    Runs still running, crashed, failed or killed are left out, and counted in a warning.
-    """
+) -> tuple[list[Run], list[LeftOut]]:
+    """The finished runs of a W&B project, as the local reader gives them (`api` is a `wandb.Api()`), and the runs
+    left out: those still running, crashed, failed or killed, counted in a warning. A crashed seed may be what a
+    change broke, so they count as left out, as a local run that stopped early does."""
     path = f"{entity}/{project}" if entity else project
-    runs, unfinished, sampled = [], Counter(), 0
+    runs, unfinished, sampled, left_out = [], Counter(), 0, []
     try:
         for remote in api.runs(path, filters={"config.exp_name": {"$in": sorted(exp_names)}}):
             config = remote.config
@@ -89,6 +91,17 @@ def wandb_runs(
             state = getattr(remote, "state", "finished")
             if state != "finished":
                 unfinished[state] += 1
+                run = Run(
+                    path=Path(f"wandb:{path}/{remote.id}"),
+                    env_id=str(config["env_id"]),
+                    exp_name=str(config["exp_name"]),
+                    seed=str(config.get("seed", "?")),
+                    group="",
+                    scalars={},
+                    runtime_minutes=None,
+                    tags=tuple(remote.tags),
+                )
+                left_out.append(LeftOut(run, f"is {state} on W&B, not finished"))
                 continue
             scalars = {}
             for tag in (metric, SPS_TAG):
@@ -113,6 +126,7 @@ def wandb_runs(
                     scalars=scalars,
                     runtime_minutes=runtime / 60 if runtime is not None else None,
                     tags=tuple(remote.tags),
+                    num_envs=count_or_none(config.get("num_envs")),
                 )
             )
     except Exception as e:  # the network boundary: wandb raises its own, requests' and HTTP errors
@@ -127,7 +141,7 @@ def wandb_runs(
         )
     if not runs:
         raise RlopsError(f"W&B project {path} has no finished runs with exp_name {', '.join(sorted(exp_names))}")
-    return runs
+    return runs, left_out
 
 
 # ---------------------------------------------------------------- choosing runs
@@ -166,6 +180,18 @@ def select(runs: list[Run], tags: list[str], exp_names: dict[str, set[str]]) -> 
             raise RlopsError(
                 f"no runs of exp name {', '.join(sorted(exp_names[tag]))} carry tag {tag!r}; tags found: {', '.join(seen) or 'none'}"
             )
+    return chosen
+
+
+def select_left_out(left_out: list[LeftOut], tags: list[str], exp_names: dict[str, set[str]]) -> list[LeftOut]:
+    """The runs left out before selection (W&B's unfinished ones) that belong to a compared tag, with their group set
+    (the first compared tag they carry), each named in a warning."""
+    chosen = []
+    for item in left_out:
+        matching = [tag for tag in tags if has_tag(item.run, tag) and item.run.exp_name in exp_names[tag]]
+        if matching:
+            chosen.append(LeftOut(replace(item.run, group=matching[0]), item.reason))
+            warn(f"{describe(chosen[-1].run)} {item.reason}: left out, and the gate cannot pass without it")
     return chosen
 
 
@@ -230,9 +256,88 @@ def mostly_equal(first: list[tuple[int, float]], second: list[tuple[int, float]]
     return a.shape == b.shape and float(np.mean(np.isclose(a, b, rtol=1e-4, atol=0.0))) > 0.5
 
 
+COPY_RTOL = 0.01  # two values this close (relative) count as the same: a copy scaled by up to 1% still matches
+COPY_LAGS = 10  # chance agreement is measured between each value and the other run's values up to this many apart
+COPY_MIN_VALUES = 10  # fewer fluctuations than this in common: too little to tell a copy (short or flat runs)
+COPY_CHANCE = 1e-9  # a bound on the chance that independent runs agree as much: below it, the runs are copies
+COPY_SMOOTH_LEVELS = 5  # curves without fluctuations (only written by hand) need this many distinct values
+
+
+def alignments(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Two ways to line two runs' values up: episode by episode from the start (a copy with episodes added or cut at
+    its end), and at the global steps both logged (a copy with episodes added or cut anywhere)."""
+    by_index = min(len(first), len(second))
+    at_second = dict(second)
+    common = [(value, at_second[step]) for step, value in first if step in at_second]
+    pairs = [
+        (np.array([v for _, v in first[:by_index]]), np.array([v for _, v in second[:by_index]])),
+        (np.array([a for a, _ in common]), np.array([b for _, b in common])),
+    ]
+    return [(a.astype(float), b.astype(float)) for a, b in pairs]
+
+
+def chance_bound(agreeing: int, compared: int, chance: float) -> float:
+    """A bound on P(`agreeing` or more of `compared` agree) when each agrees with probability `chance`: Chernoff's,
+    exp(-n KL(k/n || q)), with n a third of the comparisons (second differences three apart share no value, so only
+    those are independent)."""
+    share = agreeing / compared
+    if share <= chance:
+        return 1.0
+    chance = min(max(chance, 1e-12), 1 - 1e-12)
+    kl = share * math.log(share / chance) + (0.0 if share == 1 else (1 - share) * math.log((1 - share) / (1 - chance)))
+    return math.exp(-compared / 3 * kl)
+
+
+def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> bool:
+    """Whether two runs' learning curves are one run's, edited or not (its SPS, its length, its returns scaled by up
+    to 1%, a tenth of them changed), rather than two seeds'.
+
+    A copy keeps a run's episode-to-episode fluctuations: the second differences of its returns (its noise, with any
+    straight trend taken out) agree with the original's, episode for episode. Another seed's fluctuations agree
+    with them at the same episode no more often than at neighbouring ones. So the agreement at the same episode is
+    compared with the agreement up to `COPY_LAGS` episodes apart (the chance of agreeing, measured on the two runs
+    themselves), and the runs are copies when independent runs would agree this much with chance below
+    `COPY_CHANCE`. Episodes where both are flat (CartPole's 500, MountainCar's -200) say nothing and are not
+    counted; runs with fewer than `COPY_MIN_VALUES` fluctuations in common are never copies. Curves without any
+    fluctuation (straight lines, only written by hand) are copies when 90% of their values agree."""
+    for a, b in alignments(first, second):
+        if len(a) < COPY_MIN_VALUES + 2:
+            continue
+        scale = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-30)
+        flat = 1e-5 * scale  # float32 rounding of the values, not a fluctuation
+        da, db = np.diff(a, 2), np.diff(b, 2)
+        da[np.abs(da) <= flat], db[np.abs(db) <= flat] = 0.0, 0.0
+
+        def agree(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return np.abs(x - y) <= COPY_RTOL * np.maximum(np.abs(x), np.abs(y))
+
+        moving = (da != 0) | (db != 0)
+        if not moving.any():
+            if (da == 0).all() and (db == 0).all():
+                levels = len(np.unique(np.round(a / (COPY_RTOL * scale))))
+                if levels >= COPY_SMOOTH_LEVELS and np.mean(agree(a, b)) >= 0.9:
+                    return True
+            continue
+        if moving.sum() < COPY_MIN_VALUES:
+            continue
+        agreeing = int(agree(da, db)[moving].sum())
+        chance_agreeing = chance_compared = 0
+        for lag in range(1, COPY_LAGS + 1):
+            for x, y in ((da[lag:], db[:-lag]), (da[:-lag], db[lag:])):
+                counted = (x != 0) | (y != 0)
+                chance_agreeing += int(agree(x, y)[counted].sum())
+                chance_compared += int(counted.sum())
+        chance = (chance_agreeing + 1) / (chance_compared + 1)
+        if chance_bound(agreeing, int(moving.sum()), chance) <= COPY_CHANCE:
+            return True
+    return False
+
+
 def check_evidence(runs: list[Run], metric: str) -> None:
     """One run per (tag, env, seed), and no run twice under another seed: copied folders, a seed run twice under
-    one tag or a copy given another seed would count the same evidence twice and shrink every p.
+    one tag or a copy given another seed would count the same evidence twice and shrink every p. A copy is found by
+    its clock readings when it is exact (`fingerprint`: even a flat run's copy) and by its curve when it fluctuates
+    (`near_copy`: edited or not).
 
     Two tags' runs of one seed may be copies of each other's values: a change that alters nothing could be run
     deterministically, and a copy on both sides only pulls the verdict towards no difference.
@@ -266,6 +371,57 @@ def check_evidence(runs: list[Run], metric: str) -> None:
                     "in the same time: copies of one run (their returns may have been edited), which would count "
                     "twice; remove the copy"
                 )
+    for env_id in dict.fromkeys(run.env_id for run in runs):
+        on_env = [run for run in runs if run.env_id == env_id]
+        for first, second in itertools.combinations(on_env, 2):
+            if first.group != second.group and first.seed == second.seed:
+                continue  # two tags' runs of one seed: a change that alters nothing, run deterministically
+            if near_copy(first.scalars[metric], second.scalars[metric]):
+                raise RlopsError(
+                    f"{describe(first)} and {describe(second)}: their {metric} curves rise and fall together episode "
+                    f"by episode, as no two seeds' do: copies of one run (edited or not: its {SPS_TAG}, its length, "
+                    "its values scaled by up to 1%), which would count twice; remove the copy"
+                )
+
+
+def close_seeds(runs: list[Run], baseline: str) -> list[tuple[str, str, Run, Run]]:
+    """(tag, env, run, run) for each pair of runs of one comparison (a tag and the baseline on one env) whose seed
+    numbers differ by less than their num_envs: the scripts reset their vector env with `envs.reset(seed=s)`, which
+    seeds sub-env i with s + i, so seeds s and s + 1 start num_envs - 1 sub-envs on the same random streams and are
+    not independent, as the test assumes. Runs that logged no num_envs, or whose seed is not a number, are skipped."""
+    close = []
+    envs = dict.fromkeys(run.env_id for run in runs)
+    for tag in dict.fromkeys(run.group for run in runs if run.group != baseline):
+        for env in envs:
+            side = [r for r in runs if r.env_id == env and r.group in (tag, baseline) and r.num_envs and r.seed.isdigit()]
+            for first, second in itertools.combinations(side, 2):
+                apart = abs(int(first.seed) - int(second.seed))
+                if 0 < apart < max(first.num_envs or 1, second.num_envs or 1):
+                    close.append((tag, env, first, second))
+    return close
+
+
+def sorted_seeds(close: tuple[str, str, Run, Run]) -> list[int]:
+    return sorted(int(run.seed) for run in close[2:])
+
+
+def warn_close_seeds(runs: list[Run], baseline: str) -> None:
+    """One warning line when some comparison holds seeds closer than their runs' num_envs (see `close_seeds`)."""
+    close = close_seeds(runs, baseline)
+    if not close:
+        return
+    # the closest pair, lowest seeds first: the same runs always name the same pair
+    tag, env, first, second = min(close, key=lambda c: (abs(int(c[2].seed) - int(c[3].seed)), sorted_seeds(c), c[1]))
+    first, second = sorted((first, second), key=lambda run: int(run.seed))
+    num_envs = max(first.num_envs or 1, second.num_envs or 1)
+    warn(
+        f"seeds {first.seed} ({first.group}) and {second.seed} ({second.group}) on {env} are closer than their num_envs "
+        f"({num_envs}), {len(close)} pair{'s' if len(close) > 1 else ''} of seeds in all: envs.reset(seed=s) seeds "
+        "sub-env i with s + i, so such seeds start sub-envs on the same random streams and are not independent, as the "
+        "test assumes (the p-values may be too small); space every seed of a comparison by at least num_envs: the "
+        "benchmark runner gives consecutive seeds (--start-seed S --num-seeds N runs S ... S + N - 1), so run one seed "
+        "per call (--start-seed S --num-seeds 1) or pass each script's --seed yourself"
+    )
 
 
 def check_speeds(runs: list[Run]) -> list[Run]:
@@ -289,12 +445,6 @@ def check_speeds(runs: list[Run]) -> list[Run]:
 def last_step(run: Run) -> int:
     """The furthest step the run logged anything at (a resumed run may log steps out of order)."""
     return max(step for series in run.scalars.values() for step, _ in series)
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    run: Run
-    reason: str
 
 
 def check_progress(runs: list[Run], env_ids: list[str], min_progress: float, strict: bool) -> tuple[list[Run], list[LeftOut]]:

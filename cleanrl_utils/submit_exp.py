@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 import tyro
 
-from cleanrl_utils.command_line import parse_args
+from cleanrl_utils.runtime.command_line import parse_args
 
 MASK = "***"
 DEFAULT_WANDB_HOST = "api.wandb.ai"

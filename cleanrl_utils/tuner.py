@@ -61,7 +61,7 @@ from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
 
 from cleanrl_utils.benchmark.common import describe_exit
 from cleanrl_utils.benchmark.local import stop_process_group
-from cleanrl_utils.command_line import run_name_problems
+from cleanrl_utils.runtime.command_line import run_name_problems
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {

@@ -32,42 +32,42 @@ def saves_flax(exp_name: str) -> bool:
 
 def ppo() -> ZooEntry:
     from cleanrl.ppo import Agent, make_env
-    from cleanrl_utils.evals.discrete import evaluate_ppo
+    from cleanrl_utils.runtime.evals.discrete import evaluate_ppo
 
     return ZooEntry(evaluate_ppo, Agent, make_env)
 
 
 def dqn() -> ZooEntry:
     from cleanrl.dqn import QNetwork, make_env
-    from cleanrl_utils.evals.discrete import evaluate_dqn
+    from cleanrl_utils.runtime.evals.discrete import evaluate_dqn
 
     return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.05})
 
 
 def c51() -> ZooEntry:
     from cleanrl.c51 import QNetwork, make_env
-    from cleanrl_utils.evals.discrete import evaluate_c51
+    from cleanrl_utils.runtime.evals.discrete import evaluate_c51
 
     return ZooEntry(evaluate_c51, QNetwork, make_env, {"epsilon": 0.05})
 
 
 def pqn() -> ZooEntry:
     from cleanrl.pqn import QNetwork, make_env
-    from cleanrl_utils.evals.discrete import evaluate_pqn
+    from cleanrl_utils.runtime.evals.discrete import evaluate_pqn
 
     return ZooEntry(evaluate_pqn, QNetwork, make_env, {"epsilon": 0.05})
 
 
 def ppo_continuous_action() -> ZooEntry:
     from cleanrl.ppo_continuous_action import Agent, make_env
-    from cleanrl_utils.evals.continuous import evaluate_ppo
+    from cleanrl_utils.runtime.evals.continuous import evaluate_ppo
 
     return ZooEntry(evaluate_ppo, Agent, make_env)
 
 
 def rpo_continuous_action() -> ZooEntry:
     from cleanrl.rpo_continuous_action import Agent, make_env
-    from cleanrl_utils.evals.continuous import evaluate_ppo
+    from cleanrl_utils.runtime.evals.continuous import evaluate_ppo
 
     return ZooEntry(evaluate_ppo, Agent, make_env)
 
@@ -76,77 +76,77 @@ def ppo_continuous_action_playground() -> ZooEntry:
     # a batch of Playground envs: make_env(env_id, num_envs, episode_length, impl); the weights hold the observation
     # statistics
     from cleanrl.ppo_continuous_action_playground import Agent, make_env
-    from cleanrl_utils.evals.special import evaluate_playground
+    from cleanrl_utils.runtime.evals.special import evaluate_playground
 
     return ZooEntry(evaluate_playground, Agent, make_env)
 
 
 def sac_continuous_action() -> ZooEntry:
     from cleanrl.sac_continuous_action import Actor, make_env
-    from cleanrl_utils.evals.continuous import evaluate_sac
+    from cleanrl_utils.runtime.evals.continuous import evaluate_sac
 
     return ZooEntry(evaluate_sac, Actor, make_env)
 
 
 def ddpg_continuous_action() -> ZooEntry:
     from cleanrl.ddpg_continuous_action import Actor, make_env
-    from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
 
     return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
 
 
 def td3_continuous_action() -> ZooEntry:
     from cleanrl.td3_continuous_action import Actor, make_env
-    from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
 
     return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
 
 
 def ppo_atari() -> ZooEntry:
     from cleanrl.ppo_atari import Agent, make_env
-    from cleanrl_utils.evals.atari import evaluate_ppo
+    from cleanrl_utils.runtime.evals.atari import evaluate_ppo
 
     return ZooEntry(evaluate_ppo, Agent, make_env)
 
 
 def ppo_atari_lstm() -> ZooEntry:
     from cleanrl.ppo_atari_lstm import Agent, make_env
-    from cleanrl_utils.evals.atari import evaluate_ppo_lstm
+    from cleanrl_utils.runtime.evals.atari import evaluate_ppo_lstm
 
     return ZooEntry(evaluate_ppo_lstm, Agent, make_env)
 
 
 def ppo_atari_multigpu() -> ZooEntry:
     from cleanrl.ppo_atari_multigpu import Agent, make_env
-    from cleanrl_utils.evals.atari import evaluate_ppo
+    from cleanrl_utils.runtime.evals.atari import evaluate_ppo
 
     return ZooEntry(evaluate_ppo, Agent, make_env)
 
 
 def dqn_atari() -> ZooEntry:
     from cleanrl.dqn_atari import QNetwork, make_env
-    from cleanrl_utils.evals.atari import evaluate_dqn
+    from cleanrl_utils.runtime.evals.atari import evaluate_dqn
 
     return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.01})
 
 
 def c51_atari() -> ZooEntry:
     from cleanrl.c51_atari import QNetwork, make_env
-    from cleanrl_utils.evals.atari import evaluate_distributional
+    from cleanrl_utils.runtime.evals.atari import evaluate_distributional
 
     return ZooEntry(evaluate_distributional, QNetwork, make_env, {"epsilon": 0.01})
 
 
 def rainbow_atari() -> ZooEntry:
     from cleanrl.rainbow_atari import NoisyDuelingDistributionalNetwork, make_env
-    from cleanrl_utils.evals.atari import evaluate_distributional
+    from cleanrl_utils.runtime.evals.atari import evaluate_distributional
 
     return ZooEntry(evaluate_distributional, NoisyDuelingDistributionalNetwork, make_env, {"epsilon": 0.001})
 
 
 def sac_atari() -> ZooEntry:
     from cleanrl.sac_atari import Actor, make_env
-    from cleanrl_utils.evals.atari import evaluate_sac
+    from cleanrl_utils.runtime.evals.atari import evaluate_sac
 
     return ZooEntry(evaluate_sac, Actor, make_env)
 
@@ -154,7 +154,7 @@ def sac_atari() -> ZooEntry:
 def qdagger_dqn_atari_impalacnn() -> ZooEntry:
     # the student, played like a dqn_atari.py model
     from cleanrl.qdagger_dqn_atari_impalacnn import QNetwork, make_env
-    from cleanrl_utils.evals.atari import evaluate_dqn
+    from cleanrl_utils.runtime.evals.atari import evaluate_dqn
 
     return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.01})
 
@@ -162,7 +162,7 @@ def qdagger_dqn_atari_impalacnn() -> ZooEntry:
 def ppo_pettingzoo_ma_atari() -> ZooEntry:
     # self-play: points per game against a random opponent, filmed with the script's VideoRecorder
     from cleanrl.ppo_pettingzoo_ma_atari import Agent, VideoRecorder, make_vector_env
-    from cleanrl_utils.evals.special import evaluate_pettingzoo
+    from cleanrl_utils.runtime.evals.special import evaluate_pettingzoo
 
     return ZooEntry(evaluate_pettingzoo, Agent, make_vector_env, {"VideoRecorder": VideoRecorder})
 
@@ -170,21 +170,21 @@ def ppo_pettingzoo_ma_atari() -> ZooEntry:
 def ppo_trxl() -> ZooEntry:
     # the package cleanrl/ppo_trxl/ exposes its script's Agent and make_env
     from cleanrl.ppo_trxl import Agent, make_env
-    from cleanrl_utils.evals.special import evaluate_trxl
+    from cleanrl_utils.runtime.evals.special import evaluate_trxl
 
     return ZooEntry(evaluate_trxl, Agent, make_env)
 
 
 def dqn_jax() -> ZooEntry:
     from cleanrl.dqn_jax import QNetwork, make_env
-    from cleanrl_utils.evals.jax import evaluate_dqn
+    from cleanrl_utils.runtime.evals.jax import evaluate_dqn
 
     return ZooEntry(evaluate_dqn, QNetwork, make_env, {"epsilon": 0.05})
 
 
 def c51_jax() -> ZooEntry:
     from cleanrl.c51_jax import QNetwork, make_env
-    from cleanrl_utils.evals.jax import evaluate_c51
+    from cleanrl_utils.runtime.evals.jax import evaluate_c51
 
     return ZooEntry(evaluate_c51, QNetwork, make_env, {"epsilon": 0.05})
 
@@ -192,42 +192,42 @@ def c51_jax() -> ZooEntry:
 def ddpg_continuous_action_jax() -> ZooEntry:
     # the evaluator builds the Flax Actor from the env's action bounds
     from cleanrl.ddpg_continuous_action_jax import Actor, make_env
-    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 
     return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
 
 
 def td3_continuous_action_jax() -> ZooEntry:
     from cleanrl.td3_continuous_action_jax import Actor, make_env
-    from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+    from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 
     return ZooEntry(evaluate_deterministic_actor, Actor, make_env)
 
 
 def sac_continuous_action_jax() -> ZooEntry:
     from cleanrl.sac_continuous_action_jax import Actor, make_env
-    from cleanrl_utils.evals.jax import evaluate_sac
+    from cleanrl_utils.runtime.evals.jax import evaluate_sac
 
     return ZooEntry(evaluate_sac, Actor, make_env)
 
 
 def dqn_atari_jax() -> ZooEntry:
     from cleanrl.dqn_atari_jax import QNetwork, make_env
-    from cleanrl_utils.evals.jax import evaluate_dqn_atari
+    from cleanrl_utils.runtime.evals.jax import evaluate_dqn_atari
 
     return ZooEntry(evaluate_dqn_atari, QNetwork, make_env, {"epsilon": 0.01})
 
 
 def c51_atari_jax() -> ZooEntry:
     from cleanrl.c51_atari_jax import QNetwork, make_env
-    from cleanrl_utils.evals.jax import evaluate_c51_atari
+    from cleanrl_utils.runtime.evals.jax import evaluate_c51_atari
 
     return ZooEntry(evaluate_c51_atari, QNetwork, make_env, {"epsilon": 0.01})
 
 
 def qdagger_dqn_atari_jax_impalacnn() -> ZooEntry:
     from cleanrl.qdagger_dqn_atari_jax_impalacnn import QNetwork, make_env
-    from cleanrl_utils.evals.jax import evaluate_dqn_atari
+    from cleanrl_utils.runtime.evals.jax import evaluate_dqn_atari
 
     return ZooEntry(evaluate_dqn_atari, QNetwork, make_env, {"epsilon": 0.01})
 
@@ -235,7 +235,7 @@ def qdagger_dqn_atari_jax_impalacnn() -> ZooEntry:
 def ppo_atari_envpool_xla_jax_scan() -> ZooEntry:
     # saves [args, [network, actor, critic]] Flax parameters; the non-scan file saves no model
     from cleanrl.ppo_atari_envpool_xla_jax_scan import Agent, make_env
-    from cleanrl_utils.evals.jax import evaluate_ppo_envpool
+    from cleanrl_utils.runtime.evals.jax import evaluate_ppo_envpool
 
     return ZooEntry(evaluate_ppo_envpool, Agent, make_env)
 

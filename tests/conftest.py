@@ -11,7 +11,7 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("MUJOCO_GL", mujoco_gl())  # "egl", or rendering off where EGL is missing (tests/helpers.py)
-# The suite runs on three pytest workers on two cores (`-n 3`, see pyproject.toml), each starting scripts: one torch
+# The suite runs on three pytest workers on two cores (`-n 3`, the README's command), each starting scripts: one torch
 # thread per process keeps the cores from being oversubscribed (torch's spinning threads slow to a crawl then).
 # The scripts the tests start inherit this, so in-process and subprocess results use the same thread count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -56,6 +56,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Keep the tests that share a costly module-scoped fixture on one worker (`--dist loadgroup`), so that it
     is built once, not once per worker. Marked as each test is collected: xdist reads the groups in its own
     `pytest_collection_modifyitems`, which may run before one of ours would."""
+    # the fast tier (`pytest -m fast`, which replaces the default -m) must stay a subset of the quick run
+    if item.get_closest_marker("fast") and (item.get_closest_marker("slow") or item.get_closest_marker("extended")):
+        raise pytest.UsageError(f"{item.nodeid} is marked fast and slow or extended: the fast tier is part of the quick run")
     shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
     if shared:
         param = item.callspec.params.get(shared[0], "") if hasattr(item, "callspec") else ""

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from cleanrl import pqn
-from cleanrl_utils.model_files import read_torch
+from cleanrl_utils.runtime.model_files import read_torch
 
 
 def play(model: torch.nn.Module, episodes: int, epsilon: float) -> tuple[float, Counter]:

@@ -124,7 +124,7 @@ def random_policy_games(env_id: str, games: int, seed: int = 0) -> list[tuple[fl
     import envpool
     import numpy as np
 
-    from cleanrl_utils import procgen_runtime
+    from cleanrl_utils.runtime import procgen_runtime
 
     procgen_runtime.load()  # the Qt 5 that envpool's Procgen links
     setup = RANDOM[env_id]

@@ -57,8 +57,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from benchmark.harness import markdown_table, tree_commit
-from cleanrl_utils import atomic, checkpoint, rlstats
+from cleanrl_utils import rlstats
 from cleanrl_utils.report import find_run_dirs, parse_hyperparameters, parse_run_name, save_figure, seed_curve
+from cleanrl_utils.runtime import atomic, checkpoint
 from cleanrl_utils.tensorboard_reader import read_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -203,8 +203,8 @@ def saved_policy(model: Path, envs_for_spaces):
     import torch
 
     from cleanrl.ppo_pettingzoo_ma_atari import Agent
-    from cleanrl_utils.evals.common import with_weights
-    from cleanrl_utils.model_files import read_torch
+    from cleanrl_utils.runtime.evals.common import with_weights
+    from cleanrl_utils.runtime.model_files import read_torch
 
     agent = with_weights(Agent(envs_for_spaces), read_torch(model, "cpu"), "cpu")
 
@@ -229,7 +229,7 @@ def play_matches(out: Path, total_timesteps: int) -> None:
     import torch
 
     module = importlib.import_module("cleanrl.ppo_pettingzoo_ma_atari")
-    from cleanrl_utils.evals.special import make_game
+    from cleanrl_utils.runtime.evals.special import make_game
 
     for result in finished_runs(out, total_timesteps):
         spaces = make_game(module.make_vector_env, ENV_ID, result["max_cycles"])

@@ -41,7 +41,7 @@ from benchmark.harness import (
     this_command,
     write_result,
 )
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 from cleanrl_utils.tensorboard_reader import read_wall_times
 
 REPO = Path(__file__).resolve().parents[2]

@@ -65,8 +65,8 @@ from benchmark.harness import (
     script,
     summarize_run,
 )
-from cleanrl_utils import atomic
 from cleanrl_utils.report import mean_std
+from cleanrl_utils.runtime import atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -156,7 +156,7 @@ def torch_teacher_as_flax(model: Path, out: Path) -> Path:
     """
     import flax
 
-    from cleanrl_utils.model_files import read_torch
+    from cleanrl_utils.runtime.model_files import read_torch
 
     weights = {name: tensor.numpy() for name, tensor in read_torch(model, "cpu").items()}
     layers = {f"Conv_{i}": f"network.{index}" for i, index in enumerate((0, 2, 4))}

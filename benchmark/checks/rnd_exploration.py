@@ -10,7 +10,7 @@ goes: its bonus pays for frames the predictor has not learned yet. So the check 
 with the bonus on (`--int-coef 1`, the default) and off (`--int-coef 0`: the policy follows the
 extrinsic advantages only; the predictor and the intrinsic value head still train, so both arms cost the
 same and differ in nothing else), on the same steps and seeds, and counts where each run went, from the
-game's RAM (`cleanrl_utils.visited_places`): the places (a room and an 8x8-pixel cell of the player) and
+game's RAM (`cleanrl_utils.runtime.visited_places`): the places (a room and an 8x8-pixel cell of the player) and
 rooms reached by the whole run (`charts/visited_places`, `charts/visited_rooms`) and by each game
 (`charts/episode_visited_places`, `charts/episode_visited_rooms`), and the games that scored (the key, in the
 first room, is worth 100).

@@ -214,8 +214,8 @@ def saved_policy(saved: dict, env):
     import numpy as np
 
     from cleanrl.ppo_trxl.ppo_trxl import Agent
-    from cleanrl_utils.evals.common import with_weights
-    from cleanrl_utils.evals.special import memory_policy
+    from cleanrl_utils.runtime.evals.common import with_weights
+    from cleanrl_utils.runtime.evals.special import memory_policy
 
     agent = Agent(argparse.Namespace(**saved["args"]), env.observation_space, env.action_space, env.spec.max_episode_steps)
     act = memory_policy(with_weights(agent, saved["agent"] if "agent" in saved else saved["model_weights"], "cpu"), "cpu")
@@ -229,7 +229,7 @@ class CueError(Exception):
 def read_saved(path: Path) -> dict:
     """A ppo_trxl.py checkpoint (plain data, as --resume reads it) or model file (a torch.save file of tensors, as
     the evaluators read it): told apart by their first bytes, read without running anything from the file."""
-    from cleanrl_utils import model_files, plain_data
+    from cleanrl_utils.runtime import model_files, plain_data
 
     with plain_data.open_regular(path) as file:
         is_checkpoint = file.read(len(plain_data.MAGIC)) == plain_data.MAGIC

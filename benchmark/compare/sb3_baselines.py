@@ -30,7 +30,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize
 
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 
 
 def vec_env(n_envs: int) -> Callable[[str, int], VecEnv]:

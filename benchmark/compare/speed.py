@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.harness import SB3_BASELINES, check_only, positive_int, tree_commit
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 REPO = Path(__file__).resolve().parents[2]

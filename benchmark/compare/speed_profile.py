@@ -28,7 +28,7 @@ OTHER = "other (calls in a cycle)"
 LOOP = "the script's loop"
 # (part, fragments of a file path that mark it); the first match wins
 PARTS = (
-    ("replay memory", ("stable_baselines3/common/buffers.py", "cleanrl_utils/frame_replay.py")),
+    ("replay memory", ("stable_baselines3/common/buffers.py", "cleanrl_utils/runtime/frame_replay.py")),
     ("env", ("gymnasium/", "ale_py/", "mujoco/", "stable_baselines3/common/atari_wrappers.py", "shimmy/", "dm_control/")),
     # the event writer's queue wakes its thread (threading, queue): that hand-over is logging's cost
     ("logging", ("torch/utils/tensorboard/", "tensorboard/", "google/protobuf/", "wandb/", "/threading.py", "/queue.py")),
@@ -78,7 +78,7 @@ def split_by_part(stats: pstats.Stats) -> dict[str, float]:
 
 def profile_training(script: Path, argv: list[str]) -> cProfile.Profile:
     """Run `script` as __main__ with `argv`, profiling from `with exp:` to its end."""
-    from cleanrl_utils.experiment import Experiment
+    from cleanrl_utils.runtime.experiment import Experiment
 
     profiler = cProfile.Profile()
     enter, leave = Experiment.__enter__, Experiment.__exit__

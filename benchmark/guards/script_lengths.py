@@ -5,7 +5,7 @@
 Prints a Markdown table (lines, original's lines, ratio; comment lines, original's, ratio) sorted by
 length ratio, and the medians. The contract's rules (docs/community/script-contract.md): median
 length ratio at most 1.00, no file above 1.25, no `# fmt: skip` packing; comment lines at most 1.30
-times the original's, median; and no comment in an algorithm file or `cleanrl_utils/experiment.py` holds
+times the original's, median; and no comment in an algorithm file or `cleanrl_utils/runtime/experiment.py` holds
 a measured figure, a machine, core or thread count, or another file as a comparison (those belong on the
 script's docs page). `--check` exits 1 when a rule is broken.
 """
@@ -50,7 +50,7 @@ def comments(source: str) -> list[tuple[int, str]]:
 
 def lab_notes(repo: Path = REPO) -> list[str]:
     """`file:line: comment` for each comment of an algorithm file or experiment.py with a figure, machine or file comparison."""
-    files = sorted((repo / "cleanrl").rglob("*.py")) + [repo / "cleanrl_utils" / "experiment.py"]
+    files = sorted((repo / "cleanrl").rglob("*.py")) + [repo / "cleanrl_utils" / "runtime" / "experiment.py"]
     return [
         f"{path.relative_to(repo)}:{line}: {text}"
         for path in files

@@ -49,8 +49,8 @@ from stable_baselines3.common.atari_wrappers import (
 )
 
 from benchmark.harness import REPO, markdown_table, measured_at, positive_int, torch_threads_env
-from cleanrl_utils import atomic
-from cleanrl_utils.experiment import register_atari_games
+from cleanrl_utils.runtime import atomic
+from cleanrl_utils.runtime.experiment import register_atari_games
 from cleanrl_utils.tensorboard_reader import read_scalars
 
 ORDERS = ("original", "gray_after_max", "gray_max")

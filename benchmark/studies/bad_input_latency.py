@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from benchmark.harness import REPO, markdown_table, measured_at, positive_int, this_command, tree_commit
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 
 CASES = {
     "--seed -1": ("--seed", "-1"),

@@ -29,7 +29,7 @@ import torch
 
 from benchmark.harness import measured_at, one_thread_sps, positive_int, this_command
 from cleanrl.dqn import Args, QNetwork, linear_schedule
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 
 REPO = Path(__file__).resolve().parents[2]
 

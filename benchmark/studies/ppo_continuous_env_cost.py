@@ -26,7 +26,7 @@ import numpy as np
 
 from benchmark.harness import markdown_table, measured_at, one_thread_sps, positive_int, this_command
 from cleanrl.ppo_continuous_action import Args, make_vector_env
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -44,7 +44,7 @@ from scipy import stats
 
 from benchmark.harness import measured_at
 from cleanrl_utils import rlops, rlstats
-from cleanrl_utils.atomic import write_text
+from cleanrl_utils.runtime.atomic import write_text
 
 ALPHA = 0.05
 DESIGNS = ((5, 5), (6, 6), (7, 7), (8, 8), (10, 10), (13, 13), (20, 20), (5, 20), (20, 5), (7, 13))

@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line, parse_args
+from cleanrl_utils.runtime.command_line import check_command_line, parse_args
 
 
 @dataclass
@@ -45,8 +45,8 @@ def fail(message: str):
 if __name__ == "__main__":
     args = parse_args(Args)  # bad values: one line, exit code 2
     try:
-        from cleanrl_utils.evals.common import read_model_file
-        from cleanrl_utils.evals.special import load_agent, memory_policy
+        from cleanrl_utils.runtime.evals.common import read_model_file
+        from cleanrl_utils.runtime.evals.special import load_agent, memory_policy
     except ImportError:
         fail("enjoy.py uses cleanrl_utils: install this project first (pip install -e .)")
     if args.episodes <= 0:
@@ -55,7 +55,7 @@ if __name__ == "__main__":
     if args.hub:
         if not args.repo_id:
             fail("--hub needs --repo-id, the Hub repo that holds --name")
-        from cleanrl_utils.huggingface import DownloadError, download
+        from cleanrl_utils.runtime.huggingface import DownloadError, download
 
         try:
             path = download(args.repo_id, args.name, "check --repo-id", "check --name")

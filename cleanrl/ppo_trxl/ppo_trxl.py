@@ -8,7 +8,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cleanrl_utils.command_line import check_command_line
+from cleanrl_utils.runtime.command_line import check_command_line
 
 
 @dataclass
@@ -113,8 +113,8 @@ import torch.nn as nn
 import torch.optim as optim
 from torch.distributions import Categorical
 
-from cleanrl_utils.evals.special import evaluate_trxl
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.evals.special import evaluate_trxl
+from cleanrl_utils.runtime.experiment import Experiment
 
 try:  # MiniGrid and Memory Gym come with the `memory_gym` extra; importing them registers their envs
     import minigrid
@@ -458,10 +458,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        # the script's own values, checked as the command line is: a made-up checkpoint is one line
-        global_step = exp.saved_int("global_step", 0, args.total_timesteps)
-        first_iteration = exp.saved_int("iteration", 1, args.num_iterations) + 1
+        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
         obs_like = torch.as_tensor(np.zeros(envs.observation_space.shape, envs.observation_space.dtype))
         next_obs = exp.saved_tree("next_obs", obs_like).to(device)
         env_memory = exp.saved_tree("env_memory", env_memory).to(device)
@@ -471,7 +469,7 @@ if __name__ == "__main__":
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)
-    with exp:
+    with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         for iteration in range(first_iteration, args.num_iterations + 1):
             # linear decay to the final values over anneal_steps, then held
             frac = max(1.0 - global_step / args.anneal_steps, 0.0)

@@ -15,7 +15,7 @@ from cleanrl_utils.benchmark.common import BadInput, RunSpec, git_tag, share_cor
 from cleanrl_utils.benchmark.ledger import DirectoryLock, Ledger
 from cleanrl_utils.benchmark.local import LocalRunner, new_log_dir, print_commands, run_environment
 from cleanrl_utils.benchmark.slurm import SlurmArray, run_slurm
-from cleanrl_utils.command_line import SEED_MAX, name_problems, parse_args
+from cleanrl_utils.runtime.command_line import SEED_MAX, name_problems, parse_args
 
 
 @dataclass

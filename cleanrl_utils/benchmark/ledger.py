@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cleanrl_utils import atomic
 from cleanrl_utils.benchmark.common import STOP_GRACE_SECONDS, BadInput, RunSpec, describe_exit
+from cleanrl_utils.runtime import atomic
 
 LEDGER_NAME = "benchmark.json"
 LOCK_NAME = ".benchmark.lock"
@@ -309,7 +309,7 @@ class Ledger:
 def whole_checkpoints(folder: Path) -> tuple[bool, list[str]]:
     """Whether `folder` holds a checkpoint that `--resume` would take (one that is not cut short), and the names
     of those cut short. A file of another format counts: `--resume` refuses it, an error the user must see."""
-    from cleanrl_utils import plain_data  # NumPy, only when there is a run folder to look into
+    from cleanrl_utils.runtime import plain_data  # NumPy, only when there is a run folder to look into
 
     names = sorted(folder.glob("checkpoint_*.pt")) if folder.is_dir() else []
     cut_short = []

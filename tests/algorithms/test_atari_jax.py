@@ -10,8 +10,8 @@ import torch
 
 from cleanrl import c51_atari, c51_atari_jax, dqn_atari, dqn_atari_jax, qdagger_dqn_atari_impalacnn
 from cleanrl import qdagger_dqn_atari_jax_impalacnn as qdagger_jax
-from cleanrl_utils.evals import jax as jax_evals
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.evals import jax as jax_evals
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 from tests.fixtures.teachers import save_jax_teacher, teach_a_student
 from tests.helpers import run_in_process
 from tests.runtime.test_frame_replay import FRAME, STACK

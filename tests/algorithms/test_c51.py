@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from cleanrl import c51, c51_atari
-from cleanrl_utils.evals.discrete import evaluate_c51
+from cleanrl_utils.runtime.evals.discrete import evaluate_c51
 
 # the same categorical projection, in both torch C51 scripts
 PROJECTIONS = pytest.mark.parametrize("project", [c51.project, c51_atari.project], ids=["c51", "c51_atari"])

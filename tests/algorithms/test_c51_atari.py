@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import c51_atari
-from cleanrl_utils.evals.atari import evaluate_distributional
+from cleanrl_utils.runtime.evals.atari import evaluate_distributional
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 

@@ -7,7 +7,7 @@ import optax
 import pytest
 
 from cleanrl import c51_jax
-from cleanrl_utils.evals.jax import evaluate_c51
+from cleanrl_utils.runtime.evals.jax import evaluate_c51
 
 
 def test_projection_splits_mass_between_neighbouring_atoms():

@@ -14,7 +14,7 @@ import torch
 
 from cleanrl import ddpg_continuous_action as ddpg
 from cleanrl import td3_continuous_action as td3
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
 from tests.helpers import REPO, returns_played_by_hand
 
 # asymmetric, and not [-1, 1]: the centre is not 0 and the half-ranges differ per dimension

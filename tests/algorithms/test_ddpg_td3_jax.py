@@ -14,7 +14,7 @@ import pytest
 
 from cleanrl import ddpg_continuous_action_jax as ddpg
 from cleanrl import td3_continuous_action_jax as td3
-from cleanrl_utils.evals.jax import evaluate_deterministic_actor
+from cleanrl_utils.runtime.evals.jax import evaluate_deterministic_actor
 from tests import helpers
 from tests.helpers import REPO, run_script, script_env
 
@@ -54,7 +54,7 @@ def test_exploration_noise_is_scaled_by_the_half_range_and_clipped(module):
     assert (wide == LOW).any(0).all() and (wide == HIGH).any(0).all()
 
 
-def test_smoothing_noise_is_clipped_before_scaling_then_the_action_to_the_bounds():
+def test_smoothing_noise_clipped_before_scaling_then_action_to_bounds():
     actor, params = actor_with_output_bias(td3, 0.0)
     obs = np.zeros((1000, 4), np.float32)
     # a huge std: every draw is clipped to +-noise_clip, i.e. +-0.3 half-ranges from the centre
@@ -120,7 +120,7 @@ def test_actor_and_targets_update_every_policy_frequency_critic_updates(
         assert max_gap(critic_state.params["qf1"], critic_state.params["qf2"]) > 0
 
 
-def test_several_envs_count_environment_steps_and_the_saved_model_holds_three_networks(tmp_path):
+def test_several_envs_count_env_steps_and_model_holds_three_networks(tmp_path):
     run = helpers.run_td3_on_two_pendulums("td3_continuous_action_jax.py", tmp_path)
     assert [s for s, _ in run.scalars()["eval/episodic_return"]] == list(range(10))
     saved = flax.serialization.msgpack_restore((run.run_dir / "td3_continuous_action_jax.cleanrl_model").read_bytes())

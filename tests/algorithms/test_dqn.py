@@ -5,7 +5,7 @@ import random
 import pytest
 
 from cleanrl import dqn
-from cleanrl_utils.evals.discrete import evaluate_dqn
+from cleanrl_utils.runtime.evals.discrete import evaluate_dqn
 from tests.helpers import save_untrained_model
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import dqn_atari
-from cleanrl_utils.evals.atari import evaluate_dqn
+from cleanrl_utils.runtime.evals.atari import evaluate_dqn
 from tests.helpers import save_untrained_model
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import ppo
-from cleanrl_utils.evals.discrete import evaluate_ppo
+from cleanrl_utils.runtime.evals.discrete import evaluate_ppo
 from tests.fixtures.envs import EPISODE_LENGTH
 from tests.helpers import run_in_process, save_untrained_model
 

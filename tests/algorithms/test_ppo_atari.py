@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cleanrl import ppo_atari
-from cleanrl_utils.evals.atari import evaluate_ppo
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo
 from tests.helpers import save_untrained_model
 
 

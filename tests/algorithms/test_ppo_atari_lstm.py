@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import ppo_atari_lstm
-from cleanrl_utils.evals.atari import evaluate_ppo_lstm
+from cleanrl_utils.runtime.evals.atari import evaluate_ppo_lstm
 from tests.helpers import run_script, save_untrained_model
 
 
@@ -108,7 +108,7 @@ def test_resumed_run_logs_what_the_uninterrupted_run_logged(tmp_path):
     6 iterations of 2 envs x 32 steps, a checkpoint every 2 (in this process: the same computation)."""
     import shutil
 
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
     from cleanrl_utils.tensorboard_reader import read_scalars
     from tests.helpers import run_in_process
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils.evals.continuous import evaluate_ppo, load_ppo_model
+from cleanrl_utils.runtime.evals.continuous import evaluate_ppo, load_ppo_model
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, returns_played_by_hand, run_script
 
@@ -100,7 +100,7 @@ def test_reloaded_model_acts_as_the_trained_agent(script, tmp_path, monkeypatch)
     evaluator does: the same raw observations give the same actions. Without the saved statistics they would not."""
     import runpy
 
-    from cleanrl_utils.evals.continuous import restore_obs_rms
+    from cleanrl_utils.runtime.evals.continuous import restore_obs_rms
 
     monkeypatch.chdir(tmp_path)
     argv = [f"{script}.py", "--env-id", "Hopper-v4", "--total-timesteps", "2048", "--num-steps", "256", *FEW_UPDATES]

@@ -130,7 +130,7 @@ def test_saved_layout_is_the_references_and_is_read_back(tmp_path):
     import flax
 
     from cleanrl.ppo_atari_envpool_xla_jax_scan import Agent
-    from cleanrl_utils.evals.jax import load_agent_params
+    from cleanrl_utils.runtime.evals.jax import load_agent_params
 
     obs = np.zeros((4, 84, 84), np.uint8)
     params = Agent(action_dim=4).init(jax.random.PRNGKey(1), obs[None])["params"]

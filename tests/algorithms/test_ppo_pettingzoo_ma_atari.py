@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils.evals.special import points_against_random
+from cleanrl_utils.runtime.evals.special import points_against_random
 from tests.contract.test_script_contract import PPO_TAGS
 from tests.helpers import Run, read_wandb_history_keys, run_in_process, run_script, script_env, start_script
 
@@ -63,7 +63,7 @@ def test_each_player_episode_is_logged_and_printed(smoke):
 
 def test_saved_model_scores_ten_games_against_a_random_player(smoke):
     from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
-    from cleanrl_utils.evals.special import make_game
+    from cleanrl_utils.runtime.evals.special import make_game
 
     model = smoke.run_dir / "ppo_pettingzoo_ma_atari.cleanrl_model"
     envs = make_game(make_vector_env, "pong_v3", 400)
@@ -81,7 +81,7 @@ def test_snapshots_keep_the_policy_of_each_iteration(smoke):
     script's network; the last one is the final model (the smoke run's other reruns, without snapshots, log the same
     run: test_same_seed_same_run_other_seed_differs)."""
     from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
-    from cleanrl_utils.evals.special import make_game
+    from cleanrl_utils.runtime.evals.special import make_game
 
     names = sorted(p.name for p in smoke.run_dir.glob("ppo_pettingzoo_ma_atari-*.cleanrl_model"))
     assert names == ["ppo_pettingzoo_ma_atari-200.cleanrl_model", "ppo_pettingzoo_ma_atari-400.cleanrl_model"]
@@ -99,7 +99,7 @@ def test_the_network_sees_frames_and_player_indicators_in_0_1():
     original CleanRL's version marked it with 1: the network divides all six channels by 255, so it reads the frames
     in [0, 1] and the indicators as 0/1, as the original's network did."""
     from cleanrl.ppo_pettingzoo_ma_atari import Agent, make_vector_env
-    from cleanrl_utils.evals.special import make_game
+    from cleanrl_utils.runtime.evals.special import make_game
 
     envs = make_game(make_vector_env, "pong_v3", 400)
     obs, _ = envs.reset(seed=0)
@@ -153,8 +153,8 @@ def test_a_game_played_again_from_its_actions_is_the_game_that_was_played():
 def test_a_checkpoint_whose_games_do_not_fit_is_one_line(tmp_path):
     """The games of a checkpoint are played again on --resume: actions this game does not have, or another number of
     game copies, are refused in one line before any of them is played."""
-    from cleanrl_utils import checkpoint as ckpt
-    from cleanrl_utils import plain_data
+    from cleanrl_utils.runtime import checkpoint as ckpt
+    from cleanrl_utils.runtime import plain_data
 
     first = run_in_process(SCRIPT, *TINY, "--checkpoint-frequency", "1", cwd=tmp_path / "first", timeout_s=300)
     assert first.returncode == 0, first.stderr[-3000:]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils import checkpoint as ckpt
+from cleanrl_utils.runtime import checkpoint as ckpt
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.helpers import REPO, egl_missing, missing_system_package, run_in_process, run_script, script_env
 

@@ -145,7 +145,7 @@ def test_curiosity_is_half_the_squared_feature_error():
 
 
 def test_visited_places_count_rooms_and_cells_from_the_ram():
-    from cleanrl_utils.visited_places import VisitedPlaces
+    from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
     places = VisitedPlaces("MontezumaRevenge-v5", 3)
     ram = np.zeros((3, 128), dtype=np.uint8)
@@ -173,9 +173,9 @@ def test_visited_places_count_rooms_and_cells_from_the_ram():
     assert VisitedPlaces("MontezumaRevengeNoFrameskip-v4", 1).known
 
 
-def test_visited_places_go_into_a_checkpoint_and_back_without_the_games_under_way(tmp_path):
-    from cleanrl_utils import plain_data
-    from cleanrl_utils.visited_places import VisitedPlaces
+def test_visited_places_checkpointed_without_the_games_under_way(tmp_path):
+    from cleanrl_utils.runtime import plain_data
+    from cleanrl_utils.runtime.visited_places import VisitedPlaces
 
     places = VisitedPlaces("MontezumaRevenge-v5", 2)
     ram = np.zeros((2, 128), dtype=np.uint8)
@@ -222,7 +222,7 @@ def test_montezuma_run_logs_the_places_it_reached(tmp_path):
 
 
 @pytest.mark.extended  # ~40 s of one core: CI runs it after the quick run
-def test_a_resumed_run_keeps_what_it_learned_and_reached_and_plays_new_games(tmp_path):
+def test_resumed_run_keeps_learning_and_places_and_plays_new_games(tmp_path):
     """envpool cannot save its games: a resumed run restores the agent, the predictor (and its fixed target), the
     optimiser, both normalisers, the discounted intrinsic sums and the rooms and places reached, skips the random
     play, and starts new games from other env seeds. 4 iterations of 4 envs x 32 steps, a checkpoint every 2,
@@ -230,7 +230,7 @@ def test_a_resumed_run_keeps_what_it_learned_and_reached_and_plays_new_games(tmp
     pytest.importorskip("envpool")
     import shutil
 
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
     from cleanrl_utils.tensorboard_reader import read_scalars
     from tests.helpers import run_in_process
 

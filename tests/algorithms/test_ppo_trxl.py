@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cleanrl.ppo_trxl import ppo_trxl
-from cleanrl_utils.evals.special import memory_policy
+from cleanrl_utils.runtime.evals.special import memory_policy
 from tests.helpers import run_script
 
 SMALL = dict(

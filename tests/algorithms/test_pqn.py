@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cleanrl import pqn
-from cleanrl_utils.evals.discrete import evaluate_pqn
+from cleanrl_utils.runtime.evals.discrete import evaluate_pqn
 from tests.fixtures.q_lambda import lambda_return_by_definition, random_rollout
 from tests.helpers import save_untrained_model
 

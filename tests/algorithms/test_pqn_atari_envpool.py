@@ -136,7 +136,7 @@ def test_lstm_run_resumes_the_learner_and_plays_new_games(tmp_path):
     """
     import shutil
 
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
     from cleanrl_utils.tensorboard_reader import read_scalars
     from tests.helpers import run_in_process
 

@@ -68,7 +68,7 @@ print(json.dumps(sorted(maps)))
 
 
 def test_a_missing_libgl_names_its_system_package():
-    from cleanrl_utils import procgen_runtime
+    from cleanrl_utils.runtime import procgen_runtime
 
     hint = procgen_runtime.install_hint(OSError("libGL.so.1: cannot open shared object file: No such file or directory"))
     assert "apt-get install libgl1" in hint
@@ -86,7 +86,7 @@ def test_procgen_runs_on_the_qt_of_the_pyqt5_wheel(script, procgen_can_start):
     import json
     import subprocess
 
-    from cleanrl_utils import procgen_runtime
+    from cleanrl_utils.runtime import procgen_runtime
 
     wheel = procgen_runtime.wheel_lib_dir()
     assert wheel is not None, 'the PyQt5-Qt5 wheel is missing: pip install -e ".[procgen]"'
@@ -248,7 +248,7 @@ def test_resumed_run_keeps_the_learner_and_starts_new_games(tmp_path, procgen_ca
     """
     import shutil
 
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
     from cleanrl_utils.tensorboard_reader import read_scalars
 
     args = ("--num-envs", "4", "--num-steps", "64", "--total-timesteps", "1024", "--num-minibatches", "2")

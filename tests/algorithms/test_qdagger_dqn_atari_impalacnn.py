@@ -9,7 +9,7 @@ from torch.distributions import Categorical, kl_divergence
 
 from cleanrl import dqn_atari
 from cleanrl import qdagger_dqn_atari_impalacnn as qdagger
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
 from tests.fixtures.fake_hub import FakeHub
 from tests.fixtures.teachers import TEACHER_MODEL, save_teacher, teach_a_student
 from tests.helpers import run_script, script_env

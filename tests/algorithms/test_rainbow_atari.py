@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from cleanrl import rainbow_atari
-from cleanrl_utils.evals.atari import evaluate_distributional
-from cleanrl_utils.evals.common import load_distributional
+from cleanrl_utils.runtime.evals.atari import evaluate_distributional
+from cleanrl_utils.runtime.evals.common import load_distributional
 from tests.helpers import run_script
 from tests.runtime.test_frame_replay import FRAME, STACK, synthetic_steps
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cleanrl import sac_continuous_action as sac
-from cleanrl_utils.evals.continuous import evaluate_sac
+from cleanrl_utils.runtime.evals.continuous import evaluate_sac
 from tests.helpers import Run, returns_played_by_hand, run_in_process
 
 # the runs are made in this process: an interpreter importing torch costs more than one of them
@@ -82,7 +82,7 @@ def test_log_prob_matches_change_of_variables_with_a_numeric_jacobian():
     assert log_prob.squeeze(1).double()[keep] == pytest.approx(expected[keep].numpy(), abs=1e-3)
 
 
-def test_actions_stay_within_asymmetric_bounds_and_the_mean_maps_to_the_centre():
+def test_actions_stay_in_asymmetric_bounds_and_mean_maps_to_centre():
     envs = spaces([-1.0, 10.0], [3.0, 10.5])
     low, high = torch.tensor([-1.0, 10.0]), torch.tensor([3.0, 10.5])
     torch.manual_seed(0)
@@ -196,7 +196,7 @@ def test_resumed_run_logs_the_same_losses_between_actor_updates(tmp_path):
     is resumed at step 200, a log step: its row holds the actor and alpha losses of step 198, which only the
     checkpoint can give back.
     """
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
 
     args = ("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "100", "--batch-size", "32",
             "--buffer-size", "1000", "--policy-frequency", "3", "--checkpoint-frequency", "200")  # fmt: skip

@@ -9,7 +9,7 @@ import torch
 from torch.distributions import Categorical
 
 from cleanrl import sac_atari
-from cleanrl_utils.evals.atari import evaluate_sac
+from cleanrl_utils.runtime.evals.atari import evaluate_sac
 from tests.helpers import run_script
 
 N_ACTIONS = 6
@@ -52,7 +52,7 @@ def test_networks_divide_frames_by_255_and_start_with_zero_biases():
     assert qf(obs).shape == (2, N_ACTIONS)
 
 
-def test_actor_loss_moves_probability_to_the_best_action_and_alpha_spreads_it():
+def test_actor_loss_favours_the_best_action_and_alpha_spreads_it():
     q_values = torch.tensor([[0.0, 1.0, 0.0, 0.0, 0.0, 0.0]])
 
     def train(alpha: float) -> torch.Tensor:

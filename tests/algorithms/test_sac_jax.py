@@ -12,7 +12,7 @@ import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from cleanrl import sac_continuous_action_jax as sac
-from cleanrl_utils.evals.jax import evaluate_sac
+from cleanrl_utils.runtime.evals.jax import evaluate_sac
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.algorithms.test_ddpg import run_in_process as run_torch_in_process
 from tests.algorithms.test_ddpg_td3_jax import run_in_process
@@ -170,7 +170,7 @@ def test_log_prob_is_a_density_over_asymmetric_bounds(monkeypatch):
     np.testing.assert_allclose(np.asarray(mean_action), 1 + 2 * np.tanh(0.4), rtol=1e-6)  # tanh(mean) on the bounds
 
 
-def test_actions_stay_within_asymmetric_bounds_and_log_std_within_its_range():
+def test_actions_stay_in_asymmetric_bounds_and_log_std_in_its_range():
     low, high = np.array([-1.0, 10.0], np.float32), np.array([3.0, 10.5], np.float32)
     actor = sac.Actor(action_low=low, action_high=high)
     obs = np.random.default_rng(0).normal(size=(500, 4)).astype(np.float32) * 10

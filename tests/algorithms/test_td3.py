@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cleanrl import td3_continuous_action as td3
-from cleanrl_utils.evals.continuous import evaluate_deterministic_actor
+from cleanrl_utils.runtime.evals.continuous import evaluate_deterministic_actor
 from tests import helpers
 from tests.algorithms.test_ddpg import adam_steps, run_in_process
 
@@ -37,7 +37,7 @@ def test_smoothing_noise_is_scaled_by_the_half_range():
     assert torch.allclose(noise.mean(0) / half_range, torch.zeros(2), atol=0.003)
 
 
-def test_smoothing_noise_is_clipped_before_scaling_then_the_action_to_the_bounds():
+def test_smoothing_noise_clipped_before_scaling_then_action_to_bounds():
     torch.manual_seed(0)
     actor, centre, half_range = centred_actor(), torch.as_tensor((LOW + HIGH) / 2), torch.as_tensor((HIGH - LOW) / 2)
     # a huge std: every draw is clipped to +-noise_clip, i.e. +-0.3 half-ranges from the centre

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, MaxAndSkipEnv, NoopResetEnv
 
-from cleanrl_utils.experiment import register_atari_games
+from cleanrl_utils.runtime.experiment import register_atari_games
 
 SCRIPTS = [
     "ppo_atari",

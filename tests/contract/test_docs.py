@@ -196,3 +196,17 @@ def test_every_documented_tool_command_exists_and_answers_help(tool):
     code, out = help_in_process(tool)
     assert code == 0, f"{pages}: python {tool} --help exited with {code}:\n{out[-2000:]}"
     assert "usage" in out.lower() or "Usage" in out or len(out.splitlines()) > 3, out[-500:]
+
+
+def test_quick_run_command_is_the_same_everywhere():
+    """The README, the installation page and the contribution guide show the test command .ci/run runs. pyproject.toml
+    names no worker count (a single test runs in one process), so the quick run's `-n 3` lives in this command."""
+    ci = re.search(r'pip install -q -e "\.\[test\]" && (pytest.*)$', (REPO / ".ci" / "run").read_text(), re.M)
+    readme = re.search(r'pip install -e "\.\[test\]" && (pytest.*)$', (REPO / "README.md").read_text(), re.M)
+    installation = re.search(
+        r'pip install -e "\.\[test\]" && (pytest.*)$', (REPO / "docs/get-started/installation.md").read_text(), re.M
+    )
+    contribution = re.search(r"^pre-commit install\n(pytest.*)$", (REPO / "docs/community/contribution.md").read_text(), re.M)
+    commands = {m.group(1) if m else None for m in (ci, readme, installation, contribution)}
+    assert len(commands) == 1 and None not in commands, commands
+    assert re.search(r"(^| )-n \d", commands.pop()), "the quick run names its workers (pyproject.toml names none)"

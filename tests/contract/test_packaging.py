@@ -6,6 +6,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

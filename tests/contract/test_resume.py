@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime import plain_data
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.fixtures.teachers import JAX_TEACHER_MODEL, TEACHER_MODEL
 from tests.helpers import REPO, Run, killed_mid_write, run_in_process, run_script, script_env
@@ -268,7 +268,7 @@ def test_bad_resume_is_one_clear_line(script, resume, expected, tmp_path):
     assert list((tmp_path / "runs").iterdir()) == []
 
 
-# --- cleanrl_utils.checkpoint on its own
+# --- cleanrl_utils.runtime.checkpoint on its own
 
 
 def test_save_keeps_the_newest_and_find_takes_the_latest(tmp_path):
@@ -282,7 +282,7 @@ def test_save_keeps_the_newest_and_find_takes_the_latest(tmp_path):
 
 # checkpoints are written by plain_data.write, into an open file: half of it, then SIGKILL
 PLAIN_DATA_HALF_WRITE = """
-from cleanrl_utils import checkpoint, plain_data
+from cleanrl_utils.runtime import checkpoint, plain_data
 _real_write = plain_data.write
 
 def _half_then_sigkill(f, value):
@@ -349,7 +349,7 @@ def test_a_full_disk_during_a_save_is_one_line(tmp_path, monkeypatch):
 
 DISK_FULL_AT_SAVES = """
 import errno, runpy, sys
-from cleanrl_utils import checkpoint
+from cleanrl_utils.runtime import checkpoint
 
 def disk_full(f, value):
     raise OSError(errno.ENOSPC, "No space left on device")

@@ -2,18 +2,22 @@
 
 from pathlib import Path
 
+import pytest
+
 from benchmark.guards.script_lengths import comment_lines, comment_problems, comment_ratios, lab_notes
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
-def test_comment_lines_counts_comments_alone_or_after_code_not_docstrings_or_strings():
+
+def test_comment_lines_counts_comments_not_docstrings_or_strings():
     source = '"""A docstring # not a comment."""\nx = "# nor this"  # this one\n# and this one\ny = 1\n'
     assert comment_lines(source) == 2
 
 
 def test_lab_notes_are_found_in_comments_and_nowhere_else(tmp_path):
     (tmp_path / "cleanrl").mkdir()
-    (tmp_path / "cleanrl_utils").mkdir()
-    (tmp_path / "cleanrl_utils" / "experiment.py").write_text("# the SPS clock\n")
+    (tmp_path / "cleanrl_utils" / "runtime").mkdir(parents=True)
+    (tmp_path / "cleanrl_utils" / "runtime" / "experiment.py").write_text("# the SPS clock\n")
     (tmp_path / "cleanrl" / "algo.py").write_text(
         'HELP = "6.4k vs 4.2k SPS"  # a string is not a comment\n'
         "# a time limit is not a true end\n"
@@ -38,7 +42,7 @@ def test_algorithm_files_comment_about_the_algorithm_only():
     assert lab_notes() == []
 
 
-def test_the_originals_comment_counts_cover_the_same_files_as_their_lengths():
+def test_originals_comment_counts_cover_the_files_of_their_lengths():
     from benchmark.guards.script_lengths import ORIGINAL_COMMENTS, ORIGINAL_LENGTHS, original_lengths
 
     assert set(original_lengths(ORIGINAL_COMMENTS)) == set(original_lengths(ORIGINAL_LENGTHS))

@@ -2,8 +2,10 @@
 
 import json
 
+import pytest
+
 from benchmark.harness import is_done
-from cleanrl_utils import atomic
+from cleanrl_utils.runtime import atomic
 from tests.helpers import killed_mid_write
 
 
@@ -11,14 +13,14 @@ def test_a_write_killed_halfway_leaves_the_previous_file(tmp_path):
     target = tmp_path / "table.md"
     atomic.write_text(target, "the old table\n")
     killed_mid_write(
-        f"from cleanrl_utils import atomic; atomic.write_text({str(target)!r}, 'the new table ' * 1000)", tmp_path
+        f"from cleanrl_utils.runtime import atomic; atomic.write_text({str(target)!r}, 'the new table ' * 1000)", tmp_path
     )
     assert target.read_text() == "the old table\n"
     atomic.write_bytes(target, b"next")  # a later write goes through; the killed one's temporary file is never read
     assert target.read_bytes() == b"next"
 
 
-def test_a_benchmark_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp_path):
+def test_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp_path):
     result = tmp_path / "out" / "ours__ppo__CartPole-v1__1.json"
     code = f"from benchmark.harness import write_result; write_result(__import__('pathlib').Path({str(result)!r}), "
     killed_mid_write(code + "{'sps': 1.0, 'episodic_returns': [1.0] * 500})", tmp_path)
@@ -28,7 +30,8 @@ def test_a_benchmark_summary_killed_halfway_is_absent_so_its_run_is_not_done(tmp
     assert is_done(result)
 
 
-def test_a_link_planted_under_the_temporary_name_is_replaced_not_written_through(tmp_path):
+@pytest.mark.fast
+def test_link_planted_at_the_temporary_name_is_replaced_not_followed(tmp_path):
     import os
 
     precious = tmp_path / "precious"

@@ -1,4 +1,4 @@
-"""cleanrl_utils.checkpoint: a resumed MuJoCo env renders its resumed simulation; a checkpoint only resumes its own script."""
+"""cleanrl_utils.runtime.checkpoint: a resumed MuJoCo env renders its resumed simulation; a checkpoint only resumes its own script."""
 
 import sys
 from dataclasses import dataclass
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime import plain_data
 from tests.helpers import egl_missing, missing_system_package, run_script
 
 # --- MuJoCo: restoring an env must not leave its renderer on the fresh env's simulation
@@ -187,7 +187,7 @@ def test_script_refuses_another_scripts_checkpoint_in_one_line(tmp_path):
 def test_minigrid_env_snapshot_continues_the_same_episode():
     pytest.importorskip("minigrid", reason="minigrid is not installed")
     from cleanrl.ppo_trxl import ppo_trxl
-    from cleanrl_utils import plain_data
+    from cleanrl_utils.runtime import plain_data
 
     def make():
         return ppo_trxl.make_vector_env("MiniGrid-MemoryS7-v0", 2, False, "unused")
@@ -208,7 +208,7 @@ def test_minigrid_env_snapshot_continues_the_same_episode():
 
 
 def test_an_emulator_state_cut_short_or_of_another_game_is_one_line():
-    from cleanrl_utils import env_state
+    from cleanrl_utils.runtime import env_state
 
     env = atari_env()
     env.reset(seed=3)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime import plain_data
 from tests.helpers import run_in_process
 
 DELETE = object()  # the key is left out of the checkpoint

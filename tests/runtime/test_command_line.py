@@ -12,7 +12,9 @@ import tyro
 
 from cleanrl_utils import enjoy, submit_exp
 from cleanrl_utils.benchmark import cli as benchmark_cli
-from cleanrl_utils.command_line import argument_problems, boolean_fields, box_text, check_command_line, parse_args
+from cleanrl_utils.runtime.command_line import argument_problems, boolean_fields, box_text, check_command_line, parse_args
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
 
 @dataclass
@@ -71,7 +73,7 @@ def test_rlops_takes_booleans_as_words_and_one_exp_name_list_per_tag():
         (["--tags", "a", "--exp-name", "ppo", "--reference-scores", "nope"], "invalid choice"),
     ],
 )
-def test_rlops_refuses_a_missing_exp_name_or_an_unknown_score_table_with_exit_2(argv, error, capsys, tmp_path):
+def test_rlops_refuses_missing_exp_name_or_unknown_score_table_exit_2(argv, error, capsys, tmp_path):
     from cleanrl_utils import rlops
 
     try:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = ("discrete", "continuous", "atari", "jax", "special")
 COMMON = ["model_path", "make_env", "env_id", "eval_episodes", "run_name", "Model", "device"]
@@ -18,7 +20,7 @@ def evaluators() -> dict[str, object]:
     """Every `evaluate_*` function of the family modules, as `family.name`."""
     found = {}
     for family in FAMILIES:
-        module = importlib.import_module(f"cleanrl_utils.evals.{family}")
+        module = importlib.import_module(f"cleanrl_utils.runtime.evals.{family}")
         found |= {f"{family}.{name}": fn for name, fn in vars(module).items() if name.startswith("evaluate_")}
     return found
 
@@ -56,7 +58,7 @@ def test_no_cleanrl_utils_module_rewrites_a_signature():
     assert not offenders, offenders
 
 
-def test_each_evaluator_is_a_plain_function_with_the_common_parameters_first():
+def test_each_evaluator_is_a_plain_function_common_parameters_first():
     found = evaluators()
     assert len(found) >= 20, sorted(found)
     for name, fn in found.items():
@@ -64,7 +66,7 @@ def test_each_evaluator_is_a_plain_function_with_the_common_parameters_first():
         written = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
         assert inspect.isfunction(fn) and not hasattr(fn, "__wrapped__"), name
         assert list(inspect.signature(fn).parameters) == written, f"{name}'s signature is not the one its def writes"
-        assert fn.__doc__ and fn.__module__ == f"cleanrl_utils.evals.{name.split('.')[0]}", name
+        assert fn.__doc__ and fn.__module__ == f"cleanrl_utils.runtime.evals.{name.split('.')[0]}", name
         positional = written[: code.co_argcount]
         assert positional[:7] == COMMON, (name, positional)
         assert positional[7:] in (["capture_video", "seed"], ["epsilon", "capture_video", "seed"]), (name, positional)
@@ -83,7 +85,7 @@ def evaluator_calls() -> list[tuple[str, int, str, ast.Call, dict[str, ast.expr]
         imported = {
             alias.asname or alias.name: f"{node.module.rsplit('.', 1)[1]}.{alias.name}"
             for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cleanrl_utils.evals.")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cleanrl_utils.runtime.evals.")
             for alias in node.names
             if alias.name.startswith("evaluate_")
         }
@@ -98,7 +100,7 @@ def evaluator_calls() -> list[tuple[str, int, str, ast.Call, dict[str, ast.expr]
     return calls
 
 
-def test_every_call_in_an_algorithm_file_binds_its_arguments_where_they_belong():
+def test_every_evaluator_call_binds_its_arguments_where_they_belong():
     found, calls = evaluators(), evaluator_calls()
     checked = 0
     for script, line, name, call, assigned in calls:

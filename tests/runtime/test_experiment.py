@@ -1,4 +1,4 @@
-"""cleanrl_utils.experiment in-process: argument spelling, one-line errors, logging, shutdown, checkpoints."""
+"""cleanrl_utils.runtime.experiment in-process: argument spelling, one-line errors, logging, shutdown, checkpoints."""
 
 import os
 import signal
@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from cleanrl import sac_continuous_action
-from cleanrl_utils.command_line import bool_words_as_flags, parse_args
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
+from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
 
 @dataclass
@@ -160,7 +162,7 @@ def test_require_atari_game_says_what_the_env_is_instead(capsys, env_id, expecte
 
 
 def test_check_atari_game_raises_gymnasium_errors(monkeypatch):
-    from cleanrl_utils import experiment
+    from cleanrl_utils.runtime import experiment
 
     experiment.check_atari_game("BreakoutNoFrameskip-v4")
     with pytest.raises(gym.error.Error, match="CartPole-v1 is not an Atari game of ale-py"):
@@ -171,7 +173,7 @@ def test_check_atari_game_raises_gymnasium_errors(monkeypatch):
 
 
 def test_sps_clock_counts_training_only(monkeypatch):
-    from cleanrl_utils import experiment
+    from cleanrl_utils.runtime import experiment
 
     now = [1000.0]
     monkeypatch.setattr(experiment.time, "time", lambda: now[0])
@@ -187,10 +189,10 @@ def test_sps_clock_counts_training_only(monkeypatch):
 
 
 def test_sps_clock_of_a_resumed_run_goes_on_from_the_checkpoint(tmp_path, monkeypatch):
-    from cleanrl_utils import experiment
+    from cleanrl_utils.runtime import experiment
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     now = [1000.0]
     monkeypatch.setattr(experiment.time, "time", lambda: now[0])
     exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
@@ -209,7 +211,7 @@ def test_sps_clock_of_a_resumed_run_goes_on_from_the_checkpoint(tmp_path, monkey
 def test_resumed_run_keeps_writing_checkpoints_at_its_frequency(tmp_path, monkeypatch):
     """`--resume` alone (as the benchmark runner resumes a stopped run) goes on checkpointing every N iterations."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     exp = Experiment(Args(checkpoint_frequency=4), SCRIPT)
     with exp:
         exp.start_logging()
@@ -231,9 +233,9 @@ def test_seeding_makes_draws_repeat():
     assert draws[0] == draws[1]
 
 
-def test_from_command_line_hands_the_script_the_checkpointed_runs_arguments(tmp_path, monkeypatch):
+def test_from_command_line_gives_the_checkpointed_runs_arguments(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     monkeypatch.setattr("sys.argv", ["algo.py", "--seed", "5", "--num-envs", "3", "--checkpoint-frequency", "1"])
     args, exp = Experiment.from_command_line(Args, SCRIPT)
     assert exp.args is args and (args.seed, args.num_envs) == (5, 3) and exp.loaded_checkpoint is None
@@ -248,7 +250,7 @@ def test_from_command_line_hands_the_script_the_checkpointed_runs_arguments(tmp_
 
 def test_restoring_before_the_envs_exist_fails_with_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
     exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]), "CartPole-v1")
     with exp:
@@ -259,11 +261,11 @@ def test_restoring_before_the_envs_exist_fails_with_one_line(tmp_path, monkeypat
     assert "none was given" in fails_with(capsys, Experiment(Args(), SCRIPT).restore_run_state)
 
 
-def test_learners_are_saved_and_restored_by_name_and_steps_cross_checkpoint_multiples(tmp_path, monkeypatch):
+def test_learners_restored_by_name_and_steps_cross_checkpoint_multiples(tmp_path, monkeypatch):
     import torch
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     exp = Experiment(Args(checkpoint_frequency=5), SCRIPT)
     # 3 envs per step: 3, 6, 9, 12, 15 steps done; due where a multiple of 5 was passed
     assert [done for done in range(3, 18, 3) if exp.checkpoint_due(done, since=done - 3)] == [6, 12, 15]
@@ -369,7 +371,7 @@ def test_second_signal_stops_at_once_and_a_crash_still_closes(tmp_path, monkeypa
 
 def test_checkpoint_round_trip_restores_args_envs_and_random_state(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("cleanrl_utils.checkpoint.running_script", lambda: "algo.py")
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
     args = Args(checkpoint_frequency=2, num_envs=3, seed=5)
     exp = Experiment(args, SCRIPT)
     envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3), args.env_id)

@@ -1,12 +1,14 @@
-"""cleanrl_utils.frame_replay: the Atari frame memory rebuilds the stacks a naive memory stores."""
+"""cleanrl_utils.runtime.frame_replay: the Atari frame memory rebuilds the stacks a naive memory stores."""
 
 import numpy as np
 import pytest
 import torch
 
 from cleanrl import dqn_atari
-from cleanrl_utils import plain_data
-from cleanrl_utils.frame_replay import FrameReplayBuffer
+from cleanrl_utils.runtime import plain_data
+from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
 FRAME = (84, 84)
 STACK = 4

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanrl_utils import atomic
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import atomic
+from cleanrl_utils.runtime.experiment import Experiment
 from tests.helpers import REPO, script_env
 from tests.runtime.test_experiment import SCRIPT, Args, Closable
 

@@ -1,4 +1,4 @@
-"""--upload-model and cleanrl_utils.huggingface, against a fake Hub on a local port (tests/fixtures/fake_hub.py)."""
+"""--upload-model and cleanrl_utils.runtime.huggingface, against a fake Hub on a local port (tests/fixtures/fake_hub.py)."""
 
 import ast
 import importlib.metadata
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from huggingface_hub import HfApi, ModelCard
 
-from cleanrl_utils.huggingface import UploadError, push_to_hub
+from cleanrl_utils.runtime.huggingface import UploadError, push_to_hub
 from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.fixtures import teachers
 from tests.fixtures.fake_hub import FakeHub
@@ -116,7 +116,7 @@ def hub_env(hub: FakeHub, tmp_path: Path, token: str | None = None) -> dict[str,
     return env
 
 
-# Uploading is one code path for every script (cleanrl_utils.experiment's log_evaluation_and_upload calls
+# Uploading is one code path for every script (cleanrl_utils.runtime.experiment's log_evaluation_and_upload calls
 # push_to_hub), so a real upload runs for one script of each kind: a torch vector env, a torch single
 # env into an organisation, a MuJoCo video, a JAX Atari script, an envpool script without a training
 # video. Every script's own part, the algorithm name on the card, is checked from its source below.

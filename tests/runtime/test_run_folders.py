@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from cleanrl_utils import experiment, run_folder
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import experiment, run_folder
+from cleanrl_utils.runtime.experiment import Experiment
 from tests.helpers import REPO, script_env
 from tests.runtime.test_experiment import SCRIPT, Args, fails_with
 
@@ -41,8 +41,8 @@ def test_a_second_run_in_the_same_second_gets_a_folder_of_its_own(same_second, t
 RACE = """
 import sys
 import time as clock
-from cleanrl_utils import experiment
-from cleanrl_utils.experiment import Experiment
+from cleanrl_utils.runtime import experiment
+from cleanrl_utils.runtime.experiment import Experiment
 from tests.runtime.test_experiment import SCRIPT, Args
 experiment.time.time = lambda: {now} + 0.5  # the same second for all
 start = float(sys.argv[1])
@@ -146,7 +146,7 @@ def test_two_resumes_of_one_folder_the_second_refused_at_once(tmp_path):
         # are not the refusal; on a busy machine they alone vary by seconds)
         clock_file = tmp_path / "seconds.txt"
         code = (
-            "import runpy, sys, time; import torch, gymnasium, tyro, cleanrl_utils.experiment; start = time.monotonic()\n"
+            "import runpy, sys, time; import torch, gymnasium, tyro, cleanrl_utils.runtime.experiment; start = time.monotonic()\n"
             f"sys.argv = [{str(REPO / 'cleanrl' / 'ppo.py')!r}, '--resume', 'runs/{run_dir.name}']\n"
             f"try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
             f"finally:\n    open({str(clock_file)!r}, 'w').write(str(time.monotonic() - start))\n"
@@ -170,8 +170,8 @@ def test_two_resumes_of_one_folder_the_second_refused_at_once(tmp_path):
 
 def test_a_resume_of_a_folder_with_a_linked_checkpoints_folder_is_refused(tmp_path, monkeypatch, capsys):
     """A handed-over run folder whose checkpoints/ points elsewhere: the resume writes nothing there."""
-    from cleanrl_utils import checkpoint as ckpt
-    from cleanrl_utils import plain_data
+    from cleanrl_utils.runtime import checkpoint as ckpt
+    from cleanrl_utils.runtime import plain_data
 
     monkeypatch.chdir(tmp_path)
     elsewhere = tmp_path / "elsewhere"
@@ -196,7 +196,7 @@ def test_a_resume_of_a_folder_with_a_linked_checkpoints_folder_is_refused(tmp_pa
 def test_a_second_writer_is_refused_before_the_checkpoint_is_read(tmp_path, monkeypatch, capsys):
     """The run name comes from the checkpoint's header alone: a resume of a folder held by another run is refused
     without reading the checkpoint's arrays (a replay memory can be gigabytes)."""
-    from cleanrl_utils import checkpoint as ckpt
+    from cleanrl_utils.runtime import checkpoint as ckpt
 
     monkeypatch.chdir(tmp_path)
     exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)

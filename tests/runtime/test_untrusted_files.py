@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils import env_state, model_files, plain_data
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime import env_state, model_files, plain_data
 from cleanrl_utils.zoo import ZOO, entry
 from tests.fixtures import hostile_files as hostile
 from tests.helpers import run_in_process

@@ -150,7 +150,7 @@ def kill_pids_in(record: Path, pattern: str) -> None:
 # --- claim 1: started again, finished runs are skipped, the others resumed or restarted -----------------------
 
 
-def test_a_run_that_exited_0_just_before_the_runner_was_killed_is_not_run_again(tmp_path, fake):
+def test_run_exited_0_just_before_runner_was_killed_is_not_rerun(tmp_path, fake):
     command = f"{fake} --exit-then-kill-runner"
     runner = start_bench(tmp_path, command)
     try:
@@ -167,7 +167,7 @@ def test_a_run_that_exited_0_just_before_the_runner_was_killed_is_not_run_again(
 
 
 def test_a_run_whose_only_checkpoint_is_cut_short_starts_again(tmp_path, fake):
-    from cleanrl_utils import checkpoint
+    from cleanrl_utils.runtime import checkpoint
 
     command = f"{fake} --cut-short"
     assert bench(tmp_path, command).returncode == 1
@@ -238,7 +238,7 @@ def test_a_log_folder_whose_ledger_was_deleted_is_not_taken_for_a_new_one(tmp_pa
     assert log_of(tmp_path).count("$ ") == 1
 
 
-def test_a_benchmark_continued_from_another_folder_does_not_restart_checkpointed_runs(tmp_path, fake):
+def test_continued_elsewhere_does_not_restart_checkpointed_runs(tmp_path, fake):
     first_cwd, other_cwd = tmp_path / "first", tmp_path / "other"
     first_cwd.mkdir(), other_cwd.mkdir()
     command = f"{fake} --fail-fresh"
@@ -279,7 +279,7 @@ def test_runs_started_without_auto_tag_are_not_continued_on_other_code(repo, fak
     assert edited.returncode == 2 and "holds runs of the code at" in edited.stderr, edited.stderr
 
 
-def test_runs_started_on_one_version_are_not_continued_on_edited_code_without_the_tag(repo, fake):
+def test_runs_are_not_continued_on_edited_code_without_the_tag(repo, fake):
     command = f"{fake} --fail-fresh"
     assert bench(repo, command, "--auto-tag").returncode == 1
     (repo / "algo.py").write_text("lr = 1e-3\n")
@@ -287,7 +287,7 @@ def test_runs_started_on_one_version_are_not_continued_on_edited_code_without_th
     assert edited.returncode == 2 and "holds runs of the code at v1" in edited.stderr, edited.stderr
 
 
-def test_auto_tag_from_a_subfolder_sees_a_new_file_elsewhere_in_the_repository(repo, monkeypatch):
+def test_auto_tag_from_a_subfolder_sees_a_new_file_elsewhere(repo, monkeypatch):
     from cleanrl_utils.benchmark import git_tag
 
     (repo / "helpers.py").write_text("lr = 1e-3\n")
@@ -339,7 +339,7 @@ def test_the_lock_holds_whatever_path_names_the_log_folder(tmp_path, fake):
         first.wait()
 
 
-def test_a_benchmark_started_again_after_a_kill_does_not_overlap_the_runs_still_stopping(tmp_path, fake):
+def test_restart_after_a_kill_does_not_overlap_runs_still_stopping(tmp_path, fake):
     record = tmp_path / "record"
     record.mkdir()
     command = f"{fake} --fail-fresh --slow-stop 12 --sleep 60 --record {record}"
@@ -452,7 +452,7 @@ def interrupted_and_reference(tmp_path: Path, command: str, checkpoint: str, wor
 
 
 @pytest.mark.extended  # ~30 s on a loaded 2-core machine: two short DQN runs side by side and a resume
-def test_a_run_killed_with_its_runner_and_continued_logs_what_an_uninterrupted_one_does(tmp_path):
+def test_run_killed_with_runner_then_continued_logs_as_uninterrupted(tmp_path):
     dqn = shlex.join([sys.executable, str(REPO / "cleanrl" / "dqn.py")])
     command = f"{dqn} --total-timesteps 3000 --learning-starts 500 --checkpoint-frequency 1000"
     resumed, whole = interrupted_and_reference(tmp_path, command, "checkpoint_1000.pt", (1, 1), script_env())
@@ -463,7 +463,7 @@ def test_a_run_killed_with_its_runner_and_continued_logs_what_an_uninterrupted_o
 
 @pytest.mark.extended  # ~25 s of one core: two short PPO runs and a resume
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 4, reason="needs 4 CPUs: --workers 2 then gives each run 2 threads")
-def test_a_run_continued_with_other_workers_logs_what_an_uninterrupted_one_does(tmp_path):
+def test_run_continued_with_other_workers_logs_as_uninterrupted(tmp_path):
     """Not run on a 2-CPU machine: there --workers 2 gives OMP_NUM_THREADS=1, which ppo.py also takes without it.
     PPO on CartPole with 1 and 2 threads logs other losses/approx_kl from its first update (checked by hand)."""
     env = {k: v for k, v in script_env().items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}

@@ -460,7 +460,7 @@ def resumable_train(tmp_path: Path) -> str:
     return shlex.join([sys.executable, str(script)])
 
 
-def test_a_benchmark_started_again_skips_finished_runs_and_resumes_the_others(tmp_path, resumable_train):
+def test_restarted_benchmark_skips_finished_runs_resumes_others(tmp_path, resumable_train):
     args = ("--env-ids", "A-v1", "Checkpointed-v1", "Fail-v1", "--command", resumable_train, "--workers", "2")
     first = run_with_logs(tmp_path, *args, "--num-seeds", "1")
     assert first.returncode == 1 and "1 succeeded, 2 failed" in first.stderr
@@ -576,8 +576,8 @@ def test_runs_and_what_they_started_die_with_a_killed_runner(tmp_path, fake_trai
 
 
 def test_the_runner_and_the_runs_agree_on_the_run_name_variable():
-    from cleanrl_utils import experiment
     from cleanrl_utils.benchmark import ledger
+    from cleanrl_utils.runtime import experiment
 
     assert ledger.RUN_NAME_FILE == experiment.RUN_NAME_FILE
 
@@ -694,7 +694,7 @@ def test_a_ledger_of_the_previous_format_continues_on_its_own_code(git_repo, res
     )
 
 
-def test_a_ledger_of_the_previous_format_without_a_version_takes_this_one_and_says_so(tmp_path, resumable_train):
+def test_old_unversioned_ledger_takes_this_format_and_says_so(tmp_path, resumable_train):
     (tmp_path / "logs").mkdir()
     command = f"{resumable_train} --env-id A-v1 --seed 1"
     old = {"code": None, "runs": {command: {"log": "000__A-v1__seed1.log", "status": "failed", "returncode": 3}}}
@@ -770,7 +770,7 @@ def test_the_supervisor_notes_the_exit_status_and_stops_what_the_run_left(tmp_pa
             os.kill(helper, signal.SIGKILL)
 
 
-def test_the_supervisor_notes_a_run_killed_by_a_signal_and_one_that_cannot_start(tmp_path):
+def test_supervisor_notes_a_signalled_run_and_one_that_cannot_start(tmp_path):
     proc, exit_path = supervise(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert proc.returncode == 0 and exit_path.read_text() == f"{-signal.SIGKILL}\n"
     from cleanrl_utils.benchmark.local import SUPERVISOR
@@ -803,7 +803,7 @@ def hold_lock(folder: Path, seconds: float) -> subprocess.Popen:
     return holder
 
 
-def test_a_folder_locked_by_the_runs_of_a_killed_runner_is_waited_for_then_taken(tmp_path, capsys):
+def test_folder_locked_by_killed_runners_runs_is_awaited_then_taken(tmp_path, capsys):
     from cleanrl_utils.benchmark import BadInput
     from cleanrl_utils.benchmark.ledger import DirectoryLock
 

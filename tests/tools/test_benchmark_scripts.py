@@ -14,7 +14,7 @@ from tests.helpers import REPO, script_env
 
 
 @pytest.mark.extended  # 20 s of one core: CI runs it after the quick run
-def test_classic_control_script_runs_one_algorithm_through_the_runner_and_reports_each_run(tmp_path):
+def test_classic_control_script_runs_through_runner_and_reports_each(tmp_path):
     # what benchmark/ppo.sh did: one algorithm on one env, each seed, then each run's own line and curve table
     env = script_env(
         ALGOS="ppo", ENV_IDS="CartPole-v1", NUM_SEEDS="2", WORKERS="2", EXTRA="--total-timesteps 1024",
@@ -89,7 +89,7 @@ def test_atari_report_holds_multigpu_to_ppo_atari_within_noise(tmp_path):
     assert run.program[:4] == ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
 
 
-def test_atari_learning_runs_pair_ours_with_sb3_and_checkpoint_the_long_one(tmp_path):
+def test_atari_runs_pair_ours_with_sb3_and_checkpoint_the_long_one(tmp_path):
     from benchmark.compare import atari_vs_sb3 as bench
 
     runs = {run.result.name: run for run in bench.learning_runs(tmp_path, ["ppo_atari", "sac_atari"])}
@@ -114,7 +114,7 @@ print("trained")
 """
 
 
-def test_queue_runs_what_is_not_done_through_the_runner_and_resumes_checkpointed_runs(tmp_path):
+def test_queue_runs_what_is_not_done_and_resumes_checkpointed_runs(tmp_path):
     from benchmark.harness import QueuedRun, one_thread_env, run_queue
 
     program = tmp_path / "train.py"
@@ -271,7 +271,7 @@ def test_trxl_benchmark_runs_with_and_without_memory_through_the_runner(tmp_path
     assert "MiniGrid" not in table  # not run: no row
 
 
-def test_trxl_minigrid_runs_are_queued_with_checkpoints_so_a_stopped_run_goes_on(tmp_path):
+def test_trxl_minigrid_runs_are_queued_with_checkpoints(tmp_path):
     from benchmark.checks import trxl_memory as bench
     from benchmark.harness import resumable_args
 
@@ -344,7 +344,7 @@ def test_trxl_cue_plays_a_checkpoint_and_refuses_other_envs(tmp_path, monkeypatc
 
     from benchmark.checks import trxl_memory as bench
     from cleanrl.ppo_trxl.ppo_trxl import Agent, Args, make_env
-    from cleanrl_utils import plain_data
+    from cleanrl_utils.runtime import plain_data
 
     def saved(env_id: str, weights_key: str = "agent") -> Path:
         args = Args(env_id=env_id, trxl_dim=16, trxl_num_layers=1, trxl_num_heads=1, trxl_memory_length=8)
@@ -429,7 +429,7 @@ def test_jax_report_checks_every_seed_window(tmp_path):
     assert "c51_jax" not in table and "td3" not in table
 
 
-def test_a_results_file_opens_with_the_commit_date_and_command_that_made_it(tmp_path, monkeypatch):
+def test_results_file_opens_with_commit_date_and_command(tmp_path, monkeypatch):
     """What benchmark/results/ files open with (tests/contract/test_layout.py checks every committed one has it)."""
     from benchmark.checks import playground_cartpole as bench
 
@@ -502,7 +502,7 @@ def fake_qdagger_benchmark(tmp_path, monkeypatch):
     return bench
 
 
-def test_qdagger_benchmark_runs_the_teacher_then_both_students_then_scratch(tmp_path, monkeypatch):
+def test_qdagger_benchmark_runs_teacher_then_students_then_scratch(tmp_path, monkeypatch):
     from benchmark.harness import one_thread_env
 
     bench = fake_qdagger_benchmark(tmp_path, monkeypatch)
@@ -717,7 +717,7 @@ def test_qdagger_runs_shared_by_both_students_run_once(tmp_path):
         bench.once([bench.scratch_run(tmp_path, torch_pair, 1), bench.scratch_run(tmp_path, other, 1)])
 
 
-def test_the_teacher_converted_for_the_jax_student_computes_the_same_q_values(tmp_path):
+def test_teacher_converted_for_jax_student_gives_the_same_q_values(tmp_path):
     """dqn_atari.py's network, written in dqn_atari_jax.py's format, loads in the JAX QDagger file and gives the
     PyTorch teacher's Q-values (the first dense layer's inputs reordered from (channel, row, column) to
     (row, column, channel))."""
@@ -865,7 +865,7 @@ def test_selfplay_benchmark_trains_with_snapshots_then_plays_its_matches(tmp_pat
     assert "not complete" in table.splitlines()[-1]
 
 
-def test_rnd_exploration_judges_the_places_each_run_reached_with_and_without_the_bonus(tmp_path):
+def test_rnd_exploration_judges_places_reached_with_and_without_bonus(tmp_path):
     from benchmark.checks import rnd_exploration as bench
 
     runs = bench.learning_runs(tmp_path, [1, 2, 3])

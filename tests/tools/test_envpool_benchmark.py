@@ -104,7 +104,7 @@ def test_env_only_rate_steps_each_files_own_pipeline(script):
     assert bench.env_only_rate(script, steps=8) > 0
 
 
-def test_procgen_run_writes_checkpoints_and_the_runs_keep_large_allocations(tmp_path):
+def test_procgen_run_writes_checkpoints_and_keeps_large_allocations(tmp_path):
     """ppo_procgen's 1M steps outlast a working session: its run writes checkpoints (harness's queue resumes it)."""
     from benchmark.checks import envpool_procgen as bench
 

@@ -101,7 +101,7 @@ def test_collect_writes_each_run_compactly_and_marks_the_one_still_going(tmp_pat
     assert partial["complete"] is False and partial["steps"] == 430_001 and partial["episodes"] == 1
 
 
-def test_a_resumed_run_is_one_history_and_its_final_checkpoint_makes_it_complete(tmp_path):
+def test_resumed_run_is_one_history_and_final_checkpoint_completes_it(tmp_path):
     runs = tmp_path / "runs"
     first = [(step, 1.0) for step in range(30_000, 600_001, 10_000)]  # logged past the checkpoint at 500k, then killed
     folder = write_run(runs, "sac_continuous_action_jax", "Walker2d-v4", 3, first, [(600_000, 50)])

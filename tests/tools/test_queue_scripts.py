@@ -76,7 +76,7 @@ def wait_for(condition, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
-def test_frames_rlops_runs_each_side_from_its_pin_then_gives_the_gates_exit(queue_env):
+def test_frames_rlops_runs_each_side_from_its_pin_and_exits_as_gate(queue_env):
     home = Path(queue_env["HOME"])
     done = subprocess.run(
         ["bash", str(QUEUES / "frames_rlops.sh")], env={**queue_env, "STUB_GATE_EXIT": "3"}, capture_output=True, text=True

@@ -155,7 +155,7 @@ def test_names_come_from_the_hyperparameters_table_before_the_folder_name(tmp_pa
     assert [(r.env_id, r.exp_name, r.seed) for r in runs] == [("Acrobot-v1", "dqn", "4"), ("CartPole-v1", "ppo", "7")]
 
 
-def test_env_ids_with_a_slash_nest_runs_and_folders_inside_a_run_belong_to_it(tmp_path):
+def test_env_ids_with_a_slash_nest_and_inner_folders_belong_to_a_run(tmp_path):
     # run_name "ALE/Pong-v5__ppo__1__…" makes the folder runs/ALE/Pong-v5__ppo__1__….
     run_dir = write_run(tmp_path / "runs", "ALE/Pong-v5", "ppo", 1, 1.0, 1, hyperparameters=False)
     with SummaryWriter(run_dir / "extra") as writer:  # e.g. what add_scalars writes
@@ -353,7 +353,7 @@ def test_curve_table_has_a_column_per_run(tmp_path, capsys):
     assert "| 100 | 1.0 | 5.0 |" in table and "| 200 | 3.0 | — |" in table
 
 
-def test_runs_dir_defaults_to_runs_and_folders_before_the_flags_are_runs_dirs(runs_dir, capsys, monkeypatch):
+def test_runs_dir_defaults_to_runs_and_leading_folders_are_runs_dirs(runs_dir, capsys, monkeypatch):
     monkeypatch.chdir(runs_dir.parent)  # holds runs/
     default = report(capsys, "--env-ids", "CartPole-v1")
     assert default[0] == 0

@@ -13,9 +13,18 @@ finding of the first round is fixed (issue 52's follow-up), so no mark is left:
 
 A second round tried the seed as the unit (issue 52's follow-up). Held: partly shared seed numbers, unequal seeds
 per env, three tags on the baseline's seeds, 0/1 ties (at most 0.75% false alarms), CartPole-like seeds all at the
-cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke (marked):
-crashed W&B runs and a seed missing on one env pass the gate; a copy with its SPS values, its length or every
-return (by 0.1%) edited counts as a new seed; consecutive seeds share env streams.
+cap, the fewest-seeds figures of the docs, the printed detectable shift, three more bad inputs. Broke, and fixed
+since (no mark is left):
+
+- crashed W&B runs passed the gate: they now count as left out, named (at best exit 3);
+- a seed missing on one env was dropped silently: one warning line names it, and it counts as left out;
+- a copy with its SPS values, its length or every return (x1.001) edited counted as a new seed: copies are now found
+  by their curves' fluctuations (`rlops_runs.near_copy`), red-teamed against false refusals by a simulation of 14
+  kinds of independent seeds kept below, and found under four edits;
+- the printed shift could be below the one found (3.635 as 3.6): it is rounded up;
+- consecutive seeds share env streams (`envs.reset(seed=s)` seeds sub-env i with s + i; 11.5% false alarms in an
+  extreme model): the scripts stay as they are, so this stays a limitation; the tests below keep the fact and the
+  measurement, and the gate now names seeds closer than num_envs in one warning line.
 """
 
 import itertools
@@ -178,16 +187,17 @@ def test_the_detectable_shift_is_found_four_times_in_five():
 # ---------------------------------------------------------------- runs written as the scripts write them
 
 
-def write_run(root: Path, env_id: str, tags: str, seed, returns, steps=None, sps=None, clock=None, name=None) -> Path:
+def write_run(
+    root: Path, env_id: str, tags: str, seed, returns, steps=None, sps=None, clock=None, name=None, num_envs=None
+) -> Path:
     from torch.utils.tensorboard import SummaryWriter
 
     folder = root / (name or f"{env_id}__ppo__{seed}__{tags.replace(',', '+').replace(chr(10), '_') or 'none'}")
     steps = steps if steps is not None else [100 * (i + 1) for i in range(len(returns))]
     stamps = [None if clock is None else clock + i for i in range(len(steps))]
+    table = f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|ppo|\n|seed|{seed}|"
     with SummaryWriter(str(folder)) as writer:
-        writer.add_text(
-            "hyperparameters", f"|param|value|\n|-|-|\n|env_id|{env_id}|\n|exp_name|ppo|\n|seed|{seed}|", walltime=clock
-        )
+        writer.add_text("hyperparameters", table + (f"\n|num_envs|{num_envs}|" if num_envs else ""), walltime=clock)
         writer.add_text("tags", tags, walltime=clock)
         for step, value, stamp in zip(steps, returns, stamps):
             writer.add_scalar("charts/episodic_return", value, step, walltime=stamp)
@@ -470,10 +480,6 @@ class StandInWandbRun:
         return list(self.scan_history(keys))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: W&B runs that crashed are left out with a warning but not counted as left out: 6 of 10 seeds pass, exit 0",
-)
 def test_crashed_wandb_runs_do_not_pass_the_gate(tmp_path, capsys, monkeypatch):
     """The docs: runs left out (a seed that crashed may be what the change broke) keep a tag from passing; W&B's
     crashed runs are 'left out' too. 10 vs 10 seeds of one level, 4 of the tag's seeds crashed on W&B."""
@@ -500,15 +506,15 @@ def test_crashed_wandb_runs_do_not_pass_the_gate(tmp_path, capsys, monkeypatch):
             "--fail-on-regression",
         ]
     )
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "left out 4 runs that have not finished (4 crashed)" in err
-    assert code != 0, "exit 0: four crashed seeds of the tag, and the gate passes"
+    assert code == 3, "four crashed seeds of the tag, and the gate passes"
+    assert "4 runs of it or the baseline left out" in out.splitlines()[-1]
+    for seed in (11, 12, 13, 14):  # each named, in a warning and in the Markdown
+        assert f"(new, seed {seed}, A-v1) is crashed on W&B, not finished: left out" in err
+        assert f"(new, seed {seed}, A-v1)` is crashed on W&B, not finished" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a seed with a run on one env and none on the other is dropped from the test across envs silently: exit 0",
-)
 def test_a_seed_missing_on_one_env_does_not_pass_the_gate(tmp_path, capsys):
     """A seed run on A-v1 but with no run at all on B-v1 (it died before its first write there, or the runner
     lost it): the test across envs drops the seed silently. Seen from its run on A-v1, it is a run left out."""
@@ -517,24 +523,31 @@ def test_a_seed_missing_on_one_env_does_not_pass_the_gate(tmp_path, capsys):
         write_group(root, env, "base", range(1, 11), 100, noise_seed=1)
         write_group(root, env, "new", [s for s in range(11, 21) if env == "A-v1" or s not in (11, 12, 13)], 100, 2)
     code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
-    assert code != 0, (out.splitlines()[-1], err)
+    assert code == 3, (out.splitlines()[-1], err)
+    warnings = [line for line in err.splitlines() if "but none on" in line]
+    assert warnings == [
+        f"rlops: warning: tag 'new', seed {seed}: runs on A-v1 but none on B-v1: left out of the test across envs, "
+        "and the gate cannot pass without it"
+        for seed in (11, 12, 13)
+    ]
+    assert "3 runs of it or the baseline left out" in out.splitlines()[-1]
+    assert "- left out of the test across envs: tag 'new', seed 11: runs on A-v1 but none on B-v1" in out
 
 
-TRIVIAL_EDIT = "finding: a copy is found only by equal steps, SPS values and runtime: a copy with any of them edited counts"
+def test_a_seed_that_crashed_on_one_env_is_named_once(tmp_path, capsys):
+    """Seed 11 stopped early on B-v1: left out there (a warning naming its run); it is not named again as missing."""
+    root = tmp_path / "runs"
+    for env in ("A-v1", "B-v1"):
+        write_group(root, env, "base", range(1, 11), 100, noise_seed=1)
+        write_group(root, env, "new", range(12, 21), 100, 2)
+    write_run(root, "A-v1", "new", 11, np.linspace(0, 100, 30))
+    write_run(root, "B-v1", "new", 11, np.linspace(0, 20, 10))  # stopped a third of the way
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base", "--fail-on-regression")
+    assert code == 3, (out.splitlines()[-1], err)
+    assert "but none on" not in err and "1 run of it or the baseline left out" in out.splitlines()[-1]
 
 
-@pytest.mark.parametrize(
-    "edit",
-    [
-        "none",
-        pytest.param("SPS values one higher", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
-        pytest.param("one more episode logged", marks=pytest.mark.xfail(strict=True, reason=TRIVIAL_EDIT)),
-        pytest.param(
-            "every return times 1.001",
-            marks=pytest.mark.xfail(strict=True, reason="finding: a copy with every return edited by 0.1% counts"),
-        ),
-    ],
-)
+@pytest.mark.parametrize("edit", ["none", "SPS values one higher", "one more episode logged", "every return times 1.001"])
 def test_a_copy_under_another_seed_with_a_trivial_edit_is_refused(tmp_path, capsys, edit):
     """base: seeds 1-7; new: seeds 11-15, all below base (5 vs 7 seeds cannot reach alpha: exit 3), and seed 11's run
     again as seed 16, its SPS values each +1 or one more return logged at its end. The copy agrees with seed 11's run
@@ -567,44 +580,186 @@ def test_different_seeds_that_all_reach_the_cap_are_not_called_copies(tmp_path, 
     assert seeds_compared(out) == "7 vs 7"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: reset(seed=s) seeds sub-env i with s + i: seeds 1 and 2 start 3 of 4 envs alike, not independent",
+def as_series(values, steps=None) -> list[tuple[int, float]]:
+    """Values as an event file gives them back: float32, at their steps (every 100 by default)."""
+    steps = steps if steps is not None else [100 * (i + 1) for i in range(len(values))]
+    return list(zip([int(s) for s in steps], np.float32(values).astype(float)))
+
+
+def seed_runs(kind: str, rng) -> list[tuple[int, float]]:
+    """One seed's episodic returns (at their global steps) in a kind of run where two seeds may look alike."""
+    if kind.startswith("learning"):  # a sigmoid learning curve, episode noise 5% (1% for the long run)
+        n, noise = {"learning, 12 episodes": (12, 0.05), "learning, 30": (30, 0.05), "learning, 300, 1% noise": (300, 0.01)}[
+            kind
+        ]
+        final = 1000 * (1 + 0.1 * rng.normal())
+        values = final / (1 + np.exp(-np.linspace(-6, 6, n))) + noise * final * rng.normal(size=n)
+        return as_series(values, np.cumsum(rng.integers(100, 200, size=n)))
+    if kind == "seeds 0.3% apart, noise 0.05%":  # test_rlops' write_group at level -400: near-identical lines
+        return as_series((-400 + rng.normal()) * np.linspace(0.05, 1, 30) + 0.1 * rng.normal(size=30))
+    if kind == "CartPole learning":
+        values = np.clip(np.round(20 + 600 * np.linspace(0, 1, 300) + 100 * rng.normal(size=300)), 8, 500)
+        return as_series(values, np.cumsum(values).astype(int) // 4 * 4)
+    if kind == "CartPole at the cap, 5% dips":
+        values = np.full(400, 500.0)
+        dips = rng.random(400) < 0.05
+        values[dips] = rng.integers(100, 499, size=dips.sum())
+        return as_series(values, np.cumsum(values).astype(int))
+    if kind == "all at the cap":
+        return as_series([500.0] * 50, [500 * (i + 1) for i in range(50)])
+    if kind == "never learned (-200 at fixed steps)":
+        return as_series([-200.0] * 80, [200 * (i + 1) for i in range(80)])
+    if kind == "Pong-like integers":
+        values = np.round(np.clip(-21 + 42 * np.linspace(0, 1, 500) + 3 * rng.normal(size=500), -21, 21))
+        return as_series(values, np.cumsum(rng.integers(800, 3000, size=500)))
+    if kind == "Pong at -21 and -20":
+        return as_series(np.round(np.clip(-20.5 + 0.8 * rng.normal(size=200), -21, 21)))
+    if kind.startswith("hit or miss"):  # 0/1 episodes: a deterministic goal reached or not
+        n, p = {"hit or miss, 12 episodes": (12, 0.5), "hit or miss, 40": (40, 0.5), "hit or miss, 100 at 0.9": (100, 0.9)}[
+            kind
+        ]
+        return as_series((rng.random(n) < p).astype(float))
+    if kind == "deterministic env, improving in jumps":
+        jumps = np.sort(rng.integers(0, 50, size=6))
+        return as_series(-100.0 + 10 * np.searchsorted(jumps, np.arange(50), side="right"))
+    raise ValueError(kind)
+
+
+SEED_KINDS = [
+    "learning, 12 episodes",
+    "learning, 30",
+    "learning, 300, 1% noise",
+    "seeds 0.3% apart, noise 0.05%",
+    "CartPole learning",
+    "CartPole at the cap, 5% dips",
+    "all at the cap",
+    "never learned (-200 at fixed steps)",
+    "Pong-like integers",
+    "Pong at -21 and -20",
+    "hit or miss, 12 episodes",
+    "hit or miss, 40",
+    "hit or miss, 100 at 0.9",
+    "deterministic env, improving in jumps",
+]
+
+
+@pytest.mark.parametrize("kind", SEED_KINDS)
+def test_the_near_copy_rule_refuses_no_two_seeds(kind):
+    """The rule compares the curves (rlops_runs.near_copy): 200 pairs of independent seeds of each kind, none
+    called copies. Measured when the rule was written: 0 of 5,700 pairs over 19 kinds (300 each)."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(sum(map(ord, kind)))
+    refused = [i for i in range(200) if near_copy(seed_runs(kind, rng), seed_runs(kind, rng))]
+    assert refused == [], f"{len(refused)} of 200 pairs of different seeds called copies"
+
+
+@pytest.mark.parametrize(
+    "kind", ["learning, 30", "seeds 0.3% apart, noise 0.05%", "CartPole at the cap, 5% dips", "Pong-like integers"]
 )
-def test_consecutive_seeds_do_not_share_env_random_streams():
-    """The docs: "a seed fixes a run's initial network and its envs' random states ... runs of different seeds are
-    independent". ppo.py resets its vector env with `envs.reset(seed=args.seed)`, which seeds sub-env i with
-    seed + i, and the runner's seeds are 1, 2, 3, ...: seeds 1 and 2 share three of four envs' streams."""
+@pytest.mark.parametrize("edit", ["times 1.001", "one more episode", "a tenth of the returns changed", "plus 1% of the mean"])
+def test_the_near_copy_rule_finds_edited_copies(kind, edit):
+    """What a copy keeps whatever is edited around it: its episode-to-episode fluctuations, found at every kind of
+    run that fluctuates (flat runs at a cap hold no fluctuation to find; the exact rule of steps, SPS and runtime
+    covers their unedited copies)."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        run = seed_runs(kind, rng)
+        steps, values = [s for s, _ in run], np.array([v for _, v in run])
+        if edit == "times 1.001":
+            copy = as_series(values * 1.001, steps)
+        elif edit == "one more episode":
+            copy = as_series(np.append(values, values[-1]), [*steps, steps[-1] + 100])
+        elif edit == "plus 1% of the mean":
+            copy = as_series(values + 0.01 * np.abs(values).mean(), steps)
+        else:
+            changed = rng.choice(len(values), size=len(values) // 10, replace=False)
+            edited = values.copy()
+            edited[changed] += (np.std(values) + 1) * rng.normal(size=len(changed))
+            copy = as_series(edited, steps)
+        assert near_copy(run, copy) and near_copy(copy, run)
+
+
+def first_observations(seed: int, num_envs: int = 4) -> np.ndarray:
     import gymnasium as gym
 
-    def first_observations(seed: int) -> np.ndarray:
-        envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
-        observations, _ = envs.reset(seed=seed)
-        envs.close()
-        return observations
-
-    one, two = first_observations(1), first_observations(2)
-    shared = sum(any(np.array_equal(a, b) for b in two) for a in one)
-    assert shared == 0, f"seed 1's and seed 2's vector envs start {shared} of 4 envs in the same state"
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
+    observations, _ = envs.reset(seed=seed)
+    envs.close()
+    return observations
 
 
-@pytest.mark.xfail(strict=True, reason="finding: with consecutive seeds, env-stream luck shared by neighbours: 11.5% alarms")
-def test_consecutive_seeds_sharing_env_streams_keep_the_false_alarm_rate():
-    """A model of the finding above: sub-env i of seed s draws stream s + i (4 envs), and that stream's luck makes
-    90% of a run's score variance (an extreme: the initial states decide the outcome). Both sides on seeds of their
-    own (tag 9-16, baseline 1-8), the same law for both: every flag is a false alarm. Measured: 11.5% of 2,000 (at a
-    50% share, about 4%)."""
+def test_consecutive_seeds_share_env_random_streams_and_spaced_seeds_do_not():
+    """What the gate's seed-spacing warning stands on (finding 4 of round 2, kept as a limitation): ppo.py resets
+    its vector env with `envs.reset(seed=args.seed)`, which seeds sub-env i with seed + i, so seeds 1 and 2 start
+    three of four envs alike; seeds num_envs apart start none alike. The scripts are left as they are."""
+
+    def shared(a: int, b: int) -> int:
+        one, two = first_observations(a), first_observations(b)
+        return sum(any(np.array_equal(x, y) for y in two) for x in one)
+
+    assert shared(1, 2) == 3 and shared(1, 4) == 1
+    assert shared(1, 5) == 0 and shared(5, 9) == 0
+
+
+def env_stream_null(seeds_x: list[int], seeds_y: list[int], num_envs: int = 4, share: float = 0.9, trials: int = 2000):
+    """The false-alarm rate of the test when sub-env i of seed s draws stream s + i and that stream's luck makes
+    `share` of a run's score variance (0.9: an extreme, the initial states decide the outcome). Same law for both
+    sides: every flag is a false alarm."""
     rng = np.random.default_rng(3)
-    n, share, trials = 8, 0.9, 2000
-    tag_seeds, base_seeds = list(range(1 + n, 1 + 2 * n)), list(range(1, n + 1))
+    top = max(seeds_x + seeds_y) + num_envs + 1
     alarms = 0
     for _ in range(trials):
-        streams = rng.normal(size=2 * n + 8)
-        noise = math.sqrt(1 - share) * rng.normal(size=2 * n + 1)
-        score = math.sqrt(share) * np.array([streams[s : s + 4].sum() / 2 for s in range(2 * n + 1)]) + noise
-        x, y = score[tag_seeds], score[base_seeds]
-        alarms += rlstats.improvement_p_value([x], [y], [tag_seeds], [base_seeds]) <= ALPHA
-    assert within_alpha(alarms / trials, trials), f"{alarms / trials:.1%} false alarms"
+        streams = rng.normal(size=top)
+        noise = math.sqrt(1 - share) * rng.normal(size=top)
+        score = math.sqrt(share) * np.array([streams[s : s + num_envs].sum() / math.sqrt(num_envs) for s in range(top)])
+        score += noise
+        x, y = score[seeds_x], score[seeds_y]
+        alarms += rlstats.improvement_p_value([x], [y], [seeds_x], [seeds_y]) <= ALPHA
+    return alarms / trials
+
+
+def test_seeds_sharing_env_streams_break_the_false_alarm_rate_and_spaced_seeds_keep_it():
+    """The measured limitation the RLops page states: consecutive seeds (tag 9-16, baseline 1-8, 4 envs) give about
+    12% false alarms in this extreme model (11.5% in round 2's draws, 11.85% in these); about 4% at a 50% share;
+    the same seeds spaced by num_envs (4) stay within alpha (0.6%)."""
+    consecutive = env_stream_null(list(range(9, 17)), list(range(1, 9)))
+    assert 0.10 <= consecutive <= 0.13 and not within_alpha(consecutive, 2000), consecutive
+    spaced = env_stream_null(list(range(33, 65, 4)), list(range(1, 33, 4)))
+    assert within_alpha(spaced, 2000), spaced
+
+
+def write_spaced_groups(root: Path, base_seeds, new_seeds, num_envs) -> None:
+    rng = np.random.default_rng(4)
+    for tag, seeds in (("base", base_seeds), ("new", new_seeds)):
+        for seed in seeds:
+            final = 100 + rng.normal()
+            returns = final * np.linspace(0.05, 1, 30) + rng.normal(size=30)
+            write_run(root, "A-v1", tag, seed, returns, num_envs=num_envs)
+
+
+@pytest.mark.parametrize(
+    ("base_seeds", "new_seeds", "num_envs", "warned"),
+    [
+        (range(1, 8), range(11, 18), 4, "seeds 1 (base) and 2 (base) on A-v1 are closer than their num_envs (4)"),
+        (range(1, 29, 4), range(101, 129, 4), 4, None),  # spaced by num_envs: independent streams
+        (range(1, 8), range(11, 18), 1, None),  # one env per run: seed s is stream s alone
+        (range(1, 8), range(11, 18), None, None),  # no num_envs logged: nothing to check
+        (range(1, 29, 4), range(3, 31, 4), 4, "seeds 1 (base) and 3 (new) on A-v1"),  # the groups interleaved
+    ],
+)
+def test_seeds_closer_than_num_envs_are_named_in_one_warning(tmp_path, capsys, base_seeds, new_seeds, num_envs, warned):
+    write_spaced_groups(tmp_path / "runs", base_seeds, new_seeds, num_envs)
+    code, out, err = gate(tmp_path, capsys, "--tags", "new", "base")
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "num_envs" in line]
+    if warned is None:
+        assert lines == []
+        return
+    assert len(lines) == 1 and warned in lines[0], lines
+    assert "--start-seed S --num-seeds 1" in lines[0] and "--seed" in lines[0]
 
 
 def seed_patterns(kind: str, rng) -> tuple[dict, dict]:
@@ -679,11 +834,11 @@ def test_more_bad_input_is_one_line_and_exit_2(tmp_path, capsys, runs, case):
 
 @pytest.mark.parametrize("design", [(5, 9, 9, 0), (2, 14, 14, 14)])
 def test_the_shift_the_page_prints_is_found_four_times_in_five(design):
-    """The page prints the detectable shift to one decimal (3.635 shows as 3.6): at the printed shift, fresh draws
-    of independent normal runs on every env (seed labels as the design says) are found at least 80% - 2 SE."""
+    """The page prints the detectable shift to one decimal, rounded up (3.635 shows as 3.7): at the printed shift,
+    fresh draws of independent normal runs on every env (seed labels as the design says) are found at least 80% - 2 SE."""
     envs, n_x, n_y, shared = design
     level = ALPHA / rlops.family_size(1, envs)
-    shown = float(f"{rlops.detectable(design, level):.1f}")
+    shown = float(rlops.rounded_up(rlops.detectable(design, level)))
     rng = np.random.default_rng(5)
     trials = 10000
     other = np.ones((n_x, n_y), dtype=bool)
@@ -695,3 +850,13 @@ def test_the_shift_the_page_prints_is_found_four_times_in_five(design):
     p = rlstats.seed_bound(n_x, n_y, shared).p_value(np.abs(improvement - 0.5))
     found = float(np.mean((p <= level) & (improvement > 0.5)))
     assert found >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / trials), f"found {found:.1%} at the printed shift {shown}"
+
+
+def test_the_printed_shift_is_never_below_the_one_found():
+    """Rounding to the nearest would print 79.25 as 79.2 and 3.635 as 3.6: a shift the seeds do not find four times
+    in five. The page rounds up; a value already on the grid stays as it is."""
+    assert rlops.rounded_up(79.25) == "79.3" and rlops.rounded_up(3.635) == "3.7" and rlops.rounded_up(0.7925, 2) == "0.80"
+    assert rlops.rounded_up(3.6) == "3.6" and rlops.rounded_up(0.1 + 0.2) == "0.3"
+    rng = np.random.default_rng(5)
+    for value in rng.uniform(0, 12, size=2000):
+        assert float(rlops.rounded_up(value)) >= value - 1e-9, value

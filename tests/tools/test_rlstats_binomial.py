@@ -7,6 +7,8 @@ import pytest
 
 from cleanrl_utils import rlstats
 
+pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
+
 
 def test_small_cases_by_hand():
     assert rlstats.binomial_p_value(9, 10) == pytest.approx(11 / 1024, rel=1e-12)  # 9 or 10 heads of 10 fair coins

@@ -48,7 +48,7 @@ def test_ratios_are_medians_of_each_rounds_pair_and_the_bars_are_applied():
     assert MEASURED.match(table.splitlines()[2]), table.splitlines()[2]
 
 
-def test_rounds_turn_the_sides_order_and_resume_measures_only_what_is_missing(tmp_path, monkeypatch):
+def test_rounds_alternate_sides_and_resume_measures_only_the_missing(tmp_path, monkeypatch):
     calls = []
 
     def measure(case, side, trees):

@@ -145,7 +145,7 @@ SECRETS_AND_LOCAL_STATE = [
 # What the Dockerfile copies or runs: it must be in the build context.
 NEEDED_IN_THE_IMAGE = [
     "pyproject.toml", "README.md", "LICENSE", "docker/entrypoint.sh", "cleanrl/ppo.py", "cleanrl/ppo_trxl/enjoy.py",
-    "cleanrl_utils/experiment.py", "benchmark/harness.py", "docs/index.md", "tuner_example.py",
+    "cleanrl_utils/runtime/experiment.py", "benchmark/harness.py", "docs/index.md", "tuner_example.py",
 ]  # fmt: skip
 
 
@@ -158,7 +158,7 @@ def build_context(root: Path) -> set[str]:
     return {path for path in exclude_paths(str(root), patterns) if (root / path).is_file()}
 
 
-def test_dockerignore_lets_only_what_the_image_needs_into_the_build_context(tmp_path):
+def test_dockerignore_lets_only_what_the_image_needs_into_context(tmp_path):
     """A working copy full of credentials and local state: the build context keeps only the project's files."""
     for path in SECRETS_AND_LOCAL_STATE + NEEDED_IN_THE_IMAGE:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +210,7 @@ def test_entrypoint_wraps_the_command_in_xvfb_run(tmp_path):
     assert args[2:] == ["/bin/sh", "-c", 'echo "ran $0 $1"; exit 3', "a", "b"]
 
 
-def test_entrypoint_runs_the_command_directly_with_a_display_or_without_xvfb(tmp_path):
+def test_entrypoint_runs_command_directly_with_display_or_no_xvfb(tmp_path):
     fake_program(tmp_path / "bin", "xvfb-run", "exit 99")
     with_display = subprocess.run(
         [str(ENTRYPOINT), "/bin/sh", "-c", 'echo "$DISPLAY"'],

@@ -110,7 +110,7 @@ def test_bad_input_is_a_clear_value_error_at_construction(change, message):
 # Scores, end to end with the fake script
 
 
-def test_scores_are_normalised_aggregated_over_envs_and_averaged_over_seeds():
+def test_scores_normalised_aggregated_over_envs_averaged_over_seeds():
     targets = {"EnvA-v0": [0, 10], "EnvB-v0": [10, 30], "EnvC-v0": [0, 80]}
     tuner = fake_tuner(lambda trial: {"x": 2.0}, targets)
     best_flags = tuner.tune(num_trials=1, num_seeds=2)
@@ -230,7 +230,7 @@ def test_tuning_again_resumes_the_study_up_to_num_trials(tmp_path):
     assert [len(run_folders("resumed", number)) for number in range(4)] == [0, 1, 1, 1]
 
 
-def test_a_trial_claimed_after_another_worker_took_the_last_slot_is_handed_back_unrun():
+def test_trial_claimed_after_the_last_slot_went_is_handed_back_unrun():
     tuner = fake_tuner(lambda trial: {"x": 1.0})
     study = tuner._open_study()
     ask = study.ask
@@ -356,7 +356,7 @@ def start_stoppable_worker(tmp_path: Path, storage: str, heartbeat: int = 60, **
     return worker, json.loads(pid_file.read_text())
 
 
-def test_sigterm_fails_the_trial_as_interrupted_and_stops_its_training_group(tmp_path, postgres_url):
+def test_sigterm_marks_trial_interrupted_and_stops_training_group(tmp_path, postgres_url):
     """`kill`, `scancel` or a time limit: the trial must not stay RUNNING (using up the budget) nor the run go on."""
     worker, (run_pid, helper_pid) = start_stoppable_worker(
         tmp_path, postgres_url, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -448,7 +448,7 @@ def test_tuner_example_with_a_bad_storage_says_so_in_one_line(tmp_path, given_as
     assert "hunter2" not in proc.stdout + proc.stderr
 
 
-def test_tuner_example_with_a_study_name_too_long_for_a_folder_says_so_in_one_line(tmp_path):
+def test_study_name_too_long_for_a_folder_is_one_line_error(tmp_path):
     proc = run_tuner_example("--study-name", "x" * 300, "--num-trials", "1", cwd=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "is too long for the run folders" in proc.stderr and not (tmp_path / "runs").exists()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cleanrl_utils.enjoy import Args, EnjoyError, enjoy
-from cleanrl_utils.huggingface import push_to_hub
+from cleanrl_utils.runtime.huggingface import push_to_hub
 from cleanrl_utils.zoo import ZOO, entry
 from tests.fixtures.fake_hub import FakeHub
 from tests.helpers import REPO, script_env
@@ -54,7 +54,7 @@ def save_untrained(exp_name: str, path: Path) -> Path:
         obs_rms = {"mean": torch.zeros(3, dtype=torch.float64), "var": torch.ones(3, dtype=torch.float64), "count": 1.0}
         torch.save({"agent": model_class(envs).state_dict(), "obs_rms": obs_rms}, path)
     elif exp_name == "ppo_pettingzoo_ma_atari":  # the shared Agent's state_dict, built on one game copy of Pong
-        from cleanrl_utils.evals.special import make_game
+        from cleanrl_utils.runtime.evals.special import make_game
 
         envs = make_game(make_env, "pong_v3")
         torch.save(model_class(envs).state_dict(), path)
@@ -166,7 +166,7 @@ def test_every_script_that_saves_a_model_is_in_the_zoo():
         assert play.__name__ == exp_name
         assert zoo_entry.Model.__module__.startswith(f"cleanrl.{exp_name}")  # the file's own class, not a sibling's
         assert zoo_entry.make_env.__module__.startswith(f"cleanrl.{exp_name}")
-        assert zoo_entry.evaluate.__module__.startswith("cleanrl_utils.evals.") and isinstance(zoo_entry.Model, type)
+        assert zoo_entry.evaluate.__module__.startswith("cleanrl_utils.runtime.evals.") and isinstance(zoo_entry.Model, type)
 
 
 # The costliest models to play (6-19 s each of one core: QDagger's IMPALA CNNs, the JAX Atari networks and MJX

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cleanrl_utils.evals.common import (
+from cleanrl_utils.runtime.evals.common import (
     closed_on_error,
     collect_returns,
     epsilon_greedy_fn,
@@ -38,7 +38,7 @@ from cleanrl_utils.evals.common import (
     vector_env_returns,
     whole_game_returns,
 )
-from cleanrl_utils.model_files import read_flax
+from cleanrl_utils.runtime.model_files import read_flax
 
 # ---------------------------------------------------------------- reading Flax parameters
 
@@ -263,7 +263,7 @@ def evaluate_dqn_atari(
     seed: int = 0,
 ) -> list[float]:
     """Play a saved `dqn_atari_jax.py` Q-network (the QDagger student with its IMPALA CNN as `Model`) on whole
-    games, epsilon-greedy. Returns are counted as in `cleanrl_utils.evals.atari`: only when a whole game ends,
+    games, epsilon-greedy. Returns are counted as in `cleanrl_utils.runtime.evals.atari`: only when a whole game ends,
     with its raw score."""
     env = make_eval_env(make_env, env_id, run_name, capture_video, seed)
     model = Model(action_dim=env.action_space.n)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.common import (
+from cleanrl_utils.runtime.evals.common import (
     closed_on_error,
     final_info_returns,
     load_distributional,

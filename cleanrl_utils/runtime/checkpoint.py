@@ -3,7 +3,7 @@
 The scripts decide what goes into a checkpoint (networks, optimiser, counters, replay buffer...);
 this module does what is the same for all of them:
 
-- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically (`cleanrl_utils.atomic`):
+- `save` writes `runs/{run_name}/checkpoints/checkpoint_{global_step}.pt` atomically (`cleanrl_utils.runtime.atomic`):
   into a temporary file in the same folder, flushed to disk, then renamed over the final name. A run
   killed during a write leaves the previous checkpoint whole, and at worst a stray temporary file
   that is never taken for a checkpoint (the next save removes it). The newest `keep` checkpoints
@@ -11,13 +11,13 @@ this module does what is the same for all of them:
 - `load` takes a checkpoint file or a run folder: its newest checkpoint, or the one before it when the newest
   is cut short (a full disk, a partial copy), naming the one it skipped on stderr.
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
-- `env_state` / `restore_env` carry the environments over (`cleanrl_utils.env_state`).
+- `env_state` / `restore_env` carry the environments over (`cleanrl_utils.runtime.env_state`).
 - `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers).
 - `save` records the file name of the script that wrote the checkpoint, and `restored_args` refuses a checkpoint
   of another script (ppo.py and ppo_atari.py have the same arguments); it gives a resumed run the arguments it
   was started with, checked as the command line's are.
 
-A checkpoint is data, never code: it is written in `cleanrl_utils.plain_data`'s format (a JSON header, then the
+A checkpoint is data, never code: it is written in `cleanrl_utils.runtime.plain_data`'s format (a JSON header, then the
 raw bytes of arrays and tensors), which has no way to name a class or a function. Reading it builds numbers,
 strings, containers, arrays, tensors, deques and NumPy generators only, each checked as it is read; the
 environments and replay buffers take the saved values into the objects the resumed run made itself. A file of
@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from cleanrl_utils import atomic, plain_data
-from cleanrl_utils import env_state as env_snapshots
+from cleanrl_utils.runtime import atomic, plain_data
+from cleanrl_utils.runtime import env_state as env_snapshots
 
 CHECKPOINT_DIR = "checkpoints"
 NAME = re.compile(r"checkpoint_(\d+)\.pt")
@@ -210,7 +210,7 @@ def check_run_state(checkpoint: dict[str, Any]) -> None:
     # TensorBoard and the scripts' counters are 64-bit: a step beyond fails there, mid-run
     if not 0 <= checkpoint["global_step"] < 2**62 or not math.isfinite(checkpoint["elapsed_time"]):
         raise RefusedCheckpoint("--resume: refused, the checkpoint's global step or clock is out of range")
-    from cleanrl_utils.command_line import path_component_problems
+    from cleanrl_utils.runtime.command_line import path_component_problems
 
     problems = path_component_problems("run_name", checkpoint["run_name"])
     if checkpoint["wandb_id"] is not None:
@@ -271,8 +271,8 @@ def saved_list(checkpoint: dict[str, Any], name: str, max_length: int, like_item
 
 def saved_tree(checkpoint: dict[str, Any], name: str, like: Any) -> Any:
     """`checkpoint[name]`, of the structure of `like` (dicts with its keys, lists and tuples of its lengths), each
-    array of the shape and dtype of `like`'s there (NumPy, torch or JAX), its floats finite, and each number a
-    number: a Flax train state's `to_state_dict`, a tuple of statistics. Flax's `from_state_dict` checks the keys
+    array of the shape and dtype of `like`'s there (NumPy, torch or JAX), its floats finite, each number a number,
+    and a value of any type where `like` is that type: a Flax train state's `to_state_dict`, a tuple of statistics. Flax's `from_state_dict` checks the keys
     alone, so a weight of another shape would fail inside a compiled update, or broadcast silently."""
     value = _saved(checkpoint, name)
     _check_tree(value, like, name, 0)
@@ -323,6 +323,9 @@ def _check_tree(value: Any, like: Any, name: str, depth: int) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not {len(like)} items")
         for index, (item, part) in enumerate(zip(value, like, strict=True)):
             _check_tree(item, part, f"{name}[{index}]", depth + 1)
+    elif isinstance(like, type):  # any value of this type: a NumPy array of any shape, say
+        if not isinstance(value, like):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}")
     elif hasattr(like, "shape") and hasattr(like, "dtype"):  # NumPy, torch, JAX arrays, NumPy scalars
         dtype = like.dtype if _is_torch_dtype(like.dtype) else np.dtype(like.dtype)
         _checked_array(value, name, tuple(like.shape), dtype)
@@ -380,7 +383,7 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
         if given != value and given != defaults[name]:
             ignored.append(f"--{name.replace('_', '-')} {given} (the run uses {value})")
         setattr(args, name, value)
-    from cleanrl_utils.command_line import argument_problems
+    from cleanrl_utils.runtime.command_line import argument_problems
 
     problems = argument_problems(args)
     if problems:
@@ -448,7 +451,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def env_state(env: Any) -> list[dict[str, Any]]:
-    """A snapshot of `env` as plain data (`cleanrl_utils.env_state.snapshot`)."""
+    """A snapshot of `env` as plain data (`cleanrl_utils.runtime.env_state.snapshot`)."""
     return env_snapshots.snapshot(env)
 
 

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.model_files import ModelFileError, read_torch
+from cleanrl_utils.runtime.model_files import ModelFileError, read_torch
 
 Act = Callable[[np.ndarray], Any]
 """A policy: the action(s) for an observation (a batch of them for a vector env)."""

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import plain_data
 
 # left out: the wrapper structure itself, video frames being recorded (large, re-recorded) and a MuJoCo renderer
 SKIPPED_ATTRIBUTES = frozenset({"env", "envs", "recorded_frames", "render_history", "mujoco_renderer"})

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from cleanrl_utils.evals.common import (
+from cleanrl_utils.runtime.evals.common import (
     closed_on_error,
     epsilon_greedy_fn,
     load_distributional,

@@ -143,7 +143,7 @@ def resumed_folder_writer(resume: str) -> str | None:
     """Why `--resume resume` cannot write its run folder now (another run holds its lock), or None: told before the
     slow imports. The checkpoint's header alone is read (`checkpoint.peek_run_name`); the run takes the lock itself
     later (`Experiment`), which is what keeps a second writer out."""
-    from cleanrl_utils import checkpoint, run_folder
+    from cleanrl_utils.runtime import checkpoint, run_folder
 
     name = checkpoint.peek_run_name(resume)
     if name is None or path_component_problems("run_name", name):

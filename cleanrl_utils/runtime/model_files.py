@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import plain_data
 
 TORCH_ENTRY = re.compile(
     r"(data\.pkl|byteorder|version|\.format_version|\.storage_alignment|data/\d+|\.data/serialization_id|\.data/version)"

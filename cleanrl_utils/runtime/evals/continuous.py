@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.common import (
+from cleanrl_utils.runtime.evals.common import (
     closed_on_error,
     final_info_returns,
     make_eval_vector_env,

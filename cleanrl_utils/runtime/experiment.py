@@ -49,9 +49,9 @@ from typing import Any, NoReturn, TypeVar
 
 import gymnasium as gym
 
-from cleanrl_utils import atomic, env_state, run_folder
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils.command_line import parse_args, path_component_problems
+from cleanrl_utils.runtime import atomic, env_state, run_folder
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime.command_line import parse_args, path_component_problems
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -110,7 +110,7 @@ class Experiment:
         if self.checkpoint_frequency < 0:
             self.fail(f"--checkpoint-frequency must be 0 (off) or positive, got {self.checkpoint_frequency}")
         if getattr(args, "upload_model", False):
-            from cleanrl_utils.huggingface import UploadError, require_token
+            from cleanrl_utils.runtime.huggingface import UploadError, require_token
 
             self.require(args.save_model, "--upload-model uploads the saved model: add --save-model")
             try:  # checked now, not after training
@@ -475,7 +475,7 @@ class Experiment:
         for idx, episodic_return in enumerate(episodic_returns):
             self.writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if getattr(self.args, "upload_model", False):  # scripts without the flag only log
-            from cleanrl_utils.huggingface import UploadError, push_to_hub
+            from cleanrl_utils.runtime.huggingface import UploadError, push_to_hub
 
             self.writer.flush()  # the uploaded event file then holds the evaluation too
             try:

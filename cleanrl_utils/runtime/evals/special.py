@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from cleanrl_utils.evals.common import (
+from cleanrl_utils.runtime.evals.common import (
     Act,
     closed_on_error,
     collect_returns,
