@@ -99,7 +99,7 @@ CASES = {
         ({"iteration": True}, "iteration (True) is not in"),
         ({"iteration": "3"}, "iteration ('3') is not in"),
         ({"iteration": DELETE}, "holds no iteration"),
-        ({"global_step": 1025}, "global_step (1025) is not in 0 to 1024"),
+        ({"global_step": 2**62}, "global step or clock is out of range"),  # its loop counts iterations
         ({"global_step": -1}, "global step or clock is out of range"),
         ({"global_step": math.nan}, "global_step is not a int"),
         ({"elapsed_time": math.inf}, "global step or clock is out of range"),
