@@ -14,15 +14,19 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import optuna
 import tyro
 
 from cleanrl_utils.runtime.command_line import parse_args
-from cleanrl_utils.tuner import STORAGE_ENV, StorageError, Terminated, Tuner, storage_url
+
+if TYPE_CHECKING:
+    from cleanrl_utils.tuner import Tuner
 
 PPO = Path(__file__).resolve().parent / "cleanrl" / "ppo.py"
+# cleanrl_utils.tuner's STORAGE_ENV, named here too: the tuner imports Optuna and SQLAlchemy (seconds), and `main`
+# reads the flags before it imports them, so that a bad flag is refused at once
+STORAGE_ENV = "OPTUNA_STORAGE"
 
 
 @dataclass
@@ -56,6 +60,8 @@ def main() -> None:
     args = parse_args(Args, prog="python tuner_example.py")
     if args.num_trials < 1 or args.num_seeds < 1 or args.total_timesteps < 1:
         fail("--num-trials, --num-seeds and --total-timesteps must be positive")
+    from cleanrl_utils.tuner import StorageError, Terminated
+
     try:
         tuner = make_tuner(args)
         tuner.tune(num_trials=args.num_trials, num_seeds=args.num_seeds)
@@ -66,7 +72,11 @@ def main() -> None:
         fail(f"stopped by {signum.name}; the interrupted trial runs again when this study is tuned again", 128 + signum)
 
 
-def make_tuner(args: Args) -> Tuner:
+def make_tuner(args: Args) -> "Tuner":
+    import optuna
+
+    from cleanrl_utils.tuner import Tuner, storage_url
+
     return Tuner(
         script=str(PPO),
         metric="charts/episodic_return",

@@ -191,9 +191,11 @@ if __name__ == "__main__":
     actor_loss = None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
-        actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
-        first_step = checkpoint["global_step"] + args.num_envs
+        obs = exp.saved_array("obs", envs.observation_space.shape, envs.observation_space.dtype)
+        num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
+        # the last one is logged until the actor's next update
+        actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_array("actor_loss", (), torch.float32)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

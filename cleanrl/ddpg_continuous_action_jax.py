@@ -262,12 +262,17 @@ if __name__ == "__main__":
     actor_loss = None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"replay_buffer": rb})
-        actor_state = flax.serialization.from_state_dict(actor_state, checkpoint["actor_state"])  # weights, targets, Adam
-        qf1_state = flax.serialization.from_state_dict(qf1_state, checkpoint["qf1_state"])
-        explore_key = jax.random.wrap_key_data(checkpoint["explore_key"])
-        obs, num_updates = checkpoint["obs"], checkpoint["num_updates"]
-        actor_loss = checkpoint["actor_loss"]  # the last one is logged until the actor's next update
-        first_step = checkpoint["global_step"] + args.num_envs
+        saved_actor = exp.saved_tree("actor_state", flax.serialization.to_state_dict(actor_state))
+        actor_state = flax.serialization.from_state_dict(actor_state, saved_actor)  # weights, targets, Adam
+        qf1_state = flax.serialization.from_state_dict(
+            qf1_state, exp.saved_tree("qf1_state", flax.serialization.to_state_dict(qf1_state))
+        )
+        explore_key = jax.random.wrap_key_data(exp.saved_tree("explore_key", jax.random.key_data(explore_key)))
+        obs = exp.saved_array("obs", envs.observation_space.shape, np.float32)
+        num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
+        # the last one is logged until the actor's next update
+        actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_float("actor_loss")
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)

@@ -148,8 +148,9 @@ if __name__ == "__main__":
     learners = {"q_network": q_network, "target_network": target_network, "optimizer": optimizer, "replay_buffer": rb}
     first_step = 0
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(learners)
-        obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
+        exp.restore_run_state(learners)
+        obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

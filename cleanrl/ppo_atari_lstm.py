@@ -247,9 +247,11 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        next_obs, next_start = checkpoint["next_obs"].to(device), checkpoint["next_start"].to(device)
-        next_lstm_state = tuple(x.to(device) for x in checkpoint["next_lstm_state"])
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        next_obs = exp.saved_array("next_obs", envs.observation_space.shape, torch.uint8).to(device)
+        next_start = exp.saved_array("next_start", (args.num_envs,), torch.float32).to(device)
+        saved_lstm_state = exp.saved_tree("next_lstm_state", agent.initial_state(args.num_envs, device))
+        next_lstm_state = tuple(x.to(device) for x in saved_lstm_state)
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)

@@ -278,11 +278,12 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        # the batch's simulator state: the saved arrays, in the structure of a fresh reset's
-        structure = jax.tree.structure(jax.eval_shape(envs.reset, jax.random.fold_in(key, 0)))
-        state = jax.device_put(jax.tree.unflatten(structure, checkpoint["env_state"]))
-        next_obs = checkpoint["next_obs"].to(device)
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        # the batch's simulator state: the saved arrays, of the shapes and in the structure of a fresh reset's
+        fresh_state = jax.eval_shape(envs.reset, jax.random.fold_in(key, 0))
+        saved_state = exp.saved_tree("env_state", jax.tree.leaves(fresh_state))
+        state = jax.device_put(jax.tree.unflatten(jax.tree.structure(fresh_state), saved_state))
+        next_obs = exp.saved_array("next_obs", (args.num_envs, envs.observation_size), torch.float32).to(device)
     else:
         state = envs.reset(jax.random.fold_in(key, 0))
         raw_obs = torch.from_dlpack(state.obs)  # the simulator's observation buffer itself, on the same device

@@ -246,13 +246,13 @@ if __name__ == "__main__":
     game_actions = [[] for _ in range(args.num_envs // 2)]  # each game copy's (player 0, player 1) actions since its reset
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        saved, known = checkpoint["game_actions"], range(envs.single_action_space.n)
-        fits = len(saved) == args.num_envs // 2 and all(np.shape(p)[1:] == (2,) and np.isin(p, known).all() for p in saved)
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        saved, known = exp.saved_list("game_actions", args.num_envs // 2, np.ndarray), range(envs.single_action_space.n)
+        fits = len(saved) == args.num_envs // 2 and all(p.shape[1:] == (2,) and np.isin(p, known).all() for p in saved)
         exp.require(fits, "--resume: the checkpoint's games are not this run's")
         game_actions = [list(played) for played in saved]
         if video:
-            video.episode = checkpoint["video_episode"]
+            video.episode = exp.saved_int("video_episode", 0, args.total_timesteps)
     # each player's episode is counted here, in clipped rewards (a resumed run's games are played up to its checkpoint)
     next_obs, episode_returns, episode_lengths = start_games(envs, args.seed, game_actions)
     next_obs = torch.as_tensor(next_obs, device=device)

@@ -264,7 +264,7 @@ if __name__ == "__main__":
 
     # env setup, before any file is written. envpool cannot save its games: a run resumed at
     # iteration k starts new ones, seeded from seed + k × num_envs (not the run's first levels)
-    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
+    env_seed = args.seed + (exp.saved_int("iteration", 1, args.num_iterations) * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.distribution_mode, args.num_envs, env_seed), args.env_id)
     problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.observation_space)
     exp.require(not problem, problem)
@@ -288,8 +288,10 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        scale_rewards.mean, scale_rewards.var, scale_rewards.count = checkpoint["reward_scale"]
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        mean, var, count = exp.saved_tree("reward_scale", (0.0, 1.0, 1e-4))  # finite numbers
+        exp.require(var >= 0 and count > 0, "--resume: refused, the checkpoint's reward_scale is not statistics")
+        scale_rewards.mean, scale_rewards.var, scale_rewards.count = mean, var, count
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

@@ -336,7 +336,7 @@ if __name__ == "__main__":
     atari = type(envpool.make_spec(args.env_id)).__name__ == "AtariEnvSpec"
     exp.require(atari, f"{args.env_id} is not an Atari game of envpool (e.g. MontezumaRevenge-v5)")
     # envpool cannot save its games: a run resumed at iteration k plays new ones, seeded from seed + k × num_envs
-    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
+    env_seed = args.seed + (exp.saved_int("iteration", 1, args.num_iterations) * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     obs_shape = envs.observation_space.shape  # (4, 84, 84): 4 stacked frames
     frame_shape = obs_shape[1:]
@@ -376,10 +376,15 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        (obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count) = checkpoint["rms"]
-        discounted_curiosity = checkpoint["discounted_curiosity"]
-        recent_returns.extend(checkpoint["recent_returns"])
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        rms = exp.saved_tree(
+            "rms", ((obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count))
+        )
+        statistics = all(np.all(var >= 0) and count > 0 for _, var, count in rms)
+        exp.require(statistics, "--resume: refused, the checkpoint's rms are not means, variances and counts")
+        (obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count) = rms
+        discounted_curiosity = exp.saved_array("discounted_curiosity", (args.num_envs,), np.float64)
+        recent_returns.extend(exp.saved_list("recent_returns", recent_returns.maxlen, 0.0))
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit
         next_obs, next_done = envs.reset()[0], np.zeros(args.num_envs, dtype=bool)
         if not exp.loaded_checkpoint:  # a resumed run has its normaliser

@@ -225,7 +225,7 @@ if __name__ == "__main__":
     exp.require(atari, f"{args.env_id} is not an Atari game (see pqn.py for vector observations)")
     # envpool cannot save its games: a run resumed at iteration k plays new ones, seeded from
     # seed + k × num_envs (not the run's first games)
-    env_seed = args.seed + (exp.loaded_checkpoint["iteration"] * args.num_envs if exp.loaded_checkpoint else 0)
+    env_seed = args.seed + (exp.saved_int("iteration", 1, args.num_iterations) * args.num_envs if exp.loaded_checkpoint else 0)
     envs = exp.make_envs(lambda: make_env(args.env_id, args.num_envs, env_seed), args.env_id)
     problem = rollout_memory_problem(args.num_steps * args.num_envs, envs.single_observation_space)
     exp.require(not problem, problem)
@@ -247,7 +247,7 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset

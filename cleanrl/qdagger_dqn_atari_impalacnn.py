@@ -339,8 +339,15 @@ if __name__ == "__main__":
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
-        teacher_return, student_returns = checkpoint["teacher_return"], checkpoint["student_returns"]
-        steps_done, obs = checkpoint["global_step"], checkpoint["obs"]
+        teacher_return = exp.saved_float("teacher_return")
+        student_returns = deque(exp.saved_list("student_returns", student_returns.maxlen, 0.0), maxlen=student_returns.maxlen)
+        steps_done = exp.saved_int("global_step", 0, args.offline_steps + args.total_timesteps)
+        # None in the offline phase: the online env has not started yet
+        obs = (
+            None
+            if checkpoint.get("obs") is None
+            else exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
+        )
 
     def save_checkpoint(obs):
         state = {"teacher_return": teacher_return, "student_returns": student_returns, "obs": obs}

@@ -225,12 +225,13 @@ if __name__ == "__main__":
 
     first_step = 0
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(learners)
+        exp.restore_run_state(learners)
         if args.autotune:
             with torch.no_grad():
-                log_alpha.copy_(checkpoint["log_alpha"])
+                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
             alpha = log_alpha.detach().exp()[0]
-        obs, first_step = checkpoint["obs"], checkpoint["global_step"] + 1
+        obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:
         obs, _ = env.reset(seed=args.seed)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

@@ -228,11 +228,13 @@ if __name__ == "__main__":
         checkpoint = exp.restore_run_state(learners)
         if args.autotune:
             with torch.no_grad():
-                log_alpha.copy_(checkpoint["log_alpha"])
-        alpha = checkpoint["alpha"].to(device)
+                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
+        alpha = exp.saved_array("alpha", (), torch.float32).to(device)
         # the last losses are logged until the actor's next update, which may come after the next log step
-        actor_loss, alpha_loss = checkpoint["actor_loss"], checkpoint["alpha_loss"]
-        obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
+        actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_array("actor_loss", (), torch.float32)
+        alpha_loss = None if checkpoint.get("alpha_loss") is None else exp.saved_array("alpha_loss", (), torch.float32)
+        obs = exp.saved_array("obs", envs.observation_space.shape, envs.observation_space.dtype)
+        first_iteration = exp.saved_int("global_step", 0, args.total_timesteps - 1) // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

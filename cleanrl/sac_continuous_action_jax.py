@@ -311,13 +311,20 @@ if __name__ == "__main__":
     first_iteration, actor_loss, alpha_loss = 0, None, None
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"replay_buffer": rb})
-        actor_state = flax.serialization.from_state_dict(actor_state, checkpoint["actor_state"])  # weights, Adam
-        qf_state = flax.serialization.from_state_dict(qf_state, checkpoint["qf_state"])  # with the targets
-        alpha_state = flax.serialization.from_state_dict(alpha_state, checkpoint["alpha_state"])  # log alpha, Adam
-        explore_key, update_key = (jax.random.wrap_key_data(checkpoint[k]) for k in ("explore_key", "update_key"))
+        fresh = {"actor_state": actor_state, "qf_state": qf_state, "alpha_state": alpha_state}
+        saved = {name: exp.saved_tree(name, flax.serialization.to_state_dict(state)) for name, state in fresh.items()}
+        actor_state = flax.serialization.from_state_dict(actor_state, saved["actor_state"])  # weights, Adam
+        qf_state = flax.serialization.from_state_dict(qf_state, saved["qf_state"])  # with the targets
+        alpha_state = flax.serialization.from_state_dict(alpha_state, saved["alpha_state"])  # log alpha, Adam
+        key_data = jax.random.key_data(explore_key)
+        explore_key, update_key = (
+            jax.random.wrap_key_data(exp.saved_tree(k, key_data)) for k in ("explore_key", "update_key")
+        )
         # the last losses are logged until the actor's next update, which may come after the next log step
-        actor_loss, alpha_loss = checkpoint["actor_loss"], checkpoint["alpha_loss"]
-        obs, first_iteration = checkpoint["obs"], checkpoint["global_step"] // args.num_envs + 1
+        actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_float("actor_loss")
+        alpha_loss = None if checkpoint.get("alpha_loss") is None else exp.saved_float("alpha_loss")
+        obs = exp.saved_array("obs", envs.observation_space.shape, np.float32)
+        first_iteration = exp.saved_int("global_step", 0, args.total_timesteps - 1) // args.num_envs + 1
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)

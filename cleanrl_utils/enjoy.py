@@ -19,14 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-import torch
-
+# torch, Gymnasium, NumPy and the Hub's client take seconds to import: `enjoy` imports them once the flags have
+# passed their checks, so that a bad flag is refused at once
 from cleanrl_utils.runtime.command_line import parse_args
-from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
-from cleanrl_utils.runtime.model_files import read_flax, read_torch
-from cleanrl_utils.zoo import entry, saves_flax
+from cleanrl_utils.zoo import ZOO, entry, saves_flax
 
 
 @dataclass
@@ -66,23 +62,36 @@ def one_line(error: BaseException, limit: int = 300) -> str:
 def check_model_file(model_path: str | Path, flax_model: bool) -> None:
     """Raise unless `model_path` reads back as a model file: Flax msgpack bytes, or a torch.save file of tensors and
     plain values; a file of another kind (TorchScript, a pickle...) is refused by its bytes, unread."""
+    from cleanrl_utils.runtime.model_files import read_flax, read_torch
+
     if flax_model:
         read_flax(model_path)
     else:
         read_torch(model_path)
 
 
-def enjoy(args: Args) -> list[float]:
-    """Play the model that `args` names; return the episodes' returns."""
-    try:
-        zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
-    except KeyError as e:
-        raise EnjoyError(e.args[0]) from None
+def check_args(args: Args) -> None:
+    """EnjoyError for flags that name nothing to play: an exp name of no zoo entry, no episodes, no such model file.
+    Checked before any slow import."""
+    if args.exp_name not in ZOO:
+        raise EnjoyError(f"no model zoo entry for exp name {args.exp_name!r}; known: {', '.join(sorted(ZOO))}")
     if args.eval_episodes <= 0:
         raise EnjoyError(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    if args.model_path and not os.path.isfile(args.model_path):
+        raise EnjoyError(f"no model file at {args.model_path}")
+
+
+def enjoy(args: Args) -> list[float]:
+    """Play the model that `args` names; return the episodes' returns."""
+    check_args(args)
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
+
+    zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
     if args.model_path:
-        if not os.path.isfile(args.model_path):
-            raise EnjoyError(f"no model file at {args.model_path}")
         model_path, source = args.model_path, args.model_path
     else:
         repo_id = args.hf_repository or f"{args.hf_entity}/{repo_name(args.env_id, args.exp_name, args.seed)}"

@@ -43,6 +43,17 @@ from pathlib import Path
 from statistics import fmean, median
 from typing import Any
 
+if __name__ == "__main__":  # said at once, before Optuna and SQLAlchemy are imported (seconds)
+    if sys.argv[1:] in (["--help"], ["-h"]):  # what the module is, as every tool's --help says
+        print(__doc__)
+        sys.exit(0)
+    print(
+        "tuner: error: cleanrl_utils.tuner is a library with nothing to run on its own; tune with a script that"
+        " builds a Tuner, e.g. python tuner_example.py (docs/advanced/hyperparameter-tuning.md)",
+        file=sys.stderr,
+    )
+    sys.exit(2)
+
 import optuna
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage, fail_stale_trials
 from optuna.trial import FrozenTrial, Trial, TrialState
@@ -609,13 +620,3 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] in (["--help"], ["-h"]):  # what the module is, as every tool's --help says
-        print(__doc__)
-        sys.exit(0)
-    sys.exit(
-        "tuner: error: cleanrl_utils.tuner is a library with nothing to run on its own; tune with a script that"
-        " builds a Tuner, e.g. python tuner_example.py (docs/advanced/hyperparameter-tuning.md)"
-    )

@@ -459,9 +459,13 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], checkpoint["iteration"] + 1
-        next_obs, env_memory, env_step = (checkpoint[key].to(device) for key in ("next_obs", "env_memory", "env_step"))
-        episode_infos.extend(checkpoint["episode_infos"])
+        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        obs_like = torch.as_tensor(np.zeros(envs.observation_space.shape, envs.observation_space.dtype))
+        next_obs = exp.saved_tree("next_obs", obs_like).to(device)
+        env_memory = exp.saved_tree("env_memory", env_memory).to(device)
+        # an index into each env's memory slots
+        env_step = exp.saved_array("env_step", (args.num_envs,), torch.long, 0, max_episode_steps).to(device)
+        episode_infos.extend(exp.saved_list("episode_infos", episode_infos.maxlen, (0.0, 0, 0.0)))
     else:
         next_obs, _ = envs.reset(seed=args.seed)
         next_obs = torch.as_tensor(next_obs, device=device)

@@ -28,6 +28,7 @@ torch's legacy format) is refused by its first bytes, unread, and so is a file o
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import random
@@ -216,6 +217,130 @@ def check_run_state(checkpoint: dict[str, Any]) -> None:
         problems += path_component_problems("wandb_id", checkpoint["wandb_id"])
     if problems:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {problems[0].removeprefix('--')}")
+
+
+# ---------------------------------------------------------------- the script's own values
+
+
+def saved_int(checkpoint: dict[str, Any], name: str, low: int, high: int) -> int:
+    """`checkpoint[name]`, a whole number in [low, high] (a counter: iterations, updates, episodes); RefusedCheckpoint
+    for anything else."""
+    value = _saved(checkpoint, name)
+    if type(value) is not int or not low <= value <= high:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} ({_shown(value)}) is not in {low} to {high}")
+    return value
+
+
+def saved_float(checkpoint: dict[str, Any], name: str, low: float = -math.inf, high: float = math.inf) -> float:
+    """`checkpoint[name]`, a finite number in [low, high] (a loss, a return, a statistic), as a float."""
+    value = _saved(checkpoint, name)
+    torch = sys.modules.get("torch")
+    if isinstance(value, np.ndarray | np.generic) or (torch is not None and isinstance(value, torch.Tensor)):
+        value = value.item() if tuple(value.shape) == () else value  # a scalar array a script saved as it came
+    if type(value) not in (int, float) or not (math.isfinite(value) and low <= value <= high):
+        raise RefusedCheckpoint(
+            f"--resume: refused, the checkpoint's {name} ({_shown(value)}) is not a finite number in {low} to {high}"
+        )
+    return float(value)
+
+
+def saved_array(
+    checkpoint: dict[str, Any], name: str, shape: tuple[int, ...], dtype: Any, low: float = -math.inf, high: float = math.inf
+) -> Any:
+    """`checkpoint[name]`, a NumPy array or torch tensor (whichever the script saved) of exactly `shape` and `dtype`
+    (a NumPy or torch dtype), its floats finite and every value in [low, high] (an index into a memory, say): what
+    the resumed run's networks and envs take as theirs."""
+    value = _checked_array(_saved(checkpoint, name), name, tuple(shape), dtype)
+    bounded = low > -math.inf or high < math.inf
+    empty = (value.size if isinstance(value, np.ndarray | np.generic) else value.numel()) == 0
+    if bounded and not empty and not low <= float(value.min()) <= float(value.max()) <= high:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} holds values out of {low} to {high}")
+    return value
+
+
+def saved_list(checkpoint: dict[str, Any], name: str, max_length: int, like_item: Any) -> list[Any]:
+    """`checkpoint[name]`, a list (or deque) of at most `max_length` items, each like `like_item` (as `saved_tree` compares):
+    the last episodes' statistics, say."""
+    value = _saved(checkpoint, name)
+    if not isinstance(value, list | collections.deque) or len(value) > max_length:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a list of at most {max_length} items")
+    for index, item in enumerate(value):
+        _check_tree(item, like_item, f"{name}[{index}]", 0)
+    return list(value)
+
+
+def saved_tree(checkpoint: dict[str, Any], name: str, like: Any) -> Any:
+    """`checkpoint[name]`, of the structure of `like` (dicts with its keys, lists and tuples of its lengths), each
+    array of the shape and dtype of `like`'s there (NumPy, torch or JAX), its floats finite, each number a number,
+    and a value of any type where `like` is that type: a Flax train state's `to_state_dict`, a tuple of statistics. Flax's `from_state_dict` checks the keys
+    alone, so a weight of another shape would fail inside a compiled update, or broadcast silently."""
+    value = _saved(checkpoint, name)
+    _check_tree(value, like, name, 0)
+    return value
+
+
+def _saved(checkpoint: dict[str, Any], name: str) -> Any:
+    if name not in checkpoint:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint holds no {name} (it is not this script's)")
+    return checkpoint[name]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, int | float | str | type(None)) else f"a {type(value).__name__}"
+    return text[:40]
+
+
+def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) -> Any:
+    torch = sys.modules.get("torch")  # JAX scripts need not have it
+    if torch is not None and isinstance(value, torch.Tensor):
+        right_dtype = isinstance(dtype, torch.dtype) and value.dtype == dtype
+        finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
+    elif isinstance(value, np.ndarray | np.generic):  # a NumPy scalar is what a 0-d array turns into after arithmetic
+        right_dtype = not _is_torch_dtype(dtype) and value.dtype == np.dtype(dtype)
+        finite = value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
+    else:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}, not an array")
+    if tuple(value.shape) != shape or not right_dtype:
+        own = dtype if _is_torch_dtype(dtype) else np.dtype(dtype)
+        raise RefusedCheckpoint(
+            f"--resume: refused, the checkpoint's {name} is {value.dtype} {tuple(value.shape)}, this run's {own} {shape}"
+        )
+    if not finite:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} holds a nan or an infinity")
+    return value
+
+
+def _check_tree(value: Any, like: Any, name: str, depth: int) -> None:
+    if depth > plain_data.MAX_DEPTH:
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} nests too deep")
+    if isinstance(like, dict):
+        if not isinstance(value, dict) or set(value) != set(like):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} does not hold this run's {sorted(like)[:6]}")
+        for key, part in like.items():
+            _check_tree(value[key], part, f"{name}.{key}", depth + 1)
+    elif isinstance(like, list | tuple):
+        if not isinstance(value, list | tuple) or len(value) != len(like):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not {len(like)} items")
+        for index, (item, part) in enumerate(zip(value, like, strict=True)):
+            _check_tree(item, part, f"{name}[{index}]", depth + 1)
+    elif isinstance(like, type):  # any value of this type: a NumPy array of any shape, say
+        if not isinstance(value, like):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}")
+    elif hasattr(like, "shape") and hasattr(like, "dtype"):  # NumPy, torch, JAX arrays, NumPy scalars
+        dtype = like.dtype if _is_torch_dtype(like.dtype) else np.dtype(like.dtype)
+        _checked_array(value, name, tuple(like.shape), dtype)
+    elif isinstance(like, int | float) and not isinstance(like, bool):
+        saved_float({name: value}, name)
+    elif like is None or isinstance(like, bool | str):
+        if type(value) is not type(like):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}")
+    else:
+        raise TypeError(f"saved_tree compares with {type(like).__name__}s, which it does not know")
+
+
+def _is_torch_dtype(dtype: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(dtype, torch.dtype)
 
 
 # ---------------------------------------------------------------- arguments

@@ -129,10 +129,27 @@ def check_command_line(Args: type, module_name: str) -> None:
     if module_name != "__main__":
         return
     args = parse_args(Args, warn=False)  # the run's own parse shows tyro's warnings, once
+    if getattr(args, "resume", None):
+        holder = resumed_folder_writer(args.resume)
+        if holder is not None:
+            fail(program_name(None), holder)
     if getattr(args, "buffer_size", None) is not None and not getattr(args, "resume", None):
         problem = replay_memory_problem(args, 0)  # its observations add to that: checked once the env is made
         if problem:
             fail(program_name(None), problem)
+
+
+def resumed_folder_writer(resume: str) -> str | None:
+    """Why `--resume resume` cannot write its run folder now (another run holds its lock), or None: told before the
+    slow imports. The checkpoint's header alone is read (`checkpoint.peek_run_name`); the run takes the lock itself
+    later (`Experiment`), which is what keeps a second writer out."""
+    from cleanrl_utils.runtime import checkpoint, run_folder
+
+    name = checkpoint.peek_run_name(resume)
+    if name is None or path_component_problems("run_name", name):
+        return None  # the run's own load says what the file is
+    holder = run_folder.writer_of(f"{run_folder.ROOT}/{name}")
+    return None if holder is None else run_folder.busy(f"{run_folder.ROOT}/{name}", holder)
 
 
 def program_name(prog: str | None) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import copy
 import inspect
+import math
 import re
 import sys
 from typing import Any
@@ -238,6 +239,10 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
         raise EnvStateError(
             f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}"
         )
+    if not _finite(value) and _finite(fresh):  # a NaN in a simulator's state reaches every observation, silently
+        raise EnvStateError(
+            f"the checkpoint sets {_where(layer, name)} to a nan or an infinity, where this run's env has none"
+        )
     if isinstance(value, np.random.Generator) and _same_generator_kind(fresh, value):
         fresh.bit_generator.state = value.bit_generator.state  # into the generator others may hold too
     else:
@@ -245,6 +250,19 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
 
 
 NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _finite(value: Any) -> bool:
+    """No NaN nor infinity in `value`'s floats (itself, its arrays, its items); True for what holds none (None too)."""
+    if isinstance(value, float | np.floating | np.complexfloating):
+        return bool(np.isfinite(value))
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
+    if isinstance(value, list | tuple | collections.deque):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _kind(value: Any) -> str:
@@ -342,12 +360,23 @@ def _array_like(saved: Any, fresh: Any) -> bool:
 
 
 def _restore_statistics(statistics: Any, state: dict[str, Any], where: str) -> None:
-    """Mean, variance and count as saved (a 0-d array becomes a NumPy scalar after an update: kept as it was)."""
-    count = state["count"]
-    arrays_fit = _array_like(state["mean"], statistics.mean) and _array_like(state["var"], statistics.var)
+    """Mean, variance and count as saved (a 0-d array becomes a NumPy scalar after an update: kept as it was), if
+    they are statistics: finite, the variance not negative, the count positive (a NaN would spread to every
+    observation or reward the run sees, silently)."""
+    mean, var, count = state["mean"], state["var"], state["count"]
+    arrays_fit = _float_array_like(mean, statistics.mean) and _float_array_like(var, statistics.var)
     if not arrays_fit or not isinstance(count, float | int | np.floating | np.integer) or isinstance(count, bool):
         raise EnvStateError(f"the checkpoint's {where} are not statistics of this run's shape")
-    statistics.mean, statistics.var, statistics.count = state["mean"], state["var"], count
+    if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all() and 0 < count < math.inf):
+        raise EnvStateError(f"the checkpoint's {where} are not statistics (a nan, an infinity, or a count or variance <= 0)")
+    statistics.mean, statistics.var, statistics.count = mean, var, count
+
+
+def _float_array_like(saved: Any, fresh: Any) -> bool:
+    """An array (or NumPy scalar) of floats of the shape of `fresh`: statistics made float32 turn float64 at their first
+    update on float64 observations (MuJoCo's), so the dtype a fresh env has is not the one a run saves."""
+    is_numpy = isinstance(saved, np.ndarray | np.generic)
+    return is_numpy and np.shape(saved) == np.shape(fresh) and np.asarray(saved).dtype.kind == "f"
 
 
 def _restore_mujoco(data: Any, state: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ docs/community/script-contract.md lists every call, what it does and when.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import random
 import signal
@@ -389,6 +390,50 @@ class Experiment:
         self.elapsed_before = checkpoint["elapsed_time"]
         self.start_time = time.time() - self.elapsed_before
         return checkpoint
+
+    # the script's own values in the loaded checkpoint, checked as the command line is: one line, exit code 2
+    def saved_int(self, name: str, low: int, high: int) -> int:
+        """The loaded checkpoint's counter `name`, a whole number in [low, high] (`checkpoint.saved_int`)."""
+        try:
+            return ckpt.saved_int(self._checkpoint(), name, low, high)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def saved_float(self, name: str, low: float = -math.inf, high: float = math.inf) -> float:
+        """The loaded checkpoint's number `name`, finite and in [low, high] (`checkpoint.saved_float`)."""
+        try:
+            return ckpt.saved_float(self._checkpoint(), name, low, high)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def saved_array(
+        self, name: str, shape: tuple[int, ...], dtype: Any, low: float = -math.inf, high: float = math.inf
+    ) -> Any:
+        """The loaded checkpoint's array or tensor `name`, of exactly `shape` and `dtype`, finite, its values in
+        [low, high] (`checkpoint.saved_array`)."""
+        try:
+            return ckpt.saved_array(self._checkpoint(), name, shape, dtype, low, high)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def saved_list(self, name: str, max_length: int, like_item: Any) -> list[Any]:
+        """The loaded checkpoint's list `name`, of at most `max_length` items like `like_item` (`checkpoint.saved_list`)."""
+        try:
+            return ckpt.saved_list(self._checkpoint(), name, max_length, like_item)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def saved_tree(self, name: str, like: Any) -> Any:
+        """The loaded checkpoint's `name`, of the structure, shapes and dtypes of `like` (`checkpoint.saved_tree`)."""
+        try:
+            return ckpt.saved_tree(self._checkpoint(), name, like)
+        except ckpt.CheckpointError as e:
+            self.fail(str(e))
+
+    def _checkpoint(self) -> dict[str, Any]:
+        if self.loaded_checkpoint is None:
+            self.fail("a saved value is read from a --resume checkpoint, and none was given")
+        return self.loaded_checkpoint
 
     def restart_sps_clock(self) -> None:
         """Start the SPS clock now: after JIT compilation or warm-up play, which are not training."""

@@ -74,12 +74,34 @@ def lock(folder: str | Path) -> WriterLock:
         file.close()
         if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise RunFolderError(f"cannot lock the run folder {folder}: {e.strerror}") from None
-        raise RunFolderError(
-            f"{folder} is being written by another run (pid {holder}); one run at a time writes a run folder"
-        ) from None
+        raise RunFolderError(busy(folder, holder)) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return WriterLock(folder, file)
+
+
+def busy(folder: str | Path, holder: str) -> str:
+    return f"{folder} is being written by another run (pid {holder}); one run at a time writes a run folder"
+
+
+def writer_of(folder: str | Path) -> str | None:
+    """The pid (as its lock file says) of the run that holds the writer lock of `folder` now, or None: for a resume to
+    be refused before its slow imports. `lock` is what keeps a second writer out; this look only tells it sooner,
+    and writes nothing (a folder without a lock file, or a lock file that is a link, has no writer here)."""
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # let go when the file closes, at once
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return None
+            return file.read(32).decode("ascii", "replace").strip() or "unknown"
+    return None
 
 
 def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, WriterLock]:

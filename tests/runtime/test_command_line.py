@@ -281,3 +281,38 @@ def test_every_tool_refuses_bad_arguments_in_one_line(tool, argv, line, capsys):
         mains[tool](argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith(line) and len(err.splitlines()) == 1, err
+
+
+# The packages that take seconds to import, for the tools: each refuses a bad flag before it imports any of them
+TOOL_SLOW_PACKAGES = ("torch", "jax", "numpy", "gymnasium", "huggingface_hub", "optuna", "sqlalchemy")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["-m", "cleanrl_utils.enjoy", "--exp-name", "dqn", "--seed", "-1"], "enjoy: error: --seed must be between 0"),
+        (["-m", "cleanrl_utils.enjoy", "--env-id", "CartPole-v1"], "enjoy: error: missing --exp-name"),
+        (["-m", "cleanrl_utils.enjoy", "--exp-name", "nosuch"], "enjoy: error: no model zoo entry for exp name 'nosuch'"),
+        (["-m", "cleanrl_utils.enjoy", "--exp-name", "dqn", "--eval-episodes", "0"], "enjoy: error: --eval-episodes must"),
+        (["-m", "cleanrl_utils.enjoy", "--exp-name", "dqn", "--model-path", "none.pt"], "enjoy: error: no model file at"),
+        (["cleanrl_utils/enjoy.py", "--exp-name", "dqn", "--cuda", "maybe"], "enjoy: error: Unrecognized options: maybe"),
+        (["-m", "cleanrl_utils.tuner", "--bogus"], "tuner: error: cleanrl_utils.tuner is a library"),
+        (["tuner_example.py", "--num-trials", "0"], "tuner_example.py: error: --num-trials, --num-seeds and"),
+        (["tuner_example.py", "--bogus"], "tuner_example.py: error: Unrecognized options: --bogus"),
+    ],
+)
+def test_enjoy_and_the_tuner_refuse_bad_flags_before_the_slow_imports(command, expected, tmp_path):
+    """One line and exit code 2 while torch, NumPy, Gymnasium, the Hub's client, Optuna and SQLAlchemy cannot be
+    imported (a stand-in that raises ImportError comes first on the path): nothing slow is imported to say so."""
+    import subprocess
+
+    from tests.helpers import REPO, script_env
+
+    for package in TOOL_SLOW_PACKAGES:
+        (tmp_path / "blocked" / package).mkdir(parents=True)
+        (tmp_path / "blocked" / package / "__init__.py").write_text(f"raise ImportError('{package} is imported')\n")
+    env = script_env()
+    env["PYTHONPATH"] = f"{tmp_path / 'blocked'}:{env['PYTHONPATH']}"
+    proc = subprocess.run([sys.executable, *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(expected), proc.stderr[-2000:]

@@ -208,3 +208,39 @@ def test_a_second_writer_is_refused_before_the_checkpoint_is_read(tmp_path, monk
     line = fails_with(capsys, lambda: Experiment(Args(resume=f"runs/{exp.run_name}"), SCRIPT))
     assert f"is being written by another run (pid {os.getpid()})" in line
     holder.release()
+
+
+def test_a_second_writer_is_refused_before_the_slow_imports(tmp_path, monkeypatch):
+    """`check_command_line` looks at the folder's lock before torch, JAX and Gymnasium are imported (each made
+    unimportable here): the second resume of a folder is one line naming the holder's pid, at once, and the lock
+    file still names the holder (the look writes nothing)."""
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(Args(checkpoint_frequency=1), SCRIPT)
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(10, {})
+    holder = run_folder.lock(f"runs/{exp.run_name}")
+    blocked = tmp_path / "blocked"
+    for package in ("torch", "jax", "gymnasium", "envpool", "stable_baselines3"):
+        (blocked / package).mkdir(parents=True)
+        (blocked / package / "__init__.py").write_text(f"raise ImportError('{package} is imported')\n")
+    env = script_env()
+    env["PYTHONPATH"] = f"{blocked}{os.pathsep}{env['PYTHONPATH']}"
+    try:
+        for script in ("ppo.py", "td3_continuous_action_jax.py"):
+            second = subprocess.run(
+                [sys.executable, str(REPO / "cleanrl" / script), "--resume", f"runs/{exp.run_name}"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert second.returncode == 2 and second.stderr.strip().splitlines() == [
+                f"{script}: error: runs/{exp.run_name} is being written by another run (pid {os.getpid()}); "
+                "one run at a time writes a run folder"
+            ], second.stderr[-2000:]
+        assert (tmp_path / "runs" / exp.run_name / run_folder.LOCK_FILE).read_text().strip() == str(os.getpid())
+    finally:
+        holder.release()
+    assert run_folder.writer_of(f"runs/{exp.run_name}") is None  # let go: no writer, and the look takes nothing
+    assert run_folder.writer_of("runs/no-such-run") is None and not (tmp_path / "runs" / "no-such-run").exists()
