@@ -20,9 +20,12 @@ import numpy as np
 import pytest
 import torch
 
-from cleanrl_utils import checkpoint as ckpt
-from cleanrl_utils import plain_data
+from cleanrl_utils.runtime import checkpoint as ckpt
+from cleanrl_utils.runtime import plain_data
 from tests.helpers import REPO, run_in_process, run_script
+
+# every attack trains a small run (about 6 minutes in all on one core): CI runs them after the quick run
+pytestmark = pytest.mark.extended
 
 # each run writes two checkpoints; the older one is resumed, so the resumed run trains on after it
 RUNS = {
