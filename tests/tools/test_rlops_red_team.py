@@ -1209,13 +1209,7 @@ def test_bad_flags_are_refused_before_numpy_loads(tmp_path, flags):
     assert loaded == [], loaded
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a flag given with no value (`--runs-dir $DIRS`, `--exp-name $NAME` with the variable unset) "
-    "passes the flag check and loads numpy; an empty --runs-dir, or --runs-dir '' (a quoted unset variable), then "
-    "reads ./runs or the whole current folder and exits 0, as an empty --baseline '' would not",
-)
-@pytest.mark.parametrize("case", ["--runs-dir", "--exp-name", "--env-ids", "--runs-dir ''"])
+@pytest.mark.parametrize("case", ["--runs-dir", "--exp-name", "--env-ids", "--runs-dir ''", "--exp-name ''", "--env-ids ''"])
 def test_a_flag_given_no_value_is_refused_before_numpy_loads(tmp_path, case):
     flag = case.split()[0]
     flags = ["--tags", "new", "base", "--exp-name", "ppo", "--runs-dir", str(tmp_path / "runs"), "--env-ids", "A-v1"]
