@@ -559,7 +559,7 @@ def figures_section(images: dict[str, Path], markdown_path: Path, metric: str, s
 def load_runs(args: Args, exp_names: dict[str, set[str]]) -> tuple[list[Run], list[LeftOut]]:
     """The runs found and those left out before any check (W&B runs that have not finished)."""
     if not args.wandb_project_name:
-        return local_runs(args.runs_dir or [Path("runs")]), []
+        return local_runs([Path(folder) for folder in args.runs_dir or ["runs"]]), []
     try:
         import wandb
 

@@ -142,8 +142,8 @@ class Args:
     """writes PATH.md, PATH.png/.svg (learning curves) and PATH_profile, PATH_aggregates, PATH_iqm_steps .png/.svg"""
     output_markdown: Annotated[Path | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="")] = None
     """write the Markdown here instead of PATH.md"""
-    runs_dir: Annotated[list[Path] | None, tyro.conf.arg(metavar="DIR [DIR ...]", help_behavior_hint="(default: runs)")] = None
-    """folders of TensorBoard runs"""
+    runs_dir: Annotated[list[str] | None, tyro.conf.arg(metavar="DIR [DIR ...]", help_behavior_hint="(default: runs)")] = None
+    """folders of TensorBoard runs (kept as text: Path('') would read the current folder)"""
     wandb_project_name: Annotated[str | None, tyro.conf.arg(metavar="PROJECT", help_behavior_hint="")] = None
     """read the finished runs of this W&B project instead of local folders"""
     wandb_entity: Annotated[str | None, tyro.conf.arg(metavar="ENTITY", help_behavior_hint="(default: your own)")] = None
@@ -180,6 +180,14 @@ def control_characters(text: str) -> bool:
     return any(unicodedata.category(char) == "Cc" for char in text)
 
 
+def empty_flag(args: Args) -> str | None:
+    """The first list flag given without a value or with an empty entry: an unset `$DIRS` would otherwise read ./runs
+    (no value) or the whole current folder ('')."""
+    given = [("--tags", args.tags), ("--runs-dir", args.runs_dir), ("--env-ids", args.env_ids)]
+    given += [("--exp-name", names) for names in args.exp_names]
+    return next((flag for flag, values in given if values is not None and (not values or "" in values)), None)
+
+
 def repeated(values: list[str]) -> list[str]:
     return sorted({value for value in values if values.count(value) > 1})
 
@@ -187,6 +195,12 @@ def repeated(values: list[str]) -> list[str]:
 def check_args(args: Args) -> None:
     if not args.exp_names or not args.tags:
         raise RlopsError("--exp-name and --tags are needed: the runs to compare and the tags that group them")
+    empty = empty_flag(args)
+    if empty:
+        raise RlopsError(
+            f"{empty} is given no value or an empty one (an unset shell variable?): name what it stands for, or leave "
+            "the flag out"
+        )
     odd = [tag for tag in [*args.tags, args.baseline or ""] if control_characters(tag)]
     if odd:
         raise RlopsError(f"tag {odd[0]!r} holds a control character (a newline, tab, ...): tags name table rows")

@@ -258,6 +258,7 @@ def mostly_equal(first: list[tuple[int, float]], second: list[tuple[int, float]]
 
 COPY_RTOL = 0.01  # two values this close (relative) count as the same: a copy scaled by up to 1% still matches
 COPY_LAGS = 10  # chance agreement is measured between each value and the other run's values up to this many apart
+COPY_MAX_LAG = 1000  # and each run's agreement with itself at any lag up to half the run or this many (cycles of levels)
 COPY_MIN_VALUES = 10  # fewer fluctuations than this in common: too little to tell a copy (short or flat runs)
 COPY_CHANCE = 1e-9  # a bound on the chance that independent runs agree as much: below it, the runs are copies
 COPY_SMOOTH_LEVELS = 5  # curves without fluctuations (only written by hand) need this many distinct values
@@ -286,6 +287,29 @@ def chance_bound(agreeing: int, compared: int, chance: float) -> float:
     chance = min(max(chance, 1e-12), 1 - 1e-12)
     kl = share * math.log(share / chance) + (0.0 if share == 1 else (1 - share) * math.log((1 - share) / (1 - chance)))
     return math.exp(-compared / 3 * kl)
+
+
+def most_self_agreement(da: np.ndarray, db: np.ndarray, agree) -> float:
+    """The most two runs' fluctuations agree with their own, at any one lag up to half the run (or `COPY_MAX_LAG`),
+    less three standard errors.
+
+    Seeds that learned an env handing out a fixed list of levels in turn repeat each level's return every cycle, and
+    both seeds do so in step: they agree at the same episode as much as each agrees with itself a cycle later. A copy
+    edited by a cut or a shift agrees with the original at a lag, but each run's agreement with itself stays at chance.
+    """
+    most = 0.0
+    # from lag 3: second differences closer share a value (a lone dip's are d, -2d, d), and a cycle of one or two
+    # levels shows at its multiples
+    for lag in range(3, min(len(da) // 2, COPY_MAX_LAG) + 1):
+        agreeing = compared = 0
+        for d in (da, db):
+            counted = (d[lag:] != 0) | (d[:-lag] != 0)
+            agreeing += int(agree(d[lag:], d[:-lag])[counted].sum())
+            compared += int(counted.sum())
+        if compared >= COPY_MIN_VALUES:
+            # three Poisson standard errors off: the most of up to a thousand lags' chance agreements is no cycle
+            most = max(most, (agreeing - 3 * math.sqrt(agreeing)) / compared)
+    return most
 
 
 def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> bool:
@@ -328,8 +352,11 @@ def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -
                 chance_agreeing += int(agree(x, y)[counted].sum())
                 chance_compared += int(counted.sum())
         chance = (chance_agreeing + 1) / (chance_compared + 1)
-        if chance_bound(agreeing, int(moving.sum()), chance) <= COPY_CHANCE:
-            return True
+        compared = int(moving.sum())
+        # the self-agreement costs a pass per lag: measured only for runs the near lags call copies
+        if chance_bound(agreeing, compared, chance) <= COPY_CHANCE:
+            if chance_bound(agreeing, compared, max(chance, most_self_agreement(da, db, agree))) <= COPY_CHANCE:
+                return True
     return False
 
 
@@ -339,8 +366,8 @@ def check_evidence(runs: list[Run], metric: str) -> None:
     its clock readings when it is exact (`fingerprint`: even a flat run's copy) and by its curve when it fluctuates
     (`near_copy`: edited or not).
 
-    Two tags' runs of one seed may be copies of each other's values: a change that alters nothing could be run
-    deterministically, and a copy on both sides only pulls the verdict towards no difference.
+    Two tags' runs of one seed may have each other's values: a change that alters nothing could be run
+    deterministically. They may not share a clock (`fingerprint`): that is one run's files copied under another tag.
     """
     by_key: dict[tuple[str, str, str], list[Run]] = {}
     by_print: dict[tuple, list[Run]] = {}
@@ -365,12 +392,12 @@ def check_evidence(runs: list[Run], metric: str) -> None:
         for first, second in itertools.combinations(same, 2):
             if not mostly_equal(first.scalars[metric], second.scalars[metric]):
                 continue  # one clock by chance (runs written in a blink): the returns tell them apart
-            if first.group == second.group or first.seed != second.seed:
-                raise RlopsError(
-                    f"{describe(first)} and {describe(second)} logged at the same steps with the same {SPS_TAG} values "
-                    "in the same time: copies of one run (their returns may have been edited), which would count "
-                    "twice; remove the copy"
-                )
+            # one seed under two tags too: a deterministic re-run logs its own clock, copied files the same one
+            raise RlopsError(
+                f"{describe(first)} and {describe(second)} logged at the same steps with the same {SPS_TAG} values "
+                "in the same time: copies of one run (their returns may have been edited), which would count "
+                "twice or make two tags look alike; remove the copy"
+            )
     for env_id in dict.fromkeys(run.env_id for run in runs):
         on_env = [run for run in runs if run.env_id == env_id]
         for first, second in itertools.combinations(on_env, 2):

@@ -544,9 +544,10 @@ def test_a_copy_under_another_seed_is_refused_but_twins_that_never_learned_are_n
 
 def test_one_seeds_runs_under_two_tags_may_match_a_deterministic_change_that_alters_nothing(tmp_path, capsys):
     for seed in range(1, 7):
-        for tag in ("base", "same"):
-            returns, speeds = np.linspace(0, 100, 30) + seed, [900.0 + seed] * 30
-            write_run(tmp_path / tag, "A-v1", tag, seed, returns, sps=speeds, clock=1.7e9 + seed)
+        for tag, clock in (("base", 1.7e9), ("same", 1.8e9)):
+            # the same returns, but a re-run's own clock: its own speeds and start time
+            returns, speeds = np.linspace(0, 100, 30) + seed, [clock / 1e6 + seed] * 30
+            write_run(tmp_path / tag, "A-v1", tag, seed, returns, sps=speeds, clock=clock + seed)
     code, out, err = gate(tmp_path, tmp_path, capsys, "--tags", "same", "base", "--fail-on-regression")
     # not refused as copies; inconclusive, as the same seed numbers leave 3 pairs of independent seeds
     assert code == 3, err
