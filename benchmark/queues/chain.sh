@@ -20,8 +20,22 @@ running() {  # pids of processes running this folder's queue script $1, by whate
     done
 }
 
+# Linux weighs each session's scheduling autogroup at nice 0, and every run has a session of its own, so nice 19 alone
+# would not make the runs yield to other work; the runners of the pinned queues predate the fix that carries the
+# niceness over (cleanrl_utils/benchmark/supervise.py keep_niceness): give every nice-19 process's group nice 19.
+keep_queues_niced() {
+    while true; do
+        ps -eo pid=,ni= | while read -r pid ni; do
+            [ "$ni" = 19 ] && echo 19 >"/proc/$pid/autogroup" 2>/dev/null
+        done
+        sleep 60
+    done
+}
+niced=
+[ -z "$DRY" ] && { keep_queues_niced </dev/null >/dev/null 2>&1 & niced=$!; }  # holds none of our pipes open
+
 child= sleeper=
-trap '[ -n "$child" ] && kill -TERM -- -"$child" 2>/dev/null; [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null; wait
+trap '[ -n "$niced" ] && kill "$niced" 2>/dev/null; [ -n "$child" ] && kill -TERM -- -"$child" 2>/dev/null; [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null; wait
     echo "$(date -u +%FT%TZ) chain: stopped"; exit 130' TERM INT
 for queue in "${QUEUES[@]}"; do
     if [ -n "$DRY" ]; then
@@ -47,4 +61,5 @@ for queue in "${QUEUES[@]}"; do
     child=
     echo "$(date -u +%FT%TZ) chain: $queue ended, exit $status"
 done
+[ -n "$niced" ] && kill "$niced" 2>/dev/null
 echo "$(date -u +%FT%TZ) chain: all queues ended"

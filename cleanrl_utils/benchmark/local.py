@@ -32,7 +32,7 @@ from cleanrl_utils.benchmark.ledger import (
     read_exit_file,
     run_name_file,
 )
-from cleanrl_utils.benchmark.supervise import group_exists, signal_group
+from cleanrl_utils.benchmark.supervise import die_with, group_exists, signal_group
 
 POLL_SECONDS = 0.1
 PROGRESS_EVERY_SECONDS = 10.0
@@ -265,7 +265,7 @@ class LocalRunner:
                     cwd=spec.cwd,
                     start_new_session=True,
                     pass_fds=self.keep_fds,
-                    preexec_fn=stop_when_parent_dies(os.getpid()),
+                    preexec_fn=die_with(os.getpid()),  # a killed runner leaves no run: each stops as on Ctrl-C
                 )
             except OSError as error:
                 log.write(f"benchmark: could not start the command: {error}\n")
@@ -411,21 +411,6 @@ def signal_process(process: subprocess.Popen, signum: int) -> None:
             process.send_signal(signum)
         except ProcessLookupError:
             pass
-
-
-def stop_when_parent_dies(parent: int) -> Callable[[], None]:
-    """For Popen's preexec_fn: the child (a run's supervisor) gets SIGTERM when the runner dies, even by SIGKILL
-    (Linux's PR_SET_PDEATHSIG), so a killed runner leaves no run behind; it stops as on Ctrl-C, its logs kept."""
-
-    def set_parent_death_signal() -> None:
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the runner died before the signal was set
-            os._exit(1)
-
-    return set_parent_death_signal
 
 
 def print_commands(runs: list[RunSpec]) -> None:

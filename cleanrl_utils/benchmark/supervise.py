@@ -141,16 +141,31 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # 36: PR_SET_CHILD_SUBREAPER
 
 
+def keep_niceness() -> None:
+    """Give the new session's scheduling autogroup this process's niceness. Linux weighs each session's autogroup as a
+    whole at nice 0, so without this `nice -n 19 python -m cleanrl_utils.benchmark` would not make its runs, each in
+    a session of its own, yield the CPU to other work."""
+    niceness = os.nice(0)
+    if niceness > 0:
+        try:
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(niceness))
+        except OSError:  # not Linux, or autogroups off: nice applies to the process alone
+            pass
+
+
 def die_with(parent: int):
-    """For Popen's preexec_fn: SIGTERM to the run when its supervisor dies, even by SIGKILL (Linux)."""
+    """For Popen's preexec_fn (which runs after `start_new_session`'s setsid): SIGTERM to the child when `parent`
+    dies, even by SIGKILL (Linux's PR_SET_PDEATHSIG), and the parent's niceness kept in the child's new session."""
 
     def set_parent_death_signal() -> None:
         if sys.platform.startswith("linux"):
             import ctypes
 
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-        if os.getppid() != parent:
+        if os.getppid() != parent:  # the parent died before the signal was set
             os._exit(1)
+        keep_niceness()
 
     return set_parent_death_signal
 

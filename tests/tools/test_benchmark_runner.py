@@ -6,6 +6,7 @@ The runs are a tiny fake training script, so the whole file takes seconds.
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -834,3 +835,23 @@ def test_folder_locked_by_killed_runners_runs_is_awaited_then_taken(tmp_path, ca
     finally:
         holder.kill()
         holder.wait()
+
+
+# --- priority -------------------------------------------------------------------------------------------
+
+
+def test_a_niced_runner_keeps_its_runs_niced_in_their_own_sessions(tmp_path):
+    """Each run gets a session of its own, and so (Linux) a scheduling autogroup of its own, which the scheduler
+    weighs at nice 0 whatever its processes' niceness: the runner gives it the niceness it was started with."""
+    switch = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    if not switch.is_file() or switch.read_text().strip() != "1":
+        pytest.skip("this kernel does not group sessions for the scheduler (sched_autogroup_enabled is off)")
+    command = "sh -c 'cat /proc/self/autogroup' sh"  # the runner's --env-id and --seed become sh's $1..$4
+    args = ("--env-ids", "A-v1", "--num-seeds", "1", "--workers", "1", "--command", command, "--log-dir", "logs")
+    proc = subprocess.run(
+        ["nice", "-n", "19", sys.executable, "-m", "cleanrl_utils.benchmark", *args],
+        cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (log,) = log_files(tmp_path / "logs").values()
+    assert re.search(r"^/autogroup-\d+ nice 19$", log, re.MULTILINE), log
