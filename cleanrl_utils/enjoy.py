@@ -13,6 +13,7 @@ code 2.
 
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -47,6 +48,7 @@ class Args:
     """run the model on the GPU"""
 
 
+HUB_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")  # user/name, as the Hub allows
 REPO_HINT = "check --hf-entity, --env-id and --seed, or name it with --hf-repository"
 
 
@@ -75,6 +77,10 @@ def check_args(args: Args) -> None:
     Checked before any slow import."""
     if args.exp_name not in ZOO:
         raise EnjoyError(f"no model zoo entry for exp name {args.exp_name!r}; known: {', '.join(sorted(ZOO))}")
+    if ":" in args.env_id:  # Gymnasium imports the module of a "module:Env" id: enjoy plays registered ids only
+        raise EnjoyError(f"--env-id {args.env_id!r} names a module to import (module:Env); give a registered env id")
+    if args.hf_repository and (not HUB_REPO_ID.fullmatch(args.hf_repository) or ".." in args.hf_repository):
+        raise EnjoyError(f"--hf-repository must be a Hub repo id (user/name), got {args.hf_repository!r}")
     if args.eval_episodes <= 0:
         raise EnjoyError(f"--eval-episodes must be positive, got {args.eval_episodes}")
     if args.model_path and not os.path.isfile(args.model_path):

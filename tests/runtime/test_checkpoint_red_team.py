@@ -7,7 +7,8 @@ step count; a replay position beyond the memory. The claim under test: every val
 checkpoint is checked, so a crafted checkpoint is one line on stderr and exit code 2, before training.
 
 Tests marked xfail(strict=True) are findings: the claim does not hold there today (the reason says what happens).
-The others are attacks that held.
+The others are attacks that held, or findings fixed since (enjoy's `--env-id module:Env` and `--hf-repository`
+that is not user/name, once refused only after the slow imports).
 """
 
 import copy
@@ -290,13 +291,11 @@ def assert_refused_before_slow_imports(run: subprocess.CompletedProcess) -> None
     assert len(lines) == 2 and lines[0].startswith("enjoy: error: "), lines
 
 
-@pytest.mark.xfail(strict=True, reason="finding: enjoy --env-id 'os:Foo' is refused only after torch/gymnasium/hub import")
 def test_enjoy_env_id_naming_a_module(tmp_path):
-    # today: "enjoy: error: cleanrl/os:Foo-dqn-seed1 is neither a model file nor a Hub repo id" after ~14 s
+    # was refused only after ~14 s of imports: "cleanrl/os:Foo-dqn-seed1 is neither a model file nor a Hub repo id"
     assert_refused_before_slow_imports(enjoy("--exp-name", "dqn", "--env-id", "os:Foo", cwd=tmp_path))
 
 
-@pytest.mark.xfail(strict=True, reason="finding: enjoy --hf-repository ../x is refused only after the slow imports")
 def test_enjoy_hub_repository_that_is_a_path(tmp_path):
     assert_refused_before_slow_imports(enjoy("--exp-name", "dqn", "--hf-repository", "../x", cwd=tmp_path))
 
