@@ -117,8 +117,9 @@ def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, 
         number += 1
         if any(os.path.lexists(f"{other}/{name}") for other in also_free_in):
             continue
+        Path(f"{ROOT}/{name}").parent.mkdir(parents=True, exist_ok=True)  # env ids such as dm_control/cartpole-...
         try:
-            os.mkdir(f"{ROOT}/{name}")
+            os.mkdir(f"{ROOT}/{name}")  # the claim itself: exactly one process makes it
         except FileExistsError:
             continue
         writer_lock = lock(f"{ROOT}/{name}")

@@ -104,8 +104,8 @@ def test_buffer_size_counts_transitions():
 
 @pytest.mark.extended  # 13 s of one core: CI runs it after the quick run
 def test_a_memory_of_ten_transitions_trains(tmp_path):
-    """`--buffer-size` counts transitions, so even 10 (fewer than a batch) is a memory to learn from."""
-    args = ("--buffer-size", "10", "--learning-starts", "10", "--total-timesteps", "101")
+    """`--buffer-size` counts transitions (not frames), so even 10 is a memory to learn from (a batch at most that)."""
+    args = ("--buffer-size", "10", "--batch-size", "8", "--learning-starts", "10", "--total-timesteps", "101")
     run = run_script("rainbow_atari.py", *args, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert [step for step, _ in run.scalars()["losses/td_loss"]] == [100]
