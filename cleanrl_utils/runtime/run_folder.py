@@ -135,6 +135,10 @@ def release_if_unused(name: str, writer_lock: WriterLock) -> None:
         if writer_lock.held and os.listdir(folder) == [LOCK_FILE]:
             (folder / LOCK_FILE).unlink()
             folder.rmdir()
+            for parent in folder.relative_to(ROOT).parents[:-1]:  # the folders a nested name (dm_control/...) made
+                if os.listdir(Path(ROOT) / parent):
+                    break
+                (Path(ROOT) / parent).rmdir()
             if writer_lock.made_root and not os.listdir(ROOT):
                 os.rmdir(ROOT)
     except OSError:  # gone already, or written to meanwhile: left as it is

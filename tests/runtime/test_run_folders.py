@@ -244,3 +244,13 @@ def test_a_second_writer_is_refused_before_the_slow_imports(tmp_path, monkeypatc
         holder.release()
     assert run_folder.writer_of(f"runs/{exp.run_name}") is None  # let go: no writer, and the look takes nothing
     assert run_folder.writer_of("runs/no-such-run") is None and not (tmp_path / "runs" / "no-such-run").exists()
+
+
+def test_a_nested_run_name_is_made_and_given_up_whole(tmp_path, monkeypatch):
+    """Env ids such as dm_control/cartpole-balance-v0 put the run folder one level down: its parent is made for it,
+    and a claim given up unused leaves neither behind."""
+    monkeypatch.chdir(tmp_path)
+    name, writer_lock = run_folder.claim("dm_control/cartpole-balance-v0__ppo__1__1")
+    assert name == "dm_control/cartpole-balance-v0__ppo__1__1" and (tmp_path / "runs" / name).is_dir()
+    run_folder.release_if_unused(name, writer_lock)
+    assert not (tmp_path / "runs").exists()
