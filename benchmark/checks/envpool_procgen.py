@@ -126,8 +126,9 @@ def random_policy_games(env_id: str, games: int, seed: int = 0) -> list[tuple[fl
 
     from cleanrl_utils.runtime import procgen_runtime
 
-    procgen_runtime.load()  # the Qt 5 that envpool's Procgen links
     setup = RANDOM[env_id]
+    if setup.script == "ppo_procgen":
+        procgen_runtime.load()  # the Qt 5 that envpool's Procgen links (and Atari does not: no libGL needed there)
     stats = importlib.import_module(f"cleanrl.{setup.script}").EpisodeStatistics(1)
     env = envpool.make(setup.envpool_id, env_type="gymnasium", num_envs=1, seed=seed, **setup.make_kwargs)
     rng = np.random.default_rng(seed)
