@@ -559,9 +559,10 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state is not by parameter index")
     kept = _state_of_a_step(optimizer) if entries else {}
     for index, entry in entries.items():
-        if index not in kept or not isinstance(entry, dict) or set(entry) != set(kept[index]):
-            what = sorted(kept[index]) if index in kept else "nothing"
-            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state {index} is not {what}")
+        if index not in kept:
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} has a state {index}, for no parameter")
+        if not isinstance(entry, dict) or set(entry) != set(kept[index]):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state {index} is not {sorted(kept[index])}")
         for key, like in kept[index].items():
             where = f"{name} state {index} {key}"
             if not hasattr(like, "shape"):  # a number, or None (SGD's momentum buffer without momentum)
