@@ -12,7 +12,8 @@ this module does what is the same for all of them:
   is cut short (a full disk, a partial copy), naming the one it skipped on stderr.
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
 - `env_state` / `restore_env` carry the environments over (`cleanrl_utils.runtime.env_state`).
-- `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers).
+- `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers), each
+  value checked first.
 - `save` records the file name of the script that wrote the checkpoint, and `restored_args` refuses a checkpoint
   of another script (ppo.py and ppo_atari.py have the same arguments); it gives a resumed run the arguments it
   was started with, checked as the command line's are.
@@ -331,7 +332,10 @@ def _check_tree(value: Any, like: Any, name: str, depth: int) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}")
     elif hasattr(like, "shape") and hasattr(like, "dtype"):  # NumPy, torch, JAX arrays, NumPy scalars
         dtype = like.dtype if _is_torch_dtype(like.dtype) else np.dtype(like.dtype)
-        _checked_array(value, name, tuple(like.shape), dtype)
+        array = _checked_array(value, name, tuple(like.shape), dtype)
+        # optax Adam's second moments and step count: a negative one makes the first update's square root NaN
+        if {"nu", "count"} & set(name.split(".")) and bool((array < 0).any()):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is negative")
     elif isinstance(like, int | float) and not isinstance(like, bool):
         saved_float({name: value}, name)
     elif like is None or isinstance(like, bool | str):
@@ -354,9 +358,9 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
 
     A flag counts as given when its value differs from the default. A run-control flag that is not
     given keeps the run's value (a run that was tracked stays tracked); any other flag given with
-    another value than the run's is overridden, and reported on stderr. The saved values must be of the
-    types of the fields' defaults, and then pass the command line's checks (`argument_problems`); an env id
-    read from a checkpoint names a registered env, never a module to import (`module:Env`).
+    another value than the run's is overridden, and reported on stderr. The saved values must be of the fields'
+    declared types (an int field takes no float), then pass the command line's checks (`argument_problems`); an
+    env id read from a checkpoint names a registered env, never a module to import (`module:Env`).
     """
     written_by, script = checkpoint.get(SCRIPT_KEY), running_script()
     # checked first: two scripts can share every argument name (ppo.py, ppo_atari.py) and fail far later
@@ -364,7 +368,10 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
         raise CheckpointError(f"--resume: this checkpoint was written by {written_by}, not {script}")
     saved = checkpoint["args"]
     defaults = {f.name: _default(f, args) for f in fields(args)}
-    hints = _type_hints(type(args))
+    try:
+        hints = typing.get_type_hints(type(args))  # strings too, as `from __future__ import annotations` leaves them
+    except Exception:  # a name they use is not importable here (tyro could not parse then): go by the defaults' types
+        hints = {}
     if set(saved) != set(defaults):
         exp_name = saved.get("exp_name")
         origin = f"{exp_name}.py" if isinstance(exp_name, str) and len(exp_name) < 80 else "another script"
@@ -403,15 +410,6 @@ def _default(field: Any, args: Any) -> Any:
     return field.default_factory() if field.default_factory is not MISSING else getattr(args, field.name)
 
 
-def _type_hints(Args: type) -> dict[str, Any]:
-    """The fields' declared types, or none where a name they use is not importable here (`_fits` then goes by
-    the defaults' types)."""
-    try:
-        return typing.get_type_hints(Args)  # strings too, as `from __future__ import annotations` leaves them
-    except Exception:
-        return {}
-
-
 def _fits(value: Any, hint: Any) -> bool:
     """A saved argument of its field's declared type: an int field takes an int only (no float, no bool), a float
     field an int or a float, an optional field None or a value of its type, a list field a list of its items' type."""
@@ -420,8 +418,6 @@ def _fits(value: Any, hint: Any) -> bool:
     if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
         return any(_fits(value, option) for option in typing.get_args(hint))
     kind = typing.get_origin(hint) or hint
-    if kind in (type(None), None):
-        return value is None
     if kind is float:
         return type(value) in (int, float)
     if kind is typing.Literal:
@@ -547,10 +543,8 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
     if not isinstance(groups, list) or set(state) != set(own) or len(groups) != len(own["param_groups"]):
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a state of this run's optimizer")
     for index, (saved, mine) in enumerate(zip(groups, own["param_groups"], strict=True)):
-        # a list of ints is compared with a list of ints only: `==` with a tensor makes a tensor
-        if not isinstance(saved, dict) or set(saved) != set(mine) or type(saved["params"]) is not list:
-            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} param group {index} is not this run's")
-        if saved["params"] != mine["params"]:
+        params = saved.get("params") if isinstance(saved, dict) else None  # compared as a list (a tensor's `!=` is one)
+        if type(params) is not list or params != mine["params"] or set(saved) != set(mine):
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} param group {index} is not this run's")
         for key, value in mine.items():
             _check_setting(saved[key], value, SETTING_RANGES.get(key, (-math.inf, math.inf)), f"{name} {key}")
@@ -635,10 +629,8 @@ def _check_sb3_rows(buffer: Any, name: str, rows: np.ndarray) -> None:
         count = space.n if isinstance(space, spaces.Discrete) else space.nvec
         start, count = np.reshape(space.start, -1), np.reshape(count, -1)
         inside = (rows == np.round(rows)) & (rows >= start) & (rows < start + count)
-    elif isinstance(space, spaces.MultiBinary):
-        inside = np.isin(rows, (0, 1))
     else:
-        return  # no script stores actions of another space
+        return  # no script stores actions of another space (MultiBinary...)
     if not inside.all():
         raise ValueError(f"its actions are not all in the action space {space}")
 

@@ -142,6 +142,8 @@ CASES = {
         ({"qf_state.step": math.nan}, "qf_state.step (nan) is not a finite number"),
         # a Flax train state goes through saved_tree, not load_state: its weights and Adam moments are checked there
         ({"actor_state.params": nan_in_first_leaf}, "actor_state.params.params.Dense_0.bias holds a nan or an infinity"),
+        ({"actor_state.opt_state.0.nu.params.Dense_0.bias": lambda nu: nu - 1}, "0.nu.params.Dense_0.bias is negative"),
+        ({"actor_state.opt_state.0.count": lambda count: count - 100}, "actor_state.opt_state.0.count is negative"),
         ({"qf_state.opt_state.0.mu": nan_in_first_leaf}, "qf_state.opt_state.0.mu.qf1.params.Dense_0.bias holds a nan"),
     ],
 }
@@ -254,6 +256,19 @@ def test_saved_tree_compares_structure_shapes_and_dtypes():
     for bad in bad_ones:
         with pytest.raises(ckpt.RefusedCheckpoint):
             ckpt.saved_tree({"s": bad}, "s", like)
+
+
+def test_saved_tree_refuses_negative_adam_second_moments_and_counts_only():
+    """optax's Adam state, as `to_state_dict` writes it: `nu` and `count` below zero make NaN updates."""
+    like = {"0": {"count": np.zeros((), np.int32), "mu": {"w": np.zeros(2, np.float32)}, "nu": {"w": np.zeros(2, np.float32)}}}
+    ckpt.saved_tree({"s": like}, "s", like)
+    ckpt.saved_tree({"s": {"0": {**like["0"], "mu": {"w": -np.ones(2, np.float32)}}}}, "s", like)  # a mean may be
+    for bad in (
+        {**like["0"], "nu": {"w": np.array([0.0, -1e-30], np.float32)}},
+        {**like["0"], "count": np.array(-1, np.int32)},
+    ):
+        with pytest.raises(ckpt.RefusedCheckpoint, match="is negative"):
+            ckpt.saved_tree({"s": {"0": bad}}, "s", like)
 
 
 def test_saved_tree_refuses_a_tree_nested_without_end():
