@@ -296,12 +296,11 @@ def _shown(value: Any) -> str:
 
 def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) -> Any:
     torch = sys.modules.get("torch")  # JAX scripts need not have it
-    if torch is not None and isinstance(value, torch.Tensor):
+    is_tensor = torch is not None and isinstance(value, torch.Tensor)
+    if is_tensor:
         right_dtype = isinstance(dtype, torch.dtype) and value.dtype == dtype
-        finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
     elif isinstance(value, np.ndarray | np.generic):  # a NumPy scalar is what a 0-d array turns into after arithmetic
         right_dtype = not _is_torch_dtype(dtype) and value.dtype == np.dtype(dtype)
-        finite = value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
     else:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}, not an array")
     if tuple(value.shape) != shape or not right_dtype:
@@ -309,6 +308,8 @@ def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) ->
         raise RefusedCheckpoint(
             f"--resume: refused, the checkpoint's {name} is {value.dtype} {tuple(value.shape)}, this run's {own} {shape}"
         )
+    # once its shape is the run's: a made-up array of another size is not gone through
+    finite = bool(torch.isfinite(value).all()) if is_tensor else value.dtype.kind not in "fc" or np.isfinite(value).all()
     if not finite:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} holds a nan or an infinity")
     return value
