@@ -12,7 +12,8 @@ this module does what is the same for all of them:
   is cut short (a full disk, a partial copy), naming the one it skipped on stderr.
 - `rng_state` / `set_rng_state` cover Python's, NumPy's and PyTorch's global random streams.
 - `env_state` / `restore_env` carry the environments over (`cleanrl_utils.runtime.env_state`).
-- `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers).
+- `state_of` / `load_state` save and restore the objects a script names (networks, optimisers, replay buffers), each
+  value checked first.
 - `save` records the file name of the script that wrote the checkpoint, and `restored_args` refuses a checkpoint
   of another script (ppo.py and ppo_atari.py have the same arguments); it gives a resumed run the arguments it
   was started with, checked as the command line's are.
@@ -34,8 +35,10 @@ import os
 import random
 import re
 import sys
+import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
+from types import UnionType
 from typing import Any
 
 import numpy as np
@@ -72,6 +75,7 @@ RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "rng": (dict,),
     "envs": (list, type(None)),
 }
+MAX_ELAPSED_S = 1e9  # 31 years of training: a longer clock was made up (and NaN fails the comparison too)
 
 
 class CheckpointError(Exception):
@@ -207,8 +211,8 @@ def check_run_state(checkpoint: dict[str, Any]) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a {types[0].__name__}")
     if not isinstance(checkpoint.get(SCRIPT_KEY, ""), str):
         raise RefusedCheckpoint("--resume: refused, the checkpoint's script is not a file name")
-    # TensorBoard and the scripts' counters are 64-bit: a step beyond fails there, mid-run
-    if not 0 <= checkpoint["global_step"] < 2**62 or not math.isfinite(checkpoint["elapsed_time"]):
+    # TensorBoard and the scripts' counters are 64-bit: a step beyond fails there, mid-run; the clock makes SPS
+    if not 0 <= checkpoint["global_step"] < 2**62 or not 0 <= checkpoint["elapsed_time"] < MAX_ELAPSED_S:
         raise RefusedCheckpoint("--resume: refused, the checkpoint's global step or clock is out of range")
     from cleanrl_utils.runtime.command_line import path_component_problems
 
@@ -292,12 +296,11 @@ def _shown(value: Any) -> str:
 
 def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) -> Any:
     torch = sys.modules.get("torch")  # JAX scripts need not have it
-    if torch is not None and isinstance(value, torch.Tensor):
+    is_tensor = torch is not None and isinstance(value, torch.Tensor)
+    if is_tensor:
         right_dtype = isinstance(dtype, torch.dtype) and value.dtype == dtype
-        finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
     elif isinstance(value, np.ndarray | np.generic):  # a NumPy scalar is what a 0-d array turns into after arithmetic
         right_dtype = not _is_torch_dtype(dtype) and value.dtype == np.dtype(dtype)
-        finite = value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
     else:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}, not an array")
     if tuple(value.shape) != shape or not right_dtype:
@@ -305,6 +308,8 @@ def _checked_array(value: Any, name: str, shape: tuple[int, ...], dtype: Any) ->
         raise RefusedCheckpoint(
             f"--resume: refused, the checkpoint's {name} is {value.dtype} {tuple(value.shape)}, this run's {own} {shape}"
         )
+    # once its shape is the run's: a made-up array of another size is not gone through
+    finite = bool(torch.isfinite(value).all()) if is_tensor else value.dtype.kind not in "fc" or np.isfinite(value).all()
     if not finite:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} holds a nan or an infinity")
     return value
@@ -328,7 +333,10 @@ def _check_tree(value: Any, like: Any, name: str, depth: int) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is a {type(value).__name__}")
     elif hasattr(like, "shape") and hasattr(like, "dtype"):  # NumPy, torch, JAX arrays, NumPy scalars
         dtype = like.dtype if _is_torch_dtype(like.dtype) else np.dtype(like.dtype)
-        _checked_array(value, name, tuple(like.shape), dtype)
+        array = _checked_array(value, name, tuple(like.shape), dtype)
+        # optax Adam's second moments and step count: a negative one makes the first update's square root NaN
+        if {"nu", "count"} & set(name.split(".")) and bool((array < 0).any()):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is negative")
     elif isinstance(like, int | float) and not isinstance(like, bool):
         saved_float({name: value}, name)
     elif like is None or isinstance(like, bool | str):
@@ -351,9 +359,9 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
 
     A flag counts as given when its value differs from the default. A run-control flag that is not
     given keeps the run's value (a run that was tracked stays tracked); any other flag given with
-    another value than the run's is overridden, and reported on stderr. The saved values must be of the
-    types of the fields' defaults, and then pass the command line's checks (`argument_problems`); an env id
-    read from a checkpoint names a registered env, never a module to import (`module:Env`).
+    another value than the run's is overridden, and reported on stderr. The saved values must be of the fields'
+    declared types (an int field takes no float), then pass the command line's checks (`argument_problems`); an
+    env id read from a checkpoint names a registered env, never a module to import (`module:Env`).
     """
     written_by, script = checkpoint.get(SCRIPT_KEY), running_script()
     # checked first: two scripts can share every argument name (ppo.py, ppo_atari.py) and fail far later
@@ -361,6 +369,10 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
         raise CheckpointError(f"--resume: this checkpoint was written by {written_by}, not {script}")
     saved = checkpoint["args"]
     defaults = {f.name: _default(f, args) for f in fields(args)}
+    try:
+        hints = typing.get_type_hints(type(args))  # strings too, as `from __future__ import annotations` leaves them
+    except Exception:  # a name they use is not importable here (tyro could not parse then): go by the defaults' types
+        hints = {}
     if set(saved) != set(defaults):
         exp_name = saved.get("exp_name")
         origin = f"{exp_name}.py" if isinstance(exp_name, str) and len(exp_name) < 80 else "another script"
@@ -368,7 +380,7 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
             f"--resume: the checkpoint's arguments are not this script's (it comes from {origin} or another version of it)"
         )
     for name, value in saved.items():
-        if not _fits(value, defaults[name]):
+        if not _fits(value, hints.get(name, Any if defaults[name] is None else type(defaults[name]))):
             raise RefusedCheckpoint(
                 f"--resume: refused, the checkpoint's --{name.replace('_', '-')} is a {type(value).__name__}"
             )
@@ -399,18 +411,22 @@ def _default(field: Any, args: Any) -> Any:
     return field.default_factory() if field.default_factory is not MISSING else getattr(args, field.name)
 
 
-def _fits(value: Any, default: Any) -> bool:
-    """A saved argument of the type of its field's default (any type where the default is None: the value's own
-    checks apply)."""
-    if default is None:
+def _fits(value: Any, hint: Any) -> bool:
+    """A saved argument of its field's declared type: an int field takes an int only (no float, no bool), a float
+    field an int or a float, an optional field None or a value of its type, a list field a list of its items' type."""
+    if hint is Any:
         return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, int | float):
-        return isinstance(value, int | float)
-    if isinstance(default, list | tuple):
-        return isinstance(value, list | tuple)
-    return type(value) is type(default)
+    if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_fits(value, option) for option in typing.get_args(hint))
+    kind = typing.get_origin(hint) or hint
+    if kind is float:
+        return type(value) in (int, float)
+    if kind is typing.Literal:
+        return any(type(value) is type(choice) and value == choice for choice in typing.get_args(hint))
+    if kind in (list, tuple):  # tyro reads either from the command line; a checkpoint holds lists as tuples or lists
+        item = next((arg for arg in typing.get_args(hint) if arg is not Ellipsis), Any)
+        return isinstance(value, list | tuple) and (item is Any or all(_fits(v, item) for v in value))
+    return type(value) is kind if isinstance(kind, type) else True  # a type this check does not know: the value's own
 
 
 # ---------------------------------------------------------------- random streams
@@ -479,7 +495,14 @@ def state_of(obj: Any) -> Any:
 
 
 def load_state(obj: Any, state: Any, name: str) -> None:
-    """Put `state_of`'s state back into `obj`, the object the resumed run made; RefusedCheckpoint if it does not fit."""
+    """Put `state_of`'s state back into `obj`, the object the resumed run made; RefusedCheckpoint if it does not fit.
+    A torch network's or optimiser's state is checked whole first (`check_module_state`, `check_optimizer_state`):
+    `load_state_dict` casts dtypes, takes NaNs, and an optimiser's takes moments of any shape."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.nn.Module):
+        check_module_state(obj, state, name)
+    elif torch is not None and isinstance(obj, torch.optim.Optimizer):
+        check_optimizer_state(obj, state, name)
     try:
         if hasattr(obj, "load_state_dict"):
             obj.load_state_dict(state)
@@ -492,12 +515,125 @@ def load_state(obj: Any, state: Any, name: str) -> None:
         raise RefusedCheckpoint(f"--resume: the checkpoint's {name} does not fit this run's ({reason})") from None
 
 
+def check_module_state(module: Any, state: Any, name: str) -> None:
+    """RefusedCheckpoint unless `state` holds the tensors of `module.state_dict()`: the same names, each of the same
+    shape and dtype, its floats finite."""
+    own = module.state_dict()
+    if not isinstance(state, dict) or set(state) != set(own):
+        differ = sorted(map(str, set(own) ^ set(state)))[:3] if isinstance(state, dict) else "all"
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} does not hold this run's tensors ({differ})")
+    for key, tensor in own.items():
+        if hasattr(tensor, "dtype"):  # a module's extra state, rare, is its own to check
+            _checked_array(state[key], f"{name} {key}", tuple(tensor.shape), tensor.dtype)
+
+
+# the ranges of an optimiser's settings (param_groups) that have one: a step size, a divisor, decay rates; every
+# number, these and the others, must be finite
+SETTING_RANGES = {"lr": (0, math.inf), "eps": (math.ulp(0.0), math.inf), "weight_decay": (0, math.inf)}
+SETTING_RANGES |= {"momentum": (0, math.inf), "betas": (0, math.nextafter(1, 0)), "alpha": (0, 1)}
+NON_NEGATIVE_STATE = frozenset({"step", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum"})  # counts, squares
+
+
+def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
+    """RefusedCheckpoint unless `state` is a state of `optimizer`: its param groups' settings those of the run
+    (numbers finite, in range; the rest, flags such as `fused`, equal), each parameter's state what this optimiser
+    keeps for it (`_state_of_a_step`): the same keys, tensors of the same shapes and dtypes, finite, and counts and
+    squares not negative."""
+    own = optimizer.state_dict()
+    groups = state.get("param_groups") if isinstance(state, dict) else None
+    if not isinstance(groups, list) or set(state) != set(own) or len(groups) != len(own["param_groups"]):
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not a state of this run's optimizer")
+    for index, (saved, mine) in enumerate(zip(groups, own["param_groups"], strict=True)):
+        params = saved.get("params") if isinstance(saved, dict) else None  # compared as a list (a tensor's `!=` is one)
+        if type(params) is not list or params != mine["params"] or set(saved) != set(mine):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} param group {index} is not this run's")
+        for key, value in mine.items():
+            _check_setting(saved[key], value, SETTING_RANGES.get(key, (-math.inf, math.inf)), f"{name} {key}")
+    entries = state["state"]
+    if not isinstance(entries, dict) or not all(type(index) is int for index in entries):
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state is not by parameter index")
+    kept = _state_of_a_step(optimizer) if entries else {}
+    for index, entry in entries.items():
+        if index not in kept:
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} has a state {index}, for no parameter")
+        if not isinstance(entry, dict) or set(entry) != set(kept[index]):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state {index} is not {sorted(kept[index])}")
+        for key, like in kept[index].items():
+            where = f"{name} state {index} {key}"
+            if not hasattr(like, "shape"):  # a number, or None (SGD's momentum buffer without momentum)
+                _check_setting(entry[key], like, (-math.inf, math.inf), where)
+                continue
+            value = _checked_array(entry[key], where, tuple(like.shape), like.dtype)
+            if key in NON_NEGATIVE_STATE and bool((value < 0).any()):
+                raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {where} is negative")
+
+
+def _check_setting(value: Any, own: Any, valid: tuple[float, float], name: str) -> None:
+    if isinstance(own, tuple):  # Adam's betas, Rprop's etas
+        if not isinstance(value, list | tuple) or len(value) != len(own):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not {len(own)} values")
+        for item, own_item in zip(value, own, strict=True):
+            _check_setting(item, own_item, valid, name)
+    elif isinstance(own, int | float) and not isinstance(own, bool):
+        finite = type(value) in (int, float) and -sys.float_info.max <= value <= sys.float_info.max  # NaN: False
+        if not finite or not valid[0] <= value <= valid[1]:
+            raise RefusedCheckpoint(
+                f"--resume: refused, the checkpoint's {name} ({_shown(value)}) is not a finite number in {valid[0]:g} to {valid[1]:g}"
+            )
+    elif type(value) is not type(own) or value != own:  # flags (fused, amsgrad...): the script sets them, never a run
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is {_shown(value)}, this run's {_shown(own)}")
+
+
+def _state_of_a_step(optimizer: Any) -> dict[int, dict[str, Any]]:
+    """The per-parameter state of `optimizer` after one step (by the indices of its `state_dict`), taken by a twin
+    of it with its settings, on zeros of its parameters' shapes with zero gradients: what it keeps differs between
+    optimisers, their settings (amsgrad, momentum), parameter shapes (Adafactor) and torch versions."""
+    import torch
+
+    groups = []
+    for group in optimizer.param_groups:
+        zeros = [torch.zeros_like(parameter, requires_grad=True) for parameter in group["params"]]
+        for parameter in zeros:
+            parameter.grad = torch.zeros_like(parameter)
+        groups.append({**group, "params": zeros})
+    twin = type(optimizer)(groups)
+    twin.step()
+    return twin.state_dict()["state"]
+
+
 SB3_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
 
 
 def _is_sb3_buffer(obj: Any) -> bool:
     buffers = sys.modules.get("stable_baselines3.common.buffers")
     return buffers is not None and isinstance(obj, buffers.ReplayBuffer)
+
+
+def _check_sb3_rows(buffer: Any, name: str, rows: np.ndarray) -> None:
+    """ValueError unless the replay memory's `rows` of array `name` are values the run could have added: floats
+    finite, dones and timeouts 0 or 1, actions in the buffer's action space (Box ones up to float rounding: SAC's
+    tanh-squashed actions are not clipped)."""
+    if rows.dtype.kind in "fc" and not np.isfinite(rows).all():
+        raise ValueError(f"its {name} hold a nan or an infinity")
+    if name in ("dones", "timeouts") and not np.isin(rows, (0, 1)).all():
+        raise ValueError(f"its {name} are not all 0 or 1")
+    if name != "actions" or rows.size == 0:
+        return
+    from gymnasium import spaces  # stable_baselines3 imported it
+
+    space = buffer.action_space
+    if isinstance(space, spaces.Box):  # rows are (size, n_envs, action_dim), the space's values flattened
+        low, high = space.low.reshape(-1), space.high.reshape(-1)
+        slack = 1e-5 * (1 + np.maximum(abs(low), abs(high)))
+        inside = (rows >= low - slack) & (rows <= high + slack)
+    elif isinstance(space, spaces.Discrete | spaces.MultiDiscrete):  # whole numbers from `start` on
+        count = space.n if isinstance(space, spaces.Discrete) else space.nvec
+        start, count = np.reshape(space.start, -1), np.reshape(count, -1)
+        inside = (rows == np.round(rows)) & (rows >= start) & (rows < start + count)
+    else:
+        return  # no script stores actions of another space (MultiBinary...)
+    if not inside.all():
+        raise ValueError(f"its actions are not all in the action space {space}")
 
 
 def _load_sb3_buffer(buffer: Any, state: Any) -> None:
@@ -512,5 +648,7 @@ def _load_sb3_buffer(buffer: Any, state: Any) -> None:
         array, own = state[name], getattr(buffer, name)
         if not isinstance(array, np.ndarray) or array.dtype != own.dtype or array.shape != (size, *own.shape[1:]):
             raise ValueError(f"its {name} are not {size} of this buffer's")
-        own[:size] = array
+        _check_sb3_rows(buffer, name, array)
+    for name in names:  # once all are checked
+        getattr(buffer, name)[:size] = state[name]
     buffer.pos, buffer.full = pos, full

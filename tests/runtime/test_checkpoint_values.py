@@ -7,8 +7,10 @@ NaN variance. Each must be refused in one line with exit code 2, as a bad comman
 The unchanged checkpoint of each script resumes (exit 0): the bounds refuse nothing a run writes.
 """
 
+import dataclasses
 import math
 from pathlib import Path
+from typing import Annotated  # noqa: F401 - a string annotation below names it
 
 import numpy as np
 import pytest
@@ -89,6 +91,12 @@ def nan_at_first(array):
     return array
 
 
+def nan_in_first_leaf(tree: dict) -> dict:
+    """A copy of a Flax state dict whose first array (in key order) has a NaN first."""
+    key = next(iter(tree))
+    return {**tree, key: nan_in_first_leaf(tree[key]) if isinstance(tree[key], dict) else nan_at_first(tree[key])}
+
+
 CASES = {
     "ppo.py": [
         ({"iteration": -5}, "iteration (-5) is not in 1 to 4"),
@@ -132,6 +140,11 @@ CASES = {
         ({"update_key": np.zeros(2, np.int64)}, "update_key is int64 (2,)"),
         ({"actor_state.params": lambda params: {}}, "actor_state.params does not hold this run's ['params']"),
         ({"qf_state.step": math.nan}, "qf_state.step (nan) is not a finite number"),
+        # a Flax train state goes through saved_tree, not load_state: its weights and Adam moments are checked there
+        ({"actor_state.params": nan_in_first_leaf}, "actor_state.params.params.Dense_0.bias holds a nan or an infinity"),
+        ({"actor_state.opt_state.0.nu.params.Dense_0.bias": lambda nu: nu - 1}, "0.nu.params.Dense_0.bias is negative"),
+        ({"actor_state.opt_state.0.count": lambda count: count - 100}, "actor_state.opt_state.0.count is negative"),
+        ({"qf_state.opt_state.0.mu": nan_in_first_leaf}, "qf_state.opt_state.0.mu.qf1.params.Dense_0.bias holds a nan"),
     ],
 }
 
@@ -245,6 +258,19 @@ def test_saved_tree_compares_structure_shapes_and_dtypes():
             ckpt.saved_tree({"s": bad}, "s", like)
 
 
+def test_saved_tree_refuses_negative_adam_second_moments_and_counts_only():
+    """optax's Adam state, as `to_state_dict` writes it: `nu` and `count` below zero make NaN updates."""
+    like = {"0": {"count": np.zeros((), np.int32), "mu": {"w": np.zeros(2, np.float32)}, "nu": {"w": np.zeros(2, np.float32)}}}
+    ckpt.saved_tree({"s": like}, "s", like)
+    ckpt.saved_tree({"s": {"0": {**like["0"], "mu": {"w": -np.ones(2, np.float32)}}}}, "s", like)  # a mean may be
+    for bad in (
+        {**like["0"], "nu": {"w": np.array([0.0, -1e-30], np.float32)}},
+        {**like["0"], "count": np.array(-1, np.int32)},
+    ):
+        with pytest.raises(ckpt.RefusedCheckpoint, match="is negative"):
+            ckpt.saved_tree({"s": {"0": bad}}, "s", like)
+
+
 def test_saved_tree_refuses_a_tree_nested_without_end():
     root_like, root = {}, {}
     node_like, node = root_like, root
@@ -253,3 +279,287 @@ def test_saved_tree_refuses_a_tree_nested_without_end():
         node_like, node = node_like["a"], node["a"]
     with pytest.raises(ckpt.RefusedCheckpoint, match="nests too deep"):
         ckpt.saved_tree({"s": root}, "s", root_like)
+
+
+# ---------------------------------------------------------------- networks and optimisers (load_state)
+
+
+def small_network() -> torch.nn.Module:
+    torch.manual_seed(0)
+    network = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    return network
+
+
+def stepped(optimizer_class, **settings):
+    """A network and its optimiser after two steps: the state a checkpoint holds mid-run."""
+    network = small_network()
+    optimizer = optimizer_class(network.parameters(), **settings)
+    for _ in range(2):
+        optimizer.zero_grad()
+        network(torch.randn(5, 3)).pow(2).sum().backward()
+        optimizer.step()
+    return network, optimizer
+
+
+def refused(obj, state, says: str) -> None:
+    with pytest.raises(ckpt.RefusedCheckpoint, match=says):
+        ckpt.load_state(obj, state, "learner")
+
+
+def test_a_networks_state_loads_only_with_its_names_shapes_dtypes_and_finite_floats():
+    saved = stepped(torch.optim.Adam)[0].state_dict()
+    network = small_network()
+    ckpt.load_state(network, saved, "learner")
+    assert all(torch.equal(network.state_dict()[key], value) for key, value in saved.items())
+    cases = [
+        ({**saved, "0.weight": nan_at_first(saved["0.weight"])}, "learner 0.weight holds a nan or an infinity"),
+        ({**saved, "1.running_var": torch.full((4,), math.inf)}, "learner 1.running_var holds a nan"),  # a buffer
+        ({**saved, "0.weight": saved["0.weight"].double()}, r"learner 0.weight is torch.float64 \(4, 3\)"),
+        ({**saved, "0.weight": saved["0.weight"].T}, r"learner 0.weight is torch.float32 \(3, 4\)"),
+        ({**saved, "0.weight": saved["0.weight"].numpy()}, r"learner 0.weight is float32 \(4, 3\)"),
+        ({**saved, "1.num_batches_tracked": torch.tensor(2.0)}, "learner 1.num_batches_tracked is torch.float32"),
+        (
+            {key: value for key, value in saved.items() if key != "2.bias"},
+            r"does not hold this run's tensors \(\['2.bias'\]\)",
+        ),
+        ({**saved, "extra": torch.zeros(1)}, r"does not hold this run's tensors \(\['extra'\]\)"),
+        ({**saved, 0: torch.zeros(1)}, r"does not hold this run's tensors \(\['0'\]\)"),
+        ([saved], "does not hold this run's tensors"),
+    ]
+    for state, says in cases:
+        refused(small_network(), state, says)
+
+
+SCRIPTS_OPTIMISERS = [  # as the scripts make them (grep "optim." cleanrl/)
+    (torch.optim.Adam, {"lr": 2.5e-4, "eps": 1e-5}),
+    (torch.optim.Adam, {"lr": 1e-3, "fused": True}),
+    (torch.optim.RAdam, {"lr": 1e-4}),
+]
+
+
+@pytest.mark.parametrize(("optimizer_class", "settings"), SCRIPTS_OPTIMISERS)
+def test_an_optimisers_own_state_loads_and_steps_on_as_the_original(optimizer_class, settings):
+    network, optimizer = stepped(optimizer_class, **settings)
+    twin = small_network()
+    twin.load_state_dict(network.state_dict())
+    twin_optimizer = optimizer_class(twin.parameters(), **settings)
+    ckpt.load_state(twin_optimizer, plain_data.loads(plain_data.dumps(optimizer.state_dict())), "optimizer")
+    for model, opt in ((network, optimizer), (twin, twin_optimizer)):
+        torch.manual_seed(1)
+        opt.zero_grad()
+        model(torch.randn(5, 3)).pow(2).sum().backward()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(network.parameters(), twin.parameters(), strict=True))
+
+
+def test_an_optimiser_state_before_its_first_step_loads():
+    network = small_network()
+    ckpt.load_state(torch.optim.Adam(network.parameters()), torch.optim.Adam(network.parameters()).state_dict(), "o")
+
+
+def with_group(state: dict, **settings) -> dict:
+    return {**state, "param_groups": [{**state["param_groups"][0], **settings}]}
+
+
+def with_entry(state: dict, index: int, **values) -> dict:
+    entries = dict(state["state"])
+    entries[index] = {key: value for key, value in {**entries.get(index, {}), **values}.items() if value is not DELETE}
+    return {**state, "state": entries}
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda s: with_group(s, lr=math.nan), r"learner lr \(nan\) is not a finite number in 0 to inf"),
+        (lambda s: with_group(s, lr=math.inf), r"learner lr \(inf\) is not a finite number"),
+        (lambda s: with_group(s, lr=-1e-3), r"learner lr \(-0.001\) is not a finite number in 0 to inf"),
+        (lambda s: with_group(s, lr=10**400), "learner lr .* is not a finite number"),
+        (lambda s: with_group(s, lr=True), r"learner lr \(True\)"),
+        (lambda s: with_group(s, lr="0.1"), r"learner lr \('0.1'\)"),
+        (lambda s: with_group(s, lr=torch.tensor(0.1)), "learner lr .a Tensor."),
+        (lambda s: with_group(s, eps=0.0), r"learner eps \(0.0\) is not a finite number in 4.94066e-324"),
+        (lambda s: with_group(s, eps=math.nan), r"learner eps \(nan\)"),
+        (lambda s: with_group(s, betas=(1.0, 0.999)), r"learner betas \(1.0\) is not a finite number in 0 to 1"),
+        (lambda s: with_group(s, betas=(0.9, -0.1)), r"learner betas \(-0.1\)"),
+        (lambda s: with_group(s, betas=(0.9,)), "learner betas is not 2 values"),
+        (lambda s: with_group(s, weight_decay=-1.0), r"learner weight_decay \(-1.0\)"),
+        (lambda s: with_group(s, fused=True), "learner fused is True, this run's None"),
+        (lambda s: with_group(s, amsgrad=None), "learner amsgrad is None, this run's False"),
+        (lambda s: with_group(s, maximize=1), "learner maximize is 1, this run's False"),
+        (lambda s: with_group(s, params=[0, 1, 2, 3, 4, 5, 6]), "param group 0 is not this run's"),
+        (lambda s: with_group(s, params=torch.arange(6)), "param group 0 is not this run's"),
+        (lambda s: {**s, "param_groups": s["param_groups"] * 2}, "is not a state of this run's optimizer"),
+        (lambda s: {**s, "extra": 1}, "is not a state of this run's optimizer"),
+        (lambda s: with_entry(s, 0, exp_avg=nan_at_first(s["state"][0]["exp_avg"])), "learner state 0 exp_avg holds a nan"),
+        (lambda s: with_entry(s, 2, exp_avg_sq=-s["state"][2]["exp_avg_sq"] - 1), "learner state 2 exp_avg_sq is negative"),
+        (lambda s: with_entry(s, 1, step=torch.tensor(-1.0)), "learner state 1 step is negative"),
+        (lambda s: with_entry(s, 1, step=torch.tensor(math.inf)), "learner state 1 step holds a nan or an infinity"),
+        (lambda s: with_entry(s, 1, step=2), r"learner state 1 step is a int, not an array"),
+        (lambda s: with_entry(s, 0, exp_avg=torch.zeros(3)), r"learner state 0 exp_avg is torch.float32 \(3,\), this run's"),
+        (lambda s: with_entry(s, 0, exp_avg=s["state"][0]["exp_avg"].double()), "state 0 exp_avg is torch.float64"),
+        (lambda s: with_entry(s, 0, exp_avg_sq=DELETE), r"state 0 is not \['exp_avg', 'exp_avg_sq', 'step'\]"),
+        (lambda s: with_entry(s, 0, max_exp_avg_sq=torch.zeros(4, 3)), "state 0 is not"),
+        (lambda s: with_entry(s, 99, step=torch.tensor(1.0)), "has a state 99, for no parameter"),
+        (lambda s: {**s, "state": {"0": s["state"][0]}}, "state is not by parameter index"),
+        (lambda s: {**s, "state": {True: s["state"][1]}}, "state is not by parameter index"),
+        (lambda s: {**s, "state": [s["state"][0]]}, "state is not by parameter index"),
+    ],
+)
+def test_an_optimisers_state_that_a_run_never_writes_is_refused(change, says):
+    network, optimizer = stepped(torch.optim.Adam, lr=1e-3)
+    refused(torch.optim.Adam(network.parameters(), lr=1e-3), change(optimizer.state_dict()), says)
+
+
+@pytest.mark.parametrize(
+    ("optimizer_class", "settings"),
+    [
+        (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+        (torch.optim.RMSprop, {"lr": 0.01, "momentum": 0.5, "centered": True}),
+        (torch.optim.Adam, {"amsgrad": True}),
+        (torch.optim.AdamW, {}),
+        (torch.optim.Adagrad, {}),
+        (torch.optim.Adafactor, {}),  # keeps row and column statistics for a matrix, one variance for a vector
+    ],
+)
+def test_other_optimisers_states_load_and_a_nan_in_each_is_refused(optimizer_class, settings):
+    """What each optimiser keeps is read from a step of a twin of it, not from a list: others than the scripts' work."""
+    network, optimizer = stepped(optimizer_class, **settings)
+    saved = optimizer.state_dict()
+    ckpt.load_state(optimizer_class(network.parameters(), **settings), saved, "learner")
+    for key, value in saved["state"][0].items():
+        if isinstance(value, torch.Tensor) and value.dim() > 0:
+            refused(optimizer_class(network.parameters(), **settings), with_entry(saved, 0, **{key: value * math.nan}), key)
+
+
+# ---------------------------------------------------------------- arguments (restored_args) and the run's clock
+
+
+@dataclasses.dataclass
+class Flags:
+    """Annotations as strings, as a script with `from __future__ import annotations` has them."""
+
+    num_envs: "int" = 4
+    learning_rate: "float" = 2.5e-4
+    anneal_lr: "bool" = True
+    target_kl: "float | None" = None
+    teacher: "Annotated[str | None, 'an alias']" = None
+    seeds: "list[int]" = dataclasses.field(default_factory=lambda: [1, 2])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fits"),
+    [
+        ("num_envs", 8, True),
+        ("num_envs", 4.0, False),
+        ("num_envs", True, False),
+        ("num_envs", 1e30, False),
+        ("learning_rate", 1, True),
+        ("learning_rate", 0.5, True),
+        ("learning_rate", "0.5", False),
+        ("learning_rate", None, False),
+        ("anneal_lr", 1, False),
+        ("anneal_lr", False, True),
+        ("target_kl", None, True),
+        ("target_kl", 0.02, True),
+        ("target_kl", "x", False),
+        ("teacher", "user/model", True),
+        ("teacher", None, True),
+        ("teacher", 3, False),
+        ("seeds", (1, 2, 3), True),
+        ("seeds", [1.0], False),
+        ("seeds", "12", False),
+    ],
+)
+def test_saved_arguments_must_be_of_their_fields_declared_types(name, value, fits):
+    saved = {**dataclasses.asdict(Flags()), name: value}
+    if fits:
+        assert getattr(ckpt.restored_args(Flags(), {"args": saved}), name) == value
+    else:
+        with pytest.raises(ckpt.RefusedCheckpoint, match=f"--{name.replace('_', '-')} is a {type(value).__name__}"):
+            ckpt.restored_args(Flags(), {"args": saved})
+
+
+@dataclasses.dataclass
+class Unreadable:
+    """A hint that cannot be read here (tyro could not parse such a script's flags either): the defaults' types."""
+
+    count: "int" = 1
+    unknown: "NotImportableHere" = 3  # noqa: F821
+    optional: "str | None" = None
+
+
+def test_saved_arguments_of_unreadable_hints_go_by_their_defaults_types():
+    assert ckpt.restored_args(Unreadable(), {"args": {"count": 2, "unknown": 5, "optional": "x"}}).unknown == 5
+    for name, value in (("count", 2.0), ("unknown", 5.0), ("count", True)):
+        saved = {**dataclasses.asdict(Unreadable()), name: value}
+        with pytest.raises(ckpt.RefusedCheckpoint, match=f"--{name} is a {type(value).__name__}"):
+            ckpt.restored_args(Unreadable(), {"args": saved})
+
+
+def run_state(**changes) -> dict:
+    state = {"args": {}, "run_name": "a", "wandb_id": None, "global_step": 10, "elapsed_time": 12.5, "rng": {}, "envs": None}
+    return {**state, **changes}
+
+
+def test_the_runs_clock_is_a_time_a_run_can_have_taken():
+    for elapsed in (0, 12.5, 3e8):
+        ckpt.check_run_state(run_state(elapsed_time=elapsed))
+    for elapsed in (-1e300, -0.5, 1e9, math.inf, math.nan):
+        with pytest.raises(ckpt.RefusedCheckpoint, match="clock is out of range"):
+            ckpt.check_run_state(run_state(elapsed_time=elapsed))
+
+
+# ---------------------------------------------------------------- Stable-Baselines3 replay memories
+
+
+def sb3_memory(action_space, size: int = 8):
+    from gymnasium import spaces
+    from stable_baselines3.common.buffers import ReplayBuffer
+
+    observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    return ReplayBuffer(size, observation_space, action_space, "cpu", handle_timeout_termination=False)
+
+
+def filled(action_space, actions):
+    memory = sb3_memory(action_space)
+    for action in actions:
+        memory.add(np.ones((1, 2)), np.ones((1, 2)), np.array([action]), np.array([1.0]), np.array([False]), [{}])
+    return ckpt.state_of(memory)
+
+
+def test_a_replay_memory_of_values_a_run_adds_loads():
+    from gymnasium import spaces
+
+    for space, actions in [
+        (spaces.Discrete(3, start=-1), [-1, 0, 1]),
+        (spaces.MultiDiscrete([2, 3]), [[0, 2], [1, 0]]),
+        (spaces.Box(-2.0, 2.0, (2,), np.float32), [[2.0, -2.0], [np.float32(2.0) + np.float32(1e-6), 0.0]]),  # rounding
+        (spaces.Box(-np.inf, np.inf, (1,), np.float32), [[1e30]]),
+    ]:
+        saved = filled(space, actions)
+        memory = sb3_memory(space)
+        ckpt.load_state(memory, saved, "replay_buffer")
+        assert memory.pos == len(actions) and np.array_equal(memory.actions[: len(actions)], saved["actions"])
+
+
+def test_a_replay_memory_of_values_no_run_adds_is_refused_and_not_copied():
+    from gymnasium import spaces
+
+    discrete, box = spaces.Discrete(3, start=-1), spaces.Box(-2.0, 2.0, (2,), np.float32)
+    cases = [
+        (discrete, "rewards", nan_at_first, "its rewards hold a nan or an infinity"),
+        (discrete, "observations", lambda a: a * math.inf, "its observations hold a nan or an infinity"),
+        (discrete, "actions", lambda a: np.full_like(a, 2), "its actions are not all in the action space Discrete"),
+        (discrete, "actions", lambda a: np.full_like(a, -2), "its actions are not all in"),
+        (spaces.MultiDiscrete([2, 3]), "actions", lambda a: a + [0, 1], "its actions are not all in"),
+        (box, "actions", lambda a: a + 0.1, "its actions are not all in the action space Box"),
+        (box, "actions", nan_at_first, "its actions hold a nan or an infinity"),
+        (discrete, "dones", lambda a: a + 2, "its dones are not all 0 or 1"),
+        (discrete, "dones", lambda a: a + 0.5, "its dones are not all 0 or 1"),
+    ]
+    for space, name, change, says in cases:
+        actions = [[2.0, -2.0], [1.0, 0.0]] if space is box else [[0, 2], [1, 0]] if space.shape == (2,) else [-1, 1]
+        saved = filled(space, actions)
+        memory = sb3_memory(space)
+        refused(memory, {**saved, name: change(saved[name])}, says)
+        assert memory.pos == 0 and not memory.observations.any(), "nothing is copied into a memory that is refused"
