@@ -284,10 +284,12 @@ if __name__ == "__main__":
         )
         explore_key = jax.random.wrap_key_data(exp.saved_tree("explore_key", jax.random.key_data(explore_key)))
         obs = exp.saved_array("obs", envs.observation_space.shape, np.float32)
-        num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
+        # a critic update per iteration after learning_starts: the actor's cadence counts them
+        updates = max(0, first_step // args.num_envs - 1 - args.learning_starts // args.num_envs)
+        num_updates = exp.saved_int("num_updates", updates, updates)
         # the last one is logged until the actor's next update
         actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_float("actor_loss")
-        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)

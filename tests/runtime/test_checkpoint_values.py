@@ -124,7 +124,8 @@ CASES = {
         ({"next_obs": lambda obs: obs[:, :5]}, "next_obs is torch.float32 (1, 5), this run's torch.float32 (1, 11)"),
     ],
     "td3_continuous_action_jax.py": [
-        ({"num_updates": -1}, "num_updates (-1) is not in 0 to 300"),
+        ({"num_updates": -1}, "num_updates (-1) is not in 99 to 99"),
+        ({"num_updates": 98}, "num_updates (98) is not in 99 to 99"),  # one update per step after step 100
         ({"global_step": 300}, "global_step (300) is not in 0 to 299"),
         ({"actor_loss": np.float32(math.nan)}, "actor_loss (nan) is not a finite number"),
         ({"obs": lambda obs: obs.astype(np.float64)}, "obs is float64 (1, 3), this run's float32 (1, 3)"),
