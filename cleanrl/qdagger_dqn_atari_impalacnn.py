@@ -339,6 +339,8 @@ if __name__ == "__main__":
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
+        saved_actions = max(rb.actions.max(), teacher_rb.actions.max())
+        exp.require(saved_actions < env.action_space.n, "--resume: refused, its replay memories hold actions the game lacks")
         teacher_return = exp.saved_float("teacher_return")
         student_returns = deque(exp.saved_list("student_returns", student_returns.maxlen, 0.0), maxlen=student_returns.maxlen)
         steps_done = exp.saved_int("global_step", 0, args.offline_steps + args.total_timesteps)

@@ -356,6 +356,8 @@ if __name__ == "__main__":
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(memories)
+        saved_actions = max(rb.actions.max(), teacher_rb.actions.max())
+        exp.require(saved_actions < env.action_space.n, "--resume: refused, its replay memories hold actions the game lacks")
         saved_q_state = exp.saved_tree("q_state", flax.serialization.to_state_dict(q_state))
         q_state = flax.serialization.from_state_dict(q_state, saved_q_state)  # parameters, target, Adam
         teacher_return = exp.saved_float("teacher_return")
