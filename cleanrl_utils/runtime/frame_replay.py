@@ -135,6 +135,8 @@ class FrameReplayBuffer:
                 raise ValueError(f"its {name} are not {size} of this memory's")
         if not np.isfinite(state["rewards"]).all():
             raise ValueError("its rewards hold a nan or an infinity")
+        if size and not state["valid"].any():  # `sample` would draw slots forever
+            raise ValueError("it holds no whole transition")
         for name in self.ARRAYS:
             getattr(self, name)[:size] = state[name]
         self.pos, self.size, self.last = pos, size, last

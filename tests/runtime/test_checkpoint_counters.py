@@ -18,6 +18,7 @@ import pytest
 from cleanrl_utils.runtime import checkpoint as ckpt
 from cleanrl_utils.runtime import plain_data
 from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from tests.fixtures.teachers import TEACHER_MODEL
 from tests.helpers import run_in_process
 
 # each attack resumes a small run (a few minutes in all on one core): CI runs them after the quick run
@@ -48,6 +49,13 @@ RUNS = {
     "dqn_atari.py": (
         *("--total-timesteps", "320", "--learning-starts", "100", "--buffer-size", "300", "--batch-size", "16"),
         *("--train-frequency", "5", "--target-network-frequency", "100", "--checkpoint-frequency", "150"),
+    ),
+    # Breakout with an untrained teacher: 100 steps of its play, 60 offline steps, 240 online ones, a checkpoint
+    # every 25 steps: the older one (275) is in the online phase
+    "qdagger_dqn_atari_impalacnn.py": (
+        *("--teacher-model-path", str(TEACHER_MODEL), "--teacher-eval-episodes", "1", "--teacher-steps", "100"),
+        *("--offline-steps", "60", "--offline-eval-frequency", "0", "--buffer-size", "300", "--learning-starts", "100"),
+        *("--total-timesteps", "240", "--train-frequency", "5", "--batch-size", "8", "--checkpoint-frequency", "25"),
     ),
     "ppo_atari_lstm.py": (
         *("--num-envs", "2", "--num-steps", "32", "--num-minibatches", "2", "--total-timesteps", "256"),
@@ -93,7 +101,7 @@ def test_the_unchanged_older_checkpoint_resumes_to_the_end(script, older_checkpo
     """The control: every check below takes what the run wrote (two envs, a memory not yet full, the LSTM run)."""
     run = resumed(script, older_checkpoint(script), tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "SPS" in run.stdout, "it trained on after the checkpoint"
+    assert ckpt.checkpoints(run.run_dir / "checkpoints"), "it trained on to its next checkpoint"
 
 
 # ---------------------------------------------------------------- counters that disagree
@@ -199,6 +207,34 @@ def test_dqn_atari_frame_memory_out_of_shape(attack, older_checkpoint, tmp_path)
     assert_refused_in_one_line(resumed("dqn_atari.py", state, tmp_path), "dqn_atari.py", says)
 
 
+def test_qdagger_online_phase_without_its_observation(older_checkpoint, tmp_path):
+    # was: accepted as an offline checkpoint's (obs None), then a TypeError when the online step stored None
+    state = older_checkpoint("qdagger_dqn_atari_impalacnn.py")
+    assert state["global_step"] == 275 and state["obs"] is not None
+    state["obs"] = None
+    run = resumed("qdagger_dqn_atari_impalacnn.py", state, tmp_path)
+    assert_refused_in_one_line(run, "qdagger_dqn_atari_impalacnn.py", "obs")
+
+
+def test_qdagger_offline_phase_with_an_empty_teacher_memory(older_checkpoint, tmp_path):
+    # was: a ValueError traceback at the first batch drawn from nothing
+    state = older_checkpoint("qdagger_dqn_atari_impalacnn.py")
+    teacher = state["teacher_replay_buffer"]
+    empty = {name: teacher[name][:0] for name in FrameReplayBuffer.ARRAYS}
+    state |= {"global_step": 30, "teacher_replay_buffer": empty | {"pos": 0, "size": 0, "last": None}}
+    run = resumed("qdagger_dqn_atari_impalacnn.py", state, tmp_path)
+    assert_refused_in_one_line(run, "qdagger_dqn_atari_impalacnn.py", "teacher's memory is empty")
+
+
+def test_qdagger_offline_phase_with_no_whole_transition_in_the_teacher_memory(older_checkpoint, tmp_path):
+    # was: accepted; the offline phase adds nothing, so the first batch redrew its slots forever (the run hung)
+    state = older_checkpoint("qdagger_dqn_atari_impalacnn.py")
+    teacher = state["teacher_replay_buffer"]
+    state |= {"global_step": 30, "teacher_replay_buffer": teacher | {"valid": np.zeros_like(teacher["valid"])}}
+    run = resumed("qdagger_dqn_atari_impalacnn.py", state, tmp_path)
+    assert_refused_in_one_line(run, "qdagger_dqn_atari_impalacnn.py", "holds no whole transition")
+
+
 def filled_frame_memory(transitions: int, capacity: int = 10) -> FrameReplayBuffer:
     memory = FrameReplayBuffer(capacity, (2, 2), 2)
     frames = [np.full((2, 2, 2), i, np.uint8) for i in range(transitions + 1)]
@@ -223,6 +259,7 @@ def test_frame_memory_takes_its_own_state_at_every_fill(transitions):
         ({"pos": 2}, "position is not where its next frame goes"),
         ({"last": 1}, "current frame is not its newest"),
         ({"rewards": np.full(9, math.inf, np.float32)}, "rewards hold a nan or an infinity"),
+        ({"valid": np.zeros(9, bool)}, "holds no whole transition"),
     ],
 )
 def test_frame_memory_refuses_counters_that_disagree_and_leaves_itself_as_it_was(change, says):
