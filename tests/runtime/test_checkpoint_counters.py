@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from cleanrl_utils.runtime import checkpoint as ckpt
 from cleanrl_utils.runtime import plain_data
 from cleanrl_utils.runtime.frame_replay import FrameReplayBuffer
+from cleanrl_utils.tensorboard_reader import read_scalars
 from tests.fixtures.teachers import TEACHER_MODEL
 from tests.helpers import run_in_process
 
@@ -34,6 +36,10 @@ RUNS = {
     ),
     # a memory that has not wrapped at its older checkpoint (200 of 500 rows)
     "sac_continuous_action_jax.py": (
+        *PENDULUM_OFF_POLICY,
+        *("--total-timesteps", "420", "--learning-starts", "100", "--buffer-size", "500"),
+    ),
+    "sac_continuous_action.py": (
         *PENDULUM_OFF_POLICY,
         *("--total-timesteps", "420", "--learning-starts", "100", "--buffer-size", "500"),
     ),
@@ -139,6 +145,19 @@ def test_ddpg_critic_updates_that_disagree_with_the_steps(older_checkpoint, tmp_
     state["num_updates"] = 0
     run = resumed("ddpg_continuous_action.py", state, tmp_path)
     assert_refused_in_one_line(run, "ddpg_continuous_action.py", "num_updates (0) is not in 99 to 99")
+
+
+def test_sac_alpha_follows_log_alpha_whatever_alpha_the_checkpoint_holds(older_checkpoint, tmp_path):
+    # was: a saved alpha of 1000 beside log alpha 0.03 was the temperature until the next alpha update (with
+    # --no-autotune: for the whole run, whatever --alpha said); alpha is exp(log alpha) or --alpha, never read
+    state = older_checkpoint("sac_continuous_action.py")
+    runs = []
+    for name, changed in (("honest", state), ("crafted", state | {"alpha": torch.tensor(1000.0)})):
+        (tmp_path / name).mkdir()
+        runs.append(resumed("sac_continuous_action.py", changed, tmp_path / name))
+        assert runs[-1].returncode == 0, runs[-1].stderr[-2000:]
+    honest, crafted = (read_scalars(run.run_dir)["losses/alpha"] for run in runs)
+    assert crafted == honest and max(value for _, value in crafted) < 2
 
 
 # ---------------------------------------------------------------- the JAX scripts' ring memory
