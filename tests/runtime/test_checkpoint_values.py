@@ -99,6 +99,8 @@ CASES = {
         ({"iteration": True}, "iteration (True) is not in"),
         ({"iteration": "3"}, "iteration ('3') is not in"),
         ({"iteration": DELETE}, "holds no iteration"),
+        ({"iteration": 3}, "global_step (1024) is not 3 iterations' steps"),  # in range, behind its step count
+        ({"global_step": 1000}, "global_step (1000) is not 4 iterations' steps"),
         ({"global_step": 2**62}, "global step or clock is out of range"),  # its loop counts iterations
         ({"global_step": -1}, "global step or clock is out of range"),
         ({"global_step": math.nan}, "global_step is not a int"),
