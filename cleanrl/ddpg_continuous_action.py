@@ -192,10 +192,12 @@ if __name__ == "__main__":
     if exp.loaded_checkpoint:
         checkpoint = exp.restore_run_state(learners)
         obs = exp.saved_array("obs", envs.observation_space.shape, envs.observation_space.dtype)
-        num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
+        # a critic update per iteration after learning_starts: the actor's cadence counts them
+        updates = max(0, first_step // args.num_envs - 1 - args.learning_starts // args.num_envs)
+        num_updates = exp.saved_int("num_updates", updates, updates)
         # the last one is logged until the actor's next update
         actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_array("actor_loss", (), torch.float32)
-        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

@@ -147,11 +147,12 @@ class ReplayBuffer:
     obs | action | reward | termination | next obs. A batch is one fancy-indexing gather and one array sent
     to the jitted update (Stable-Baselines3's buffer makes five torch tensors per batch)."""
 
-    def __init__(self, capacity, num_envs, obs_dim, action_dim, seed):
+    def __init__(self, capacity, num_envs, obs_dim, action_space, seed):
         self.rows = capacity // num_envs * num_envs
-        self.data = np.zeros((self.rows, 2 * obs_dim + action_dim + 2), np.float32)
+        self.data = np.zeros((self.rows, 2 * obs_dim + action_space.shape[0] + 2), np.float32)
         self.num_envs, self.pos, self.size = num_envs, 0, 0
         self.rng = np.random.default_rng(seed)
+        self.action_columns, self.action_space = slice(obs_dim, obs_dim + action_space.shape[0]), action_space
 
     def add(self, obs, next_obs, actions, rewards, terminations):
         self.data[self.pos : self.pos + self.num_envs] = np.column_stack([obs, actions, rewards, terminations, next_obs])
@@ -165,8 +166,22 @@ class ReplayBuffer:
         return {"data": self.data[: self.size], "pos": self.pos, "size": self.size, "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state):
-        self.data[: state["size"]] = state["data"]
-        self.pos, self.size, self.rng.bit_generator.state = state["pos"], state["size"], state["rng"]
+        """Take a `state_dict()` of a memory made with the same arguments; ValueError if it is not one."""
+        data, pos, size = state["data"], state["pos"], state["size"]
+        if type(pos) is not int or type(size) is not int or not 0 <= size <= self.rows or size % self.num_envs:
+            raise ValueError(f"its size ({size!r}) is not a number of steps of at most {self.rows} rows")
+        # the ring fills from row 0, then wraps: until it is full, the next row is the first empty one
+        if (pos != size) if size < self.rows else (not 0 <= pos < self.rows or pos % self.num_envs):
+            raise ValueError(f"its position ({pos}) is not where its next step goes")
+        if not isinstance(data, np.ndarray) or data.dtype != np.float32 or data.shape != (size, self.data.shape[1]):
+            raise ValueError(f"its rows are not {size} of this memory's float32 rows")
+        actions, low, high = data[:, self.action_columns], self.action_space.low, self.action_space.high
+        if not np.isfinite(data).all() or not np.isin(data[:, self.action_columns.stop + 1], (0, 1)).all():
+            raise ValueError("its rows hold a nan, an infinity or a termination flag other than 0 and 1")
+        if not ((low <= actions) & (actions <= high)).all():
+            raise ValueError("its actions are out of the action bounds")
+        self.rng.bit_generator.state = state["rng"]
+        self.data[:size], self.pos, self.size = data, pos, size
 
 
 class ActorCriticState(TrainState):
@@ -208,7 +223,7 @@ if __name__ == "__main__":
         apply_fn=qf.apply, params=qf1_params, target_params=qf1_params, tx=optax.adam(args.learning_rate)
     )
     # The stored termination flag is the only "done": a time-limit cut still bootstraps from the next state.
-    rb = ReplayBuffer(args.buffer_size, args.num_envs, obs_dim, action_dim, args.seed)
+    rb = ReplayBuffer(args.buffer_size, args.num_envs, obs_dim, space, args.seed)
 
     @jax.jit
     def explore(actor_params, obs, key):
@@ -269,10 +284,12 @@ if __name__ == "__main__":
         )
         explore_key = jax.random.wrap_key_data(exp.saved_tree("explore_key", jax.random.key_data(explore_key)))
         obs = exp.saved_array("obs", envs.observation_space.shape, np.float32)
-        num_updates = exp.saved_int("num_updates", 0, args.total_timesteps)
+        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
+        # a critic update per iteration after learning_starts: the actor's cadence counts them
+        updates = max(0, first_step // args.num_envs - 1 - args.learning_starts // args.num_envs)
+        num_updates = exp.saved_int("num_updates", updates, updates)
         # the last one is logged until the actor's next update
         actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_float("actor_loss")
-        first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + args.num_envs
     else:
         obs, _ = envs.reset(seed=args.seed)
         obs = obs.astype(np.float32)

@@ -173,6 +173,7 @@ if __name__ == "__main__":
     first_step = 0
     if exp.loaded_checkpoint:
         exp.restore_run_state(learners)
+        exp.require(rb.actions.max() < env.action_space.n, "--resume: refused, its replay memory holds actions the game lacks")
         obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1
     else:

@@ -193,8 +193,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         next_obs = exp.saved_array("next_obs", envs.observation_space.shape, torch.float32).to(device)
     else:
         next_obs, _ = envs.reset(seed=args.seed)

@@ -246,8 +246,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         next_obs = exp.saved_array("next_obs", envs.observation_space.shape, torch.uint8).to(device)
         next_start = exp.saved_array("next_start", (args.num_envs,), torch.float32).to(device)
         saved_lstm_state = exp.saved_tree("next_lstm_state", agent.initial_state(args.num_envs, device))

@@ -277,8 +277,8 @@ if __name__ == "__main__":
     key = jax.random.PRNGKey(args.seed)
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state({"agent": agent, "optimizer": optimizer})  # the observation statistics too
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         # the batch's simulator state: the saved arrays, of the shapes and in the structure of a fresh reset's
         fresh_state = jax.eval_shape(envs.reset, jax.random.fold_in(key, 0))
         saved_state = exp.saved_tree("env_state", jax.tree.leaves(fresh_state))

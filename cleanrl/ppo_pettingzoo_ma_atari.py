@@ -245,8 +245,8 @@ if __name__ == "__main__":
     global_step, first_iteration = 0, 1
     game_actions = [[] for _ in range(args.num_envs // 2)]  # each game copy's (player 0, player 1) actions since its reset
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(learners)
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state(learners)
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         saved, known = exp.saved_list("game_actions", args.num_envs // 2, np.ndarray), range(envs.single_action_space.n)
         fits = len(saved) == args.num_envs // 2 and all(p.shape[1:] == (2,) and np.isin(p, known).all() for p in saved)
         exp.require(fits, "--resume: the checkpoint's games are not this run's")

@@ -287,11 +287,11 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
         mean, var, count = exp.saved_tree("reward_scale", (0.0, 1.0, 1e-4))  # finite numbers
         exp.require(var >= 0 and count > 0, "--resume: refused, the checkpoint's reward_scale is not statistics")
         scale_rewards.mean, scale_rewards.var, scale_rewards.count = mean, var, count
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     with exp:  # catches Ctrl-C/SIGTERM (exit 130), starts the SPS clock, closes envs and logs on any exit

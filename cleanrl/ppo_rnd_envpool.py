@@ -375,8 +375,8 @@ if __name__ == "__main__":
     learners = {"agent": agent, "rnd_model": rnd_model, "optimizer": optimizer, "visited_places": visited}
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(learners)
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state(learners)
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         rms = exp.saved_tree(
             "rms", ((obs_rms.mean, obs_rms.var, obs_rms.count), (reward_rms.mean, reward_rms.var, reward_rms.count))
         )

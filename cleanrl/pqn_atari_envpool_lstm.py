@@ -246,8 +246,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state({"q_network": q_network, "optimizer": optimizer})
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
     next_obs, _ = envs.reset()
     next_obs = torch.as_tensor(next_obs, device=device)
     resetting = np.zeros(args.num_envs, dtype=bool)  # the sub-env's episode ended: its next step is the reset

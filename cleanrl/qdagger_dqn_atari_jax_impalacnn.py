@@ -355,18 +355,17 @@ if __name__ == "__main__":
     student_returns = deque(maxlen=10)  # the last 10 games: the online distillation coefficient's measure
     steps_done = 0  # offline steps, then online ones: what --checkpoint-frequency counts
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state(memories)
+        exp.restore_run_state(memories)
+        saved_actions = max(rb.actions.max(), teacher_rb.actions.max())
+        exp.require(saved_actions < env.action_space.n, "--resume: refused, its replay memories hold actions the game lacks")
         saved_q_state = exp.saved_tree("q_state", flax.serialization.to_state_dict(q_state))
         q_state = flax.serialization.from_state_dict(q_state, saved_q_state)  # parameters, target, Adam
         teacher_return = exp.saved_float("teacher_return")
         student_returns = deque(exp.saved_list("student_returns", student_returns.maxlen, 0.0), maxlen=student_returns.maxlen)
         steps_done = exp.saved_int("global_step", 0, args.offline_steps + args.total_timesteps)
-        # None in the offline phase: the online env has not started yet
-        obs = (
-            None
-            if checkpoint.get("obs") is None
-            else exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
-        )
+        exp.require(teacher_rb.size or steps_done >= args.offline_steps, "--resume: refused, its teacher's memory is empty")
+        online = steps_done > args.offline_steps  # the online env has started: its observation is saved
+        obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype) if online else None
 
     def save_checkpoint(obs):
         state = {"q_state": flax.serialization.to_state_dict(jax.device_get(q_state))}

@@ -226,6 +226,7 @@ if __name__ == "__main__":
     first_step = 0
     if exp.loaded_checkpoint:
         exp.restore_run_state(learners)
+        exp.require(rb.actions.max() < env.action_space.n, "--resume: refused, its replay memory holds actions the game lacks")
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))

@@ -229,7 +229,7 @@ if __name__ == "__main__":
         if args.autotune:
             with torch.no_grad():
                 log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
-        alpha = exp.saved_array("alpha", (), torch.float32).to(device)
+            alpha = log_alpha.detach().exp()[0]
         # the last losses are logged until the actor's next update, which may come after the next log step
         actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_array("actor_loss", (), torch.float32)
         alpha_loss = None if checkpoint.get("alpha_loss") is None else exp.saved_array("alpha_loss", (), torch.float32)
@@ -337,7 +337,7 @@ if __name__ == "__main__":
             done = global_step + args.num_envs  # environment steps taken so far
             if exp.checkpoint_due(done, since=global_step):
                 # named after the steps taken; "global_step" is the last step logged (a resume purges the logs after it)
-                state = {"log_alpha": log_alpha.detach() if args.autotune else None, "alpha": alpha}
+                state = {"log_alpha": log_alpha.detach() if args.autotune else None}
                 state |= {"actor_loss": actor_loss, "alpha_loss": alpha_loss}
                 exp.save_checkpoint(done, {"global_step": global_step, "obs": obs, **state}, learners)
 

@@ -458,8 +458,8 @@ if __name__ == "__main__":
 
     global_step, first_iteration = 0, 1
     if exp.loaded_checkpoint:
-        checkpoint = exp.restore_run_state({"agent": agent, "optimizer": optimizer})
-        global_step, first_iteration = checkpoint["global_step"], exp.saved_int("iteration", 1, args.num_iterations) + 1
+        exp.restore_run_state({"agent": agent, "optimizer": optimizer})
+        global_step, first_iteration = exp.saved_iteration(args.num_iterations, args.batch_size)
         obs_like = torch.as_tensor(np.zeros(envs.observation_space.shape, envs.observation_space.dtype))
         next_obs = exp.saved_tree("next_obs", obs_like).to(device)
         env_memory = exp.saved_tree("env_memory", env_memory).to(device)

@@ -399,6 +399,15 @@ class Experiment:
         except ckpt.CheckpointError as e:
             self.fail(str(e))
 
+    def saved_iteration(self, num_iterations: int, steps_each: int) -> tuple[int, int]:
+        """The loaded checkpoint's global step and the iteration to go on from: its `iteration` (1 to `num_iterations`)
+        plus one. Each iteration takes `steps_each` steps: a step count that disagrees would run past the budget."""
+        done = self.saved_int("iteration", 1, num_iterations)
+        global_step = self._checkpoint()["global_step"]  # a whole number (`checkpoint.check_run_state`)
+        if global_step != done * steps_each:
+            self.fail(f"--resume: refused, the checkpoint's global_step ({global_step}) is not {done} iterations' steps")
+        return global_step, done + 1
+
     def saved_float(self, name: str, low: float = -math.inf, high: float = math.inf) -> float:
         """The loaded checkpoint's number `name`, finite and in [low, high] (`checkpoint.saved_float`)."""
         try:

@@ -125,12 +125,18 @@ class FrameReplayBuffer:
         counters = [pos, size] + ([] if last is None else [last])
         if not all(type(n) is int for n in counters) or not 0 <= size <= self.capacity or not 0 <= pos < self.capacity:
             raise ValueError("its counters are out of range")
-        if last is not None and not 0 <= last < size:
-            raise ValueError("its current frame is out of range")
+        if size < self.capacity and pos != size:  # the ring fills from slot 0 before it wraps
+            raise ValueError("its position is not where its next frame goes")
+        if last is not None and (size == 0 or last != (pos - 1) % self.capacity):  # the newest frame is the current one
+            raise ValueError("its current frame is not its newest")
         for name in self.ARRAYS:
             array, own = state[name], getattr(self, name)
             if not isinstance(array, np.ndarray) or array.dtype != own.dtype or array.shape != (size, *own.shape[1:]):
                 raise ValueError(f"its {name} are not {size} of this memory's")
+        if not np.isfinite(state["rewards"]).all():
+            raise ValueError("its rewards hold a nan or an infinity")
+        if size and not state["valid"].any():  # `sample` would draw slots forever
+            raise ValueError("it holds no whole transition")
         for name in self.ARRAYS:
             getattr(self, name)[:size] = state[name]
         self.pos, self.size, self.last = pos, size, last

@@ -107,6 +107,8 @@ CASES = {
         ({"iteration": True}, "iteration (True) is not in"),
         ({"iteration": "3"}, "iteration ('3') is not in"),
         ({"iteration": DELETE}, "holds no iteration"),
+        ({"iteration": 3}, "global_step (1024) is not 3 iterations' steps"),  # in range, behind its step count
+        ({"global_step": 1000}, "global_step (1000) is not 4 iterations' steps"),
         ({"global_step": 2**62}, "global step or clock is out of range"),  # its loop counts iterations
         ({"global_step": -1}, "global step or clock is out of range"),
         ({"global_step": math.nan}, "global_step is not a int"),
@@ -132,7 +134,8 @@ CASES = {
         ({"next_obs": lambda obs: obs[:, :5]}, "next_obs is torch.float32 (1, 5), this run's torch.float32 (1, 11)"),
     ],
     "td3_continuous_action_jax.py": [
-        ({"num_updates": -1}, "num_updates (-1) is not in 0 to 300"),
+        ({"num_updates": -1}, "num_updates (-1) is not in 99 to 99"),
+        ({"num_updates": 98}, "num_updates (98) is not in 99 to 99"),  # one update per step after step 100
         ({"global_step": 300}, "global_step (300) is not in 0 to 299"),
         ({"actor_loss": np.float32(math.nan)}, "actor_loss (nan) is not a finite number"),
         ({"obs": lambda obs: obs.astype(np.float64)}, "obs is float64 (1, 3), this run's float32 (1, 3)"),
