@@ -1007,13 +1007,6 @@ def edited_copy(edit: str, run: list[tuple[int, float]], rng) -> list[tuple[int,
     raise ValueError(edit)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: near_copy misses copies with two trivial edits together: the first episode cut and every step "
-    "moved by one (0 of 20 found at 30 and 300 episodes; each edit alone is found), the run's second half re-logged "
-    "from the start (0/20; its score is the original's), 1% noise on every return of 30 episodes (0/20), a "
-    "two-episode moving average (0/20)",
-)
 @pytest.mark.parametrize(
     "edit",
     [
@@ -1034,11 +1027,6 @@ def test_the_near_copy_rule_finds_copies_edited_twice(edit):
     assert missed == 0, f"{missed} of 20 copies missed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a copy of seed 11 with its first episode cut and its steps moved by one counts as seed 16: "
-    "5 vs 7 seeds (exit 3) become 6 vs 7 and a regression (exit 1)",
-)
 def test_a_copy_cut_by_one_episode_and_moved_by_one_step_is_refused(tmp_path, capsys):
     root, rng = tmp_path / "runs", np.random.default_rng(2)
     curves = {}
