@@ -1240,3 +1240,49 @@ def test_a_flag_given_no_value_is_refused_before_numpy_loads(tmp_path, case):
     write_group(tmp_path / "runs", "A-v1", "new", range(11, 18), 100, noise_seed=2)
     code, err, loaded = run_rlops_module(tmp_path, *flags)
     assert code == 2 and flag in err and "numpy" not in loaded, (code, err, loaded)
+
+
+# ---------------------------------------------------------------- round 4: the correlation rule for noisy copies
+
+
+def noisy_seed_run(kind: str, rng) -> list[tuple[int, float]]:
+    """A seed of continuous returns whose noise is not the normal white noise the correlation rule's tail assumes."""
+    episodes = 300 if "300" in kind else 30
+    final = 1000 * (1 + 0.1 * rng.normal())
+    if kind.startswith("continuous levels in turn"):  # a cycle of 16 levels, 1% noise: both seeds in step
+        levels = np.linspace(0.3, 0.95, 16)[np.random.default_rng(16).permutation(16)]
+        return as_series(np.resize(levels, episodes) * (1 + 0.01 * rng.normal(size=episodes)))
+    if kind.startswith("Cauchy"):
+        noise = rng.standard_cauchy(episodes)
+    elif kind.startswith("correlated"):  # each episode's noise 0.9 of the last one's plus its own
+        noise = np.zeros(episodes)
+        for i, own in enumerate(rng.normal(size=episodes)):
+            noise[i] = 0.9 * noise[i - 1] + own if i else own
+    else:  # falls: 5% of episodes end at -1000, the others learning with normal noise
+        noise = rng.normal(size=episodes)
+    values = final / (1 + np.exp(-np.linspace(-6, 6, episodes))) + 0.05 * final * noise
+    if kind.startswith("falls"):
+        values[rng.random(episodes) < 0.05] = -1000.0
+    return as_series(values, np.cumsum(rng.integers(100, 200, size=episodes)))
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "Cauchy noise, 30",
+        "Cauchy noise, 300",
+        "correlated noise, 30",
+        "correlated noise, 300",
+        "falls, 30",
+        "continuous levels in turn, 300",
+    ],
+)
+def test_the_correlation_rule_refuses_no_two_seeds_of_odd_noise(kind):
+    """Broke while the rule was built, held since: without clipping the fluctuations, big ones of both seeds at one
+    episode decided the fit (here 1 of 200 pairs with Cauchy noise at 300 episodes, 3 of 200 with falls at 30); without
+    leaving runs whose fluctuations repeat to the agreement rule, a cycle of 16 levels made all 200 pairs copies."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(sum(map(ord, kind)))
+    refused = sum(near_copy(noisy_seed_run(kind, rng), noisy_seed_run(kind, rng)) for _ in range(200))
+    assert refused == 0, f"{refused} of 200 pairs of independent seeds called copies"
