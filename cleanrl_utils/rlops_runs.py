@@ -381,8 +381,9 @@ def is_straight_copy(a: np.ndarray, b: np.ndarray) -> bool:
 
 def fluctuations(values: np.ndarray) -> np.ndarray | None:
     """Each value less the mean of it and its four neighbours (the episode's noise, with the trend taken out: a
-    straight stretch exactly, a learning curve's bend nearly), clipped at eight robust standard deviations (1.4826
-    times the median absolute deviation) so that a rare fall cannot decide a fit; None when most are the same (or within float32 rounding of it)."""
+    straight stretch exactly, a learning curve's bend nearly), clipped at `COPY_CLIP` robust standard deviations
+    (1.4826 times the median absolute deviation) so that a rare fall cannot decide a fit; None when most are 0
+    (within float32 rounding)."""
     noise = values[2:-2] - np.convolve(values, np.full(5, 0.2), "valid")
     noise[np.abs(noise) <= 1e-5 * float(np.abs(values).max())] = 0.0  # float32 rounding, not a fluctuation
     middle = float(np.median(noise))
@@ -405,7 +406,8 @@ def repeats_itself(noise: np.ndarray) -> bool:
     products = np.fft.irfft(spectrum * np.conj(spectrum))[:count]  # sum of centred[i] * centred[i + lag]
     squares = np.cumsum(centred**2)
     earlier, later = squares[count - 1 - lags], squares[-1] - squares[lags - 1]  # of centred[:-lag] and [lag:]
-    correlation = np.clip(products[lags] / np.sqrt(earlier * later), -1.0, 1.0)
+    spread = np.sqrt(earlier * later)
+    correlation = np.clip(products[lags] / np.where(spread > 0, spread, 1.0), -1.0, 1.0)  # 0 for a flat stretch
     independent = 1 + (count - lags - 1) / COPY_WHITE_SHARED
     chance = (1.0 - correlation**2) ** np.maximum(0.0, (independent - 3) / 2)
     return float(chance.min()) * lags.size <= COPY_CYCLE_CHANCE
@@ -472,8 +474,9 @@ def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -
     than two seeds'.
 
     A copy keeps a run's episode-to-episode fluctuations. The runs are lined up in a few ways (`alignments`) and,
-    in each, two rules ask whether independent runs would match this well with chance below `COPY_CHANCE` divided by
-    the number of tries (Bonferroni: trying more alignments must not raise false alarms):
+    in each, two rules bound the chance that independent runs match this well. Every bound taken draws on one
+    budget, `COPY_CHANCE` (weighted Bonferroni: trying more alignments must not raise false alarms): half to the
+    agreement at the steps both logged, when those differ from the episodes, the rest shared equally by the others:
 
     - agreement: the second differences of the returns (the noise, with any straight trend taken out) agree to
       `COPY_RTOL`, episode for episode, far more often than at episodes 1 to `COPY_LAGS` apart (the chance rate,
@@ -485,21 +488,33 @@ def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -
       fitted by the other's at the same and the previous episode explain nearly all of them (R²), where fits at lags
       `COPY_NULL_LAGS` away, which no copy shares, explain little. This finds copies with 1% noise on each return or
       smoothed by a moving average of two, which agree to 1% nowhere. The chance is a normal-theory tail,
-      (1 - R²) ** ((n - 3) / 2), with n the independent values the fluctuations hold, measured by the lagged fits; it
-      is not used for discrete returns, where two seeds can repeat each other exactly.
+      (1 - R²) ** ((n - 3) / 2), with n the independent values the fluctuations hold (Bartlett's count for white
+      noise, or fewer as the lagged fits measure); fluctuations are clipped (`COPY_CLIP`) so that heavy tails do not
+      decide it. It is not used for discrete returns, where two seeds can repeat each other exactly, nor for runs
+      that repeat themselves (`repeats_itself`: cycles of levels).
 
     Curves without any fluctuation (straight lines, only written by hand) are copies when 90% of their values agree."""
     by_step, a, b, lags = alignments(first, second)
     continuous = correlation_applies(a, b)
-    tries = len(by_step) + len(lags) * (3 if continuous else 1)  # one agreement, two correlations per alignment
-    for (a_part, b_part), lag in [*((pair, 0) for pair in by_step), *((beside(a, b, lag), lag) for lag in lags)]:
-        if lag == 0 and is_straight_copy(a_part, b_part):  # by step, or from the first episode
+    # the budget of chance: half to the steps both logged (where a copy with episodes dropped lines up), when they
+    # differ from the episodes; the rest shared by one agreement and two correlations per episode alignment
+    at_steps = COPY_CHANCE / 2 if by_step else 0.0
+    each = (COPY_CHANCE - at_steps) / (len(lags) * (3 if continuous else 1) or 1)
+    for a_part, b_part in by_step:
+        if is_straight_copy(a_part, b_part):
             return True
         chance = agreement_chance(a_part, b_part)
-        if chance is not None and chance * tries <= COPY_CHANCE:
+        if chance is not None and chance <= at_steps:
+            return True
+    for lag in lags:
+        a_part, b_part = beside(a, b, lag)
+        if lag == 0 and is_straight_copy(a_part, b_part):
+            return True
+        chance = agreement_chance(a_part, b_part)
+        if chance is not None and chance <= each:
             return True
     for lag in lags if continuous else []:
-        if correlation_chance(a, b, lag) * tries <= COPY_CHANCE:
+        if correlation_chance(a, b, lag) <= each:
             return True
     return False
 

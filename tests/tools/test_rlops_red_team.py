@@ -41,12 +41,17 @@ noise or rounded. Broke:
   one lag (the cycle); left as strict xfails: a cycle longer than half the run, and copies of short cycling runs;
 - copies missed, 0 of 20 each on 30-episode runs: the first episode cut and every step moved by one (each edit alone
   is found; end to end, 5 vs 7 seeds at exit 3 become a regression, exit 1), a run's second half re-logged from the
-  start (its score is the original's), 1% noise on every return, a two-episode moving average (strict xfails, open);
+  start (its score is the original's), 1% noise on every return, a two-episode moving average. Fixed: runs are lined
+  up at their ends too, and continuous runs' fluctuations are compared by correlation (round 4 below);
 - the baseline's run files copied under the tag on their own seed numbers (same steps, SPS, runtime) passed: 13 seeds,
   exit 0. Fixed: an exact clock match is refused under two tags too;
 - a flag given no value (`--runs-dir`, `--exp-name`, `--env-ids` with an unset variable) passed the flag check and
   loaded numpy; an empty `--runs-dir` or `--runs-dir ''` compared ./runs or the whole current folder and exited 0.
   Fixed: refused in the flag check, one line, exit 2.
+
+A fourth round built the correlation rule for noisy and smoothed copies and attacked it while it was built: heavy
+tails, falls, noise correlated from episode to episode and continuous cycles of levels; what broke it is kept below
+as plain tests, held since.
 """
 
 import itertools
@@ -1017,6 +1022,9 @@ def edited_copy(edit: str, run: list[tuple[int, float]], rng) -> list[tuple[int,
     ],
 )
 def test_the_near_copy_rule_finds_copies_edited_twice(edit):
+    """Fixed (round 3 found 0 of 20 of each): lined up at its end, each cut copy agrees episode for episode; the noisy
+    and the smoothed copies are found by the correlation of their fluctuations. Measured on 200 more copies of each
+    (seed 2026): 200, 200, 183 (1% noise on 30 episodes holds little more than the rule needs) and 200."""
     from cleanrl_utils.rlops_runs import near_copy
 
     rng = np.random.default_rng(11)
