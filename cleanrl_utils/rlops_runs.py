@@ -425,9 +425,10 @@ def explained(y: np.ndarray, x: np.ndarray, lag: int) -> tuple[float, int]:
     total = float(target @ target)
     if total == 0.0:
         return 0.0, stop - start
-    fit, *_ = np.linalg.lstsq(inputs, target, rcond=None)
-    left = target - inputs @ fit
-    return max(0.0, 1.0 - float(left @ left) / total), stop - start
+    # the normal equations of two inputs (pinv: one input may repeat the other, as in a flat stretch)
+    covariance, towards = inputs.T @ inputs, inputs.T @ target
+    fit = np.linalg.pinv(covariance) @ towards
+    return min(1.0, max(0.0, float(towards @ fit) / total)), stop - start
 
 
 def correlation_applies(a: np.ndarray, b: np.ndarray) -> bool:
@@ -452,6 +453,8 @@ def correlation_chance(a: np.ndarray, b: np.ndarray, lag: int) -> float:
     least = 1.0
     for y, x, at in ((fb, fa, lag), (fa, fb, -lag)):
         r2, used = explained(y, x, at)
+        if not used or (1.0 - r2) ** max(0.0, (1 + (used - 1) / COPY_WHITE_SHARED - 3) / 2) > COPY_CHANCE:
+            continue  # no copy even with the most independent values the lagged fits could leave: spare them
         # the fits at lags where a copy's noise no longer lines up: their mean R², against 2 / (n - 1) for n
         # independent normal values, measures how many independent values the fluctuations hold
         inflation = []
@@ -459,7 +462,7 @@ def correlation_chance(a: np.ndarray, b: np.ndarray, lag: int) -> float:
             null_r2, null_used = explained(y, x, at + apart)
             if null_used:
                 inflation.append(null_r2 * (null_used - 1) / 2)
-        if not used or len(inflation) < len(COPY_NULL_LAGS) // 2:
+        if len(inflation) < len(COPY_NULL_LAGS) // 2:
             continue
         independent = 1 + (used - 1) / max(COPY_WHITE_SHARED, float(np.mean(inflation)))
         # R² of a least-squares fit on two inputs, in n independent normal values: above r with chance (1 - r)^((n-3)/2)
