@@ -262,19 +262,42 @@ COPY_MAX_LAG = 1000  # and each run's agreement with itself at any lag up to hal
 COPY_MIN_VALUES = 10  # fewer fluctuations than this in common: too little to tell a copy (short or flat runs)
 COPY_CHANCE = 1e-9  # a bound on the chance that independent runs agree as much: below it, the runs are copies
 COPY_SMOOTH_LEVELS = 5  # curves without fluctuations (only written by hand) need this many distinct values
+COPY_SHIFTS = 1  # a copy cut or extended by up to this many episodes at its start or its end is lined up with its run
+COPY_NULL_LAGS = range(6, 16)  # the correlation of fluctuations this many episodes apart is the chance correlation
+COPY_WHITE_SHARED = 1.45  # Bartlett's 1 + 2 sum of rho_k^2 for white noise less its mean of five: rho = -.3 -.35 .1 .05
+COPY_CYCLE_CHANCE = 1e-3  # a run whose fluctuations repeat at a lag with less chance than this holds a cycle
+COPY_CLIP = 8  # fluctuations beyond this many robust standard deviations are clipped: a fall must not decide a fit
+COPY_DISTINCT = 0.9  # runs with a smaller share of distinct values are discrete (0/1, integers): no correlation rule
 
 
-def alignments(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Two ways to line two runs' values up: episode by episode from the start (a copy with episodes added or cut at
-    its end), and at the global steps both logged (a copy with episodes added or cut anywhere)."""
-    by_index = min(len(first), len(second))
+def alignments(
+    first: list[tuple[int, float]], second: list[tuple[int, float]]
+) -> tuple[list, np.ndarray, np.ndarray, list[int]]:
+    """The ways to line two runs' values up: (at the steps both logged, a, b, lags). At the global steps both logged
+    (a copy with episodes added or cut anywhere, its steps kept), left out when those are all the steps of both; and
+    episode by episode, a[i + lag] beside b[i], with the shorter run's first episode at the longer run's first or its
+    last at the longer run's last, each moved by up to `COPY_SHIFTS` episodes (a copy cut or extended at its start or
+    its end, its steps moved or not; a run's second half re-logged as a run lines up at its end)."""
     at_second = dict(second)
     common = [(value, at_second[step]) for step, value in first if step in at_second]
-    pairs = [
-        (np.array([v for _, v in first[:by_index]]), np.array([v for _, v in second[:by_index]])),
-        (np.array([a for a, _ in common]), np.array([b for _, b in common])),
-    ]
-    return [(a.astype(float), b.astype(float)) for a, b in pairs]
+    a, b = np.array([v for _, v in first], dtype=float), np.array([v for _, v in second], dtype=float)
+    ends = len(a) - len(b)
+    lags = {*range(-COPY_SHIFTS, COPY_SHIFTS + 1), *range(ends - COPY_SHIFTS, ends + COPY_SHIFTS + 1)}
+    lags = [lag for lag in sorted(lags, key=abs) if overlap(a, b, lag) >= COPY_MIN_VALUES + 2]
+    by_step = []
+    if COPY_MIN_VALUES + 2 <= len(common) and not len(common) == len(a) == len(b):
+        by_step.append((np.array([x for x, _ in common], dtype=float), np.array([y for _, y in common], dtype=float)))
+    return by_step, a, b, lags
+
+
+def overlap(a: np.ndarray, b: np.ndarray, lag: int) -> int:
+    return min(len(b), len(a) - lag) - max(0, -lag)
+
+
+def beside(a: np.ndarray, b: np.ndarray, lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of a and b lined up with a[i + lag] beside b[i]."""
+    start, stop = max(0, -lag), min(len(b), len(a) - lag)
+    return a[start + lag : stop + lag], b[start:stop]
 
 
 def chance_bound(agreeing: int, compared: int, chance: float) -> float:
@@ -312,51 +335,190 @@ def most_self_agreement(da: np.ndarray, db: np.ndarray, agree) -> float:
     return most
 
 
+def agreement_chance(a: np.ndarray, b: np.ndarray) -> float | None:
+    """The chance bound of two lined-up runs' second differences agreeing to `COPY_RTOL` as often as they do (see
+    `near_copy`); None when they do not fluctuate, or fluctuate too little to tell."""
+    scale = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-30)
+    flat = 1e-5 * scale  # float32 rounding of the values, not a fluctuation
+    da, db = np.diff(a, 2), np.diff(b, 2)
+    da[np.abs(da) <= flat], db[np.abs(db) <= flat] = 0.0, 0.0
+
+    def agree(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.abs(x - y) <= COPY_RTOL * np.maximum(np.abs(x), np.abs(y))
+
+    moving = (da != 0) | (db != 0)
+    if moving.sum() < COPY_MIN_VALUES:
+        return None
+    agreeing = int(agree(da, db)[moving].sum())
+    chance_agreeing = chance_compared = 0
+    for lag in range(1, COPY_LAGS + 1):
+        for x, y in ((da[lag:], db[:-lag]), (da[:-lag], db[lag:])):
+            counted = (x != 0) | (y != 0)
+            chance_agreeing += int(agree(x, y)[counted].sum())
+            chance_compared += int(counted.sum())
+    chance = (chance_agreeing + 1) / (chance_compared + 1)
+    compared = int(moving.sum())
+    bound = chance_bound(agreeing, compared, chance)
+    if bound > COPY_CHANCE:
+        return bound
+    # the self-agreement costs a pass per lag: measured only for runs the near lags call copies
+    return chance_bound(agreeing, compared, max(chance, most_self_agreement(da, db, agree)))
+
+
+def is_straight_copy(a: np.ndarray, b: np.ndarray) -> bool:
+    """Curves without any fluctuation (straight lines, only written by hand) are copies when 90% of their values
+    agree to `COPY_RTOL` and they take at least `COPY_SMOOTH_LEVELS` distinct values."""
+    scale = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-30)
+    if len(a) < COPY_MIN_VALUES + 2 or (np.abs(np.diff(a, 2)) > 1e-5 * scale).any():
+        return False
+    if (np.abs(np.diff(b, 2)) > 1e-5 * scale).any():
+        return False
+    levels = len(np.unique(np.round(a / (COPY_RTOL * scale))))
+    return (
+        levels >= COPY_SMOOTH_LEVELS and float(np.mean(np.abs(a - b) <= COPY_RTOL * np.maximum(np.abs(a), np.abs(b)))) >= 0.9
+    )
+
+
+def fluctuations(values: np.ndarray) -> np.ndarray | None:
+    """Each value less the mean of it and its four neighbours (the episode's noise, with the trend taken out: a
+    straight stretch exactly, a learning curve's bend nearly), clipped at `COPY_CLIP` robust standard deviations
+    (1.4826 times the median absolute deviation) so that a rare fall cannot decide a fit; None when most are 0
+    (within float32 rounding)."""
+    noise = values[2:-2] - np.convolve(values, np.full(5, 0.2), "valid")
+    noise[np.abs(noise) <= 1e-5 * float(np.abs(values).max())] = 0.0  # float32 rounding, not a fluctuation
+    middle = float(np.median(noise))
+    spread = 1.4826 * float(np.median(np.abs(noise - middle)))
+    if spread == 0.0:
+        return None
+    return np.clip(noise, middle - COPY_CLIP * spread, middle + COPY_CLIP * spread)
+
+
+def repeats_itself(noise: np.ndarray) -> bool:
+    """Whether a run's fluctuations correlate with their own at some lag from 6 (where white noise less its mean of
+    five shares nothing) to half the run or `COPY_MAX_LAG`, beyond `COPY_CYCLE_CHANCE` (Bonferroni over the lags):
+    a cycle of levels, which two honest seeds share in step."""
+    count = len(noise)
+    lags = np.arange(6, min(count // 2, COPY_MAX_LAG) + 1)
+    if not lags.size:
+        return False
+    centred = noise - noise.mean()
+    spectrum = np.fft.rfft(centred, 2 * count)
+    products = np.fft.irfft(spectrum * np.conj(spectrum))[:count]  # sum of centred[i] * centred[i + lag]
+    squares = np.cumsum(centred**2)
+    earlier, later = squares[count - 1 - lags], squares[-1] - squares[lags - 1]  # of centred[:-lag] and [lag:]
+    spread = np.sqrt(earlier * later)
+    correlation = np.clip(products[lags] / np.where(spread > 0, spread, 1.0), -1.0, 1.0)  # 0 for a flat stretch
+    independent = 1 + (count - lags - 1) / COPY_WHITE_SHARED
+    chance = (1.0 - correlation**2) ** np.maximum(0.0, (independent - 3) / 2)
+    return float(chance.min()) * lags.size <= COPY_CYCLE_CHANCE
+
+
+def explained(y: np.ndarray, x: np.ndarray, lag: int) -> tuple[float, int]:
+    """(R², values used) of `y[i]` fitted by `x[i + lag]` and `x[i + lag - 1]` (a shift, or a moving average of two
+    episodes), least squares with an intercept."""
+    start, stop = max(0, 1 - lag), min(len(y), len(x) - lag)
+    if stop - start < COPY_MIN_VALUES:
+        return 0.0, 0
+    target = y[start:stop] - y[start:stop].mean()
+    inputs = np.column_stack([x[start + lag : stop + lag], x[start + lag - 1 : stop + lag - 1]])
+    inputs = inputs - inputs.mean(axis=0)
+    total = float(target @ target)
+    if total == 0.0:
+        return 0.0, stop - start
+    # the normal equations of two inputs (pinv: one input may repeat the other, as in a flat stretch)
+    covariance, towards = inputs.T @ inputs, inputs.T @ target
+    fit = np.linalg.pinv(covariance) @ towards
+    return min(1.0, max(0.0, float(towards @ fit) / total)), stop - start
+
+
+def correlation_applies(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the correlation rule may judge two runs: both of continuous values (discrete ones, 0/1 or whole
+    numbers, can repeat each other exactly by chance), fluctuating, and without a cycle (which two honest seeds
+    share in step: left to the agreement rule, which weighs it)."""
+    if min(len(a), len(b)) < COPY_MIN_VALUES + 4:
+        return False
+    if min(len(np.unique(a)) / len(a), len(np.unique(b)) / len(b)) < COPY_DISTINCT:
+        return False
+    fa, fb = fluctuations(a), fluctuations(b)
+    return fa is not None and fb is not None and not repeats_itself(fa) and not repeats_itself(fb)
+
+
+def correlation_chance(a: np.ndarray, b: np.ndarray, lag: int) -> float:
+    """The chance of two runs' fluctuations, lined up with a[i + lag] beside b[i], fitting each other as well as they
+    do (see `near_copy`), the better of the two directions (1 where too few episodes overlap to measure it); only
+    for runs `correlation_applies` to."""
+    fa, fb = fluctuations(a), fluctuations(b)
+    # neighbouring fluctuations of a run share the mean of five, so n of them hold fewer independent values:
+    # n / 1.45 for white episode noise (Bartlett's), fewer where the noise itself is correlated (the fits below)
+    least = 1.0
+    for y, x, at in ((fb, fa, lag), (fa, fb, -lag)):
+        r2, used = explained(y, x, at)
+        if not used or (1.0 - r2) ** max(0.0, (1 + (used - 1) / COPY_WHITE_SHARED - 3) / 2) > COPY_CHANCE:
+            continue  # no copy even with the most independent values the lagged fits could leave: spare them
+        # the fits at lags where a copy's noise no longer lines up: their mean R², against 2 / (n - 1) for n
+        # independent normal values, measures how many independent values the fluctuations hold
+        inflation = []
+        for apart in (*COPY_NULL_LAGS, *(-step for step in COPY_NULL_LAGS)):
+            null_r2, null_used = explained(y, x, at + apart)
+            if null_used:
+                inflation.append(null_r2 * (null_used - 1) / 2)
+        if len(inflation) < len(COPY_NULL_LAGS) // 2:
+            continue
+        independent = 1 + (used - 1) / max(COPY_WHITE_SHARED, float(np.mean(inflation)))
+        # R² of a least-squares fit on two inputs, in n independent normal values: above r with chance (1 - r)^((n-3)/2)
+        chance = (1.0 - r2) ** max(0.0, (independent - 3) / 2)
+        least = min(least, chance)
+    return least
+
+
 def near_copy(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> bool:
-    """Whether two runs' learning curves are one run's, edited or not (its SPS, its length, its returns scaled by up
-    to 1%, a tenth of them changed), rather than two seeds'.
+    """Whether two runs' learning curves are one run's, edited or not (its SPS, its steps, episodes cut at its start
+    or end, its returns scaled by up to 1%, a tenth of them changed, 1% noise on each, a moving average of two), rather
+    than two seeds'.
 
-    A copy keeps a run's episode-to-episode fluctuations: the second differences of its returns (its noise, with any
-    straight trend taken out) agree with the original's, episode for episode. Another seed's fluctuations agree
-    with them at the same episode no more often than at neighbouring ones. So the agreement at the same episode is
-    compared with the agreement up to `COPY_LAGS` episodes apart (the chance of agreeing, measured on the two runs
-    themselves), and the runs are copies when independent runs would agree this much with chance below
-    `COPY_CHANCE`. Episodes where both are flat (CartPole's 500, MountainCar's -200) say nothing and are not
-    counted; runs with fewer than `COPY_MIN_VALUES` fluctuations in common are never copies. Curves without any
-    fluctuation (straight lines, only written by hand) are copies when 90% of their values agree."""
-    for a, b in alignments(first, second):
-        if len(a) < COPY_MIN_VALUES + 2:
-            continue
-        scale = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-30)
-        flat = 1e-5 * scale  # float32 rounding of the values, not a fluctuation
-        da, db = np.diff(a, 2), np.diff(b, 2)
-        da[np.abs(da) <= flat], db[np.abs(db) <= flat] = 0.0, 0.0
+    A copy keeps a run's episode-to-episode fluctuations. The runs are lined up in a few ways (`alignments`) and,
+    in each, two rules bound the chance that independent runs match this well. Every bound taken draws on one
+    budget, `COPY_CHANCE` (weighted Bonferroni: trying more alignments must not raise false alarms): half to the
+    agreement at the steps both logged, when those differ from the episodes, the rest shared equally by the others:
 
-        def agree(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return np.abs(x - y) <= COPY_RTOL * np.maximum(np.abs(x), np.abs(y))
+    - agreement: the second differences of the returns (the noise, with any straight trend taken out) agree to
+      `COPY_RTOL`, episode for episode, far more often than at episodes 1 to `COPY_LAGS` apart (the chance rate,
+      measured on the two runs themselves, and raised to each run's agreement with itself at any lag: cycles of
+      levels). Episodes where both are flat (CartPole's 500) are not counted; fewer than `COPY_MIN_VALUES`
+      fluctuations in common are never copies. This finds copies edited by a scale, a shift or a tenth of changed
+      returns, in any kind of run that fluctuates.
+    - correlation: for runs of continuous values, each run's fluctuations (a return less the mean of five around it)
+      fitted by the other's at the same and the previous episode explain nearly all of them (R²), where fits at lags
+      `COPY_NULL_LAGS` away, which no copy shares, explain little. This finds copies with 1% noise on each return or
+      smoothed by a moving average of two, which agree to 1% nowhere. The chance is a normal-theory tail,
+      (1 - R²) ** ((n - 3) / 2), with n the independent values the fluctuations hold (Bartlett's count for white
+      noise, or fewer as the lagged fits measure); fluctuations are clipped (`COPY_CLIP`) so that heavy tails do not
+      decide it. It is not used for discrete returns, where two seeds can repeat each other exactly, nor for runs
+      that repeat themselves (`repeats_itself`: cycles of levels).
 
-        moving = (da != 0) | (db != 0)
-        if not moving.any():
-            if (da == 0).all() and (db == 0).all():
-                levels = len(np.unique(np.round(a / (COPY_RTOL * scale))))
-                if levels >= COPY_SMOOTH_LEVELS and np.mean(agree(a, b)) >= 0.9:
-                    return True
-            continue
-        if moving.sum() < COPY_MIN_VALUES:
-            continue
-        agreeing = int(agree(da, db)[moving].sum())
-        chance_agreeing = chance_compared = 0
-        for lag in range(1, COPY_LAGS + 1):
-            for x, y in ((da[lag:], db[:-lag]), (da[:-lag], db[lag:])):
-                counted = (x != 0) | (y != 0)
-                chance_agreeing += int(agree(x, y)[counted].sum())
-                chance_compared += int(counted.sum())
-        chance = (chance_agreeing + 1) / (chance_compared + 1)
-        compared = int(moving.sum())
-        # the self-agreement costs a pass per lag: measured only for runs the near lags call copies
-        if chance_bound(agreeing, compared, chance) <= COPY_CHANCE:
-            if chance_bound(agreeing, compared, max(chance, most_self_agreement(da, db, agree))) <= COPY_CHANCE:
-                return True
+    Curves without any fluctuation (straight lines, only written by hand) are copies when 90% of their values agree."""
+    by_step, a, b, lags = alignments(first, second)
+    continuous = correlation_applies(a, b)
+    # the budget of chance: half to the steps both logged (where a copy with episodes dropped lines up), when they
+    # differ from the episodes; the rest shared by one agreement and two correlations per episode alignment
+    at_steps = COPY_CHANCE / 2 if by_step else 0.0
+    each = (COPY_CHANCE - at_steps) / (len(lags) * (3 if continuous else 1) or 1)
+    for a_part, b_part in by_step:
+        if is_straight_copy(a_part, b_part):
+            return True
+        chance = agreement_chance(a_part, b_part)
+        if chance is not None and chance <= at_steps:
+            return True
+    for lag in lags:
+        a_part, b_part = beside(a, b, lag)
+        if lag == 0 and is_straight_copy(a_part, b_part):
+            return True
+        chance = agreement_chance(a_part, b_part)
+        if chance is not None and chance <= each:
+            return True
+    for lag in lags if continuous else []:
+        if correlation_chance(a, b, lag) <= each:
+            return True
     return False
 
 
