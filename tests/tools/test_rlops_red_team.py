@@ -1294,3 +1294,132 @@ def test_the_correlation_rule_refuses_no_two_seeds_of_odd_noise(kind):
     rng = np.random.default_rng(sum(map(ord, kind)))
     refused = sum(near_copy(noisy_seed_run(kind, rng), noisy_seed_run(kind, rng)) for _ in range(200))
     assert refused == 0, f"{refused} of 200 pairs of independent seeds called copies"
+
+
+# ---------------------------------------------------------------- round 4: real runs, shared streams and schedules
+
+REAL_WALKER2D = Path(__file__).parents[1] / "fixtures" / "td3_walker2d_returns.json"
+
+
+def real_walker2d_run(seed: int) -> list[tuple[int, float]]:
+    """Episodes 1000 to 1199 of a real 1M-step td3_continuous_action_jax run on Walker2d-v4 (seed 1 or 2), read from
+    its event files with `cleanrl_utils.report.collect_runs` and kept as (step, return) pairs."""
+    import json
+
+    return [(int(step), float(value)) for step, value in json.loads(REAL_WALKER2D.read_text())[f"seed {seed}"]]
+
+
+def smoothed_copy(run: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """A copy whose every return is the mean of it and the one before (its first episode dropped, steps kept)."""
+    values = np.array([value for _, value in run])
+    return as_series((values[1:] + values[:-1]) / 2, [step for step, _ in run[1:]])
+
+
+def test_two_real_seeds_and_their_halves_are_not_called_copies_and_edited_copies_are_found():
+    """Held: two seeds of a real TD3 run (200 Walker2d episodes each) are not copies, nor is each run's first half
+    against its second; a copy with its first episode cut and its steps moved by one, its second half re-logged, or 1%
+    noise on each return is found. On the full real runs (TD3 Hopper, Walker2d and HalfCheetah seeds 1 and 2, 119 to
+    4,066 episodes; two ppo_atari MsPacman seeds), no pair of the 28, across seeds or envs, came within 0.2 of the
+    10^-9 budget, and the same three edits were found in all 8 runs. Over the runs tests left behind (CartPole ppo and
+    dqn seeds 1 and 2, Pendulum SAC, Hopper TD3; 30 to 3,970 episodes), 0 of 861 pairs of different seeds on one env
+    and 0 of 474 of one seed under two algorithms (sharing env streams) were called copies; 500 MsPacman or Hopper
+    returns drawn at random from the real runs, sorted or not, 0 of 50 pairs each."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    first, second = real_walker2d_run(1), real_walker2d_run(2)
+    assert not near_copy(first, second)
+    assert not near_copy(first[:100], first[100:]) and not near_copy(second[:100], second[100:])
+    rng = np.random.default_rng(52)
+    for run in (first, second):
+        assert near_copy(run, [(step + 1, value) for step, value in run[1:]])
+        assert near_copy(run, run[100:])
+        assert near_copy(run, as_series([value * (1 + 0.01 * rng.normal()) for _, value in run], [s for s, _ in run]))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a copy of a real TD3 Walker2d run smoothed over two episodes is not found; the real run's own "
+    "fluctuations pass for a cycle (`repeats_itself`), so the correlation rule is never asked, and its chance "
+    "(8e-5 at best) is far above the budget anyway: the lagged fits find the real noise correlated",
+)
+def test_a_smoothed_copy_of_a_real_run_is_found():
+    """The page says a moving average of two episodes does not make a copy of continuous returns a new seed. On the
+    full real runs the smoothed copy was missed in 2 of 6 TD3 runs (Hopper seed 2, 3,667 episodes; Walker2d seed 2,
+    1,632; and in windows of the others: 2 of 20 200-episode windows of Hopper seed 1, 1 of 19 of Walker2d seed 1)."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    run = real_walker2d_run(2)
+    assert near_copy(run, smoothed_copy(run))
+
+
+def seeds_sharing_sub_env_streams(rng, share: float, num_envs: int = 4, rounds: int = 150) -> list:
+    """Seeds 1 and 2 of a run of `num_envs` sub-envs, each seeded s + i (`envs.reset(seed=s)`), whose episodes'
+    returns owe `share` of their variance to their sub-env's stream (the level it draws) and the rest to the policy's
+    own noise; fixed-length episodes, so each step logs sub-envs 0 to num_envs - 1 in turn."""
+    streams = [np.random.default_rng(1000 + stream).normal(size=rounds) for stream in range(num_envs + 1)]
+    runs = []
+    for first_stream in (0, 1):
+        values = [
+            100 + 10 * math.sqrt(share) * streams[first_stream + env][episode] + 10 * math.sqrt(1 - share) * rng.normal()
+            for episode in range(rounds)
+            for env in range(num_envs)
+        ]
+        runs.append(as_series(values, np.repeat(512 * np.arange(1, rounds + 1), num_envs)))
+    return runs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: seeds s and s+1 of a 4-env run, whose returns owe 90% of their variance to the sub-env streams "
+    "they share, are called copies (an error, exit 2) in 20 of 20 pairs (19 of 30 at a 50% share, 0 of 20 at 30%), "
+    "where the RLops page says seeds closer than num_envs get one warning line; one seed's sub-env k logs beside the "
+    "other's sub-env k + 1, so the runs line up one episode apart as a copy cut by one episode does",
+)
+def test_consecutive_seeds_sharing_sub_env_streams_are_warned_about_not_called_copies():
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(4)
+    refused = sum(near_copy(*seeds_sharing_sub_env_streams(rng, 0.9)) for _ in range(20))
+    assert refused == 0, f"{refused} of 20 pairs of consecutive seeds called copies"
+
+
+def hostile_seed_run(kind: str, rng) -> list[tuple[int, float]]:
+    """A seed whose curve shares what every seed of a setup shares."""
+    if kind == "schedule with warm restarts":  # lr restarts bend every seed's curve at the same episodes; 0.2% noise
+        t = np.linspace(0, 1, 300)
+        trend = 1000 * (1 - np.exp(-5 * ((4 * t) % 1))) + 500 * t
+        return as_series(trend * (1 + 0.002 * rng.normal(size=300)))
+    if kind == "CartPole at the time limit with rare dips":
+        values = np.full(1000, 500.0)
+        dips = rng.random(1000) < 0.03
+        values[dips] = rng.integers(9, 500, size=int(dips.sum()))
+        return as_series(values)
+    if kind == "Atari-like heavy tails, scores of ten":  # log-normal around a learning trend, MsPacman's multiples of 10
+        trend = 300 + 2000 * np.linspace(0, 1, 500)
+        return as_series(np.round(np.exp(np.log(trend) + 0.6 * rng.normal(size=500)) / 10) * 10)
+    if kind == "heavy tails, continuous":  # t with 2 degrees of freedom on the log scale, within float32's range
+        trend = 300 + 2000 * np.linspace(0, 1, 500)
+        return as_series(np.exp(np.log(trend) + np.clip(0.8 * rng.standard_t(2, size=500), -30, 30)))
+    # a shared per-episode part (30% of the noise: a common eval schedule, a fixed start list) around a shared trend
+    shared = np.random.default_rng(7).normal(size=300)
+    trend = 1000 / (1 + np.exp(-10 * (np.linspace(0, 1, 300) - 0.5)))
+    return as_series(trend + 30 * (math.sqrt(0.3) * shared + math.sqrt(0.7) * rng.normal(size=300)))
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "schedule with warm restarts",
+        "CartPole at the time limit with rare dips",
+        "Atari-like heavy tails, scores of ten",
+        "heavy tails, continuous",
+        "a shared part of each episode's noise",
+    ],
+)
+def test_seeds_sharing_a_schedule_a_time_limit_or_heavy_tails_are_not_called_copies(kind):
+    """Held: 0 of 30 pairs of each kind called copies when tried (here 20, to stay fast)."""
+    from cleanrl_utils.rlops_runs import near_copy
+
+    rng = np.random.default_rng(sum(map(ord, kind)))
+    refused = sum(near_copy(hostile_seed_run(kind, rng), hostile_seed_run(kind, rng)) for _ in range(20))
+    assert refused == 0, f"{refused} of 20 pairs of independent seeds called copies"
