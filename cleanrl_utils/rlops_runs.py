@@ -607,9 +607,9 @@ def warn_close_seeds(runs: list[Run], baseline: str) -> None:
         f"seeds {first.seed} ({first.group}) and {second.seed} ({second.group}) on {env} are closer than their num_envs "
         f"({num_envs}), {len(close)} pair{'s' if len(close) > 1 else ''} of seeds in all: envs.reset(seed=s) seeds "
         "sub-env i with s + i, so such seeds start sub-envs on the same random streams and are not independent, as the "
-        "test assumes (the p-values may be too small); space every seed of a comparison by at least num_envs: the "
-        "benchmark runner gives consecutive seeds (--start-seed S --num-seeds N runs S ... S + N - 1), so run one seed "
-        "per call (--start-seed S --num-seeds 1) or pass each script's --seed yourself"
+        "test assumes (the p-values may be too small); space every seed of a comparison by at least num_envs: "
+        f"the benchmark runner's --seed-stride {num_envs} (with --start-seed S apart for the tag and the baseline), "
+        "or each script's --seed yourself"
     )
 
 

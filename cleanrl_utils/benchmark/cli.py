@@ -29,7 +29,9 @@ class Args:
     num_seeds: int = 3
     """seeds per environment"""
     start_seed: int = 1
-    """first seed; seeds are start-seed ... start-seed + num-seeds - 1"""
+    """first seed; seeds are start-seed, start-seed + seed-stride, ... (num-seeds of them)"""
+    seed_stride: int = 1
+    """gap between seeds; give the scripts' --num-envs so that no two runs share a sub-env's seed (a vector env seeds sub-env i with seed + i)"""
     workers: int = 0
     """runs at a time; 0 only prints the commands (with a Slurm template: array tasks at a time; 0 only writes the script)"""
     auto_tag: bool = True
@@ -85,8 +87,10 @@ def validate(args: Args) -> list[str]:
             raise BadInput(problems[0].replace("--env-id", "--env-ids"))
     if args.num_seeds <= 0:
         raise BadInput(f"--num-seeds must be positive, got {args.num_seeds}")
-    if args.start_seed + args.num_seeds - 1 > SEED_MAX:
-        raise BadInput(f"the last seed, --start-seed + --num-seeds - 1, must be at most {SEED_MAX}")
+    if args.seed_stride <= 0:
+        raise BadInput(f"--seed-stride must be positive, got {args.seed_stride}")
+    if args.start_seed + (args.num_seeds - 1) * args.seed_stride > SEED_MAX:
+        raise BadInput(f"the last seed, --start-seed + (--num-seeds - 1) * --seed-stride, must be at most {SEED_MAX}")
     if args.workers < 0:
         raise BadInput(f"--workers must be 0 (only print the commands) or more, got {args.workers}")
     if args.slurm_template_path is None:
@@ -114,7 +118,7 @@ def slurm_flags(args: Args) -> dict[str, int | None]:
 
 
 def seeds(args: Args) -> list[int]:
-    return list(range(args.start_seed, args.start_seed + args.num_seeds))
+    return list(range(args.start_seed, args.start_seed + args.num_seeds * args.seed_stride, args.seed_stride))
 
 
 def build_runs(base_argv: list[str], env_ids: list[str], run_seeds: list[int]) -> list[RunSpec]:

@@ -83,6 +83,16 @@ def test_runs_start_seed_by_seed_and_are_numbered_as_slurm_tasks():
     assert len({run.log_name for run in runs}) == len(runs)
 
 
+def test_seed_stride_spaces_the_seeds_past_each_runs_sub_envs(tmp_path):
+    # 4 sub-envs each: seeds 3, 7, 11 start sub-envs 3-6, 7-10, 11-14, none shared
+    proc = run_benchmark(
+        "--env-ids", "A-v1", "--command", "python -c 'print(1)'",
+        "--num-seeds", "3", "--start-seed", "3", "--seed-stride", "4", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [shlex.split(line)[-1] for line in proc.stdout.splitlines()] == ["3", "7", "11"]
+
+
 def test_log_names_are_file_names_and_never_collide():
     runs = build_runs(["train"], ["ALE/Pong-v5", "ALE_Pong-v5"], [1])
     assert [run.log_name for run in runs] == ["000__ALE_Pong-v5__seed1.log", "001__ALE_Pong-v5__seed1.log"]
@@ -398,6 +408,8 @@ def test_auto_tag_outside_a_git_repo_warns_and_goes_on(tmp_path, fake_train):
         (["--env-ids", "A", "--command", "python x.py", "--workers", "-1"], "--workers must not be negative"),
         (["--env-ids", "A", "../B", "--command", "python x.py"], "--env-ids cannot be '..'"),
         (["--env-ids", "A", "--command", "python x.py", "--start-seed", str(2**31 - 2), "--num-seeds", "3"], "the last seed"),
+        (["--env-ids", "A", "--command", "python x.py", "--num-seeds", "3", "--seed-stride", str(2**30)], "the last seed"),
+        (["--env-ids", "A", "--command", "python x.py", "--seed-stride", "0"], "--seed-stride must be positive"),
         (["--env-ids", "A", "--command", "   "], "--command is empty"),
         (["--env-ids", "A", "--command", "no-such-program-4711 --x", "--workers", "1"], "cannot find the program"),
         (["--env-ids", "A", "--command", "python 'x.py"], "cannot split --command"),

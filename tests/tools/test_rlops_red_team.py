@@ -786,7 +786,7 @@ def test_seeds_closer_than_num_envs_are_named_in_one_warning(tmp_path, capsys, b
         assert lines == []
         return
     assert len(lines) == 1 and warned in lines[0], lines
-    assert "--start-seed S --num-seeds 1" in lines[0] and "--seed" in lines[0]
+    assert f"--seed-stride {num_envs}" in lines[0] and "--seed" in lines[0]
 
 
 def seed_patterns(kind: str, rng) -> tuple[dict, dict]:
