@@ -4,7 +4,8 @@ The resume checks (issue 51) look at a torch network's tensors (names, shapes, d
 settings (finite, in range, flags equal) and per-parameter state (what a twin of it keeps after one step), and
 an SB3 replay memory's rows. Each attack here changes one value of a real checkpoint of a tiny run: SAC (three
 Adam optimisers, one of them on the entropy temperature's log alpha), its Flax twin (optax state, log alpha,
-target parameters) and ppo_atari.py (Adam eps 1e-5, learning-rate annealing). The claim under test: a crafted
+target parameters), ppo_atari.py (Adam eps 1e-5, learning-rate annealing) and ppo_continuous_action.py's env
+snapshot (its normalising wrappers). The claim under test: a crafted
 checkpoint is one line on stderr and exit code 2, before training; and a real checkpoint still resumes.
 
 Tests marked xfail(strict=True) are findings (the reason says what happens today); the others held.
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.extended
 
 SAC = "sac_continuous_action.py"
 SAC_JAX = "sac_continuous_action_jax.py"
+PPO_CONTINUOUS = "ppo_continuous_action.py"
 PPO_ATARI = "ppo_atari.py"
 PENDULUM_OFF_POLICY = (
     *("--env-id", "Pendulum-v1", "--total-timesteps", "300", "--learning-starts", "100", "--batch-size", "16"),
@@ -38,6 +40,16 @@ PENDULUM_OFF_POLICY = (
 RUNS = {
     SAC: PENDULUM_OFF_POLICY,
     SAC_JAX: PENDULUM_OFF_POLICY,
+    PPO_CONTINUOUS: (
+        "--env-id",
+        "Pendulum-v1",
+        "--total-timesteps",
+        "512",
+        "--num-steps",
+        "64",
+        "--checkpoint-frequency",
+        "2",
+    ),
     PPO_ATARI: (
         *("--env-id", "BreakoutNoFrameskip-v4", "--num-envs", "2", "--num-steps", "32", "--total-timesteps", "256"),
         *("--checkpoint-frequency", "2"),
@@ -140,7 +152,29 @@ def test_sac_jax_nan_rewards_in_the_replay_memory(older_checkpoint, tmp_path):
     assert_refused_in_one_line(resumed(SAC_JAX, state, tmp_path), SAC_JAX)
 
 
+def wrapper(state: dict, name: str) -> dict:
+    """The saved state of the wrapper `name` around ppo_continuous_action.py's first sub-env."""
+    return next(layer for layer in state["envs"][0]["sub_envs"][0] if layer["class"] == name)
+
+
+@pytest.mark.xfail(strict=True, reason="finding: NormalizeReward's gamma 1e300 in the env snapshot is taken; Normal traceback")
+def test_ppo_continuous_huge_reward_normaliser_gamma(older_checkpoint, tmp_path):
+    # NormalizeObservation's epsilon -1e300 alike; its running variance -1 is refused (test below)
+    state = older_checkpoint(PPO_CONTINUOUS)
+    wrapper(state, "NormalizeReward")["values"]["gamma"] = 1e300
+    assert_refused_in_one_line(resumed(PPO_CONTINUOUS, state, tmp_path), PPO_CONTINUOUS)
+
+
 # ---------------------------------------------------------------- attacks that held
+
+
+def test_ppo_continuous_negative_observation_variance_held(older_checkpoint, tmp_path):
+    state = older_checkpoint(PPO_CONTINUOUS)
+    statistics = wrapper(state, "NormalizeObservation")["objects"]["obs_rms"]
+    statistics["var"] = statistics["var"] * 0 - 1.0
+    run = resumed(PPO_CONTINUOUS, state, tmp_path)
+    assert_refused_in_one_line(run, PPO_CONTINUOUS)
+    assert "NormalizeObservation.obs_rms are not statistics" in run.stderr
 
 
 def param_group(optimizer: str, **changes):
@@ -186,8 +220,11 @@ def replay(**changes):
             lambda state: replay(actions=np.full_like(state["replay_buffer"]["actions"], 2 + 1e-3))(state),
             "actions are not all in the action space",
         ),
-        (replay(full=True), "observations are not 300 of this buffer's"),  # 200 rows saved, a full memory claimed
-        (replay(pos=250), "observations are not 250 of this buffer's"),
+        (
+            replay(full=True),
+            "are not 300 of this buffer's",
+        ),  # 200 rows saved, a full memory claimed (which array is named first varies: a set)
+        (replay(pos=250), "are not 250 of this buffer's"),
     ],
 )
 def test_sac_held(attack, says, older_checkpoint, tmp_path):
