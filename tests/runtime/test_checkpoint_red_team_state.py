@@ -30,6 +30,7 @@ pytestmark = pytest.mark.extended
 
 SAC = "sac_continuous_action.py"
 SAC_JAX = "sac_continuous_action_jax.py"
+TD3 = "td3_continuous_action.py"
 PPO_CONTINUOUS = "ppo_continuous_action.py"
 PPO_ATARI = "ppo_atari.py"
 PENDULUM_OFF_POLICY = (
@@ -40,6 +41,7 @@ PENDULUM_OFF_POLICY = (
 RUNS = {
     SAC: PENDULUM_OFF_POLICY,
     SAC_JAX: PENDULUM_OFF_POLICY,
+    TD3: PENDULUM_OFF_POLICY,
     PPO_CONTINUOUS: (
         "--env-id",
         "Pendulum-v1",
@@ -152,6 +154,23 @@ def test_sac_jax_nan_rewards_in_the_replay_memory(older_checkpoint, tmp_path):
     assert_refused_in_one_line(resumed(SAC_JAX, state, tmp_path), SAC_JAX)
 
 
+@pytest.mark.xfail(strict=True, reason="finding: a finite 3e38 critic weight is taken; qf1_loss inf, actor_loss NaN, exit 0")
+def test_td3_huge_critic_weight(older_checkpoint, tmp_path):
+    # sac_continuous_action.py alike ends in the Normal ValueError traceback: a network's floats are finite, not sane
+    state = older_checkpoint(TD3)
+    state["qf1"]["fc3.weight"] = with_first(state["qf1"]["fc3.weight"], 3e38)
+    assert_refused_in_one_line(resumed(TD3, state, tmp_path), TD3)
+
+
+@pytest.mark.xfail(strict=True, reason="finding: optax mu 3e38 over nu 0 for log_alpha is taken; alpha 0, exit 0")
+def test_sac_jax_huge_first_moment_of_log_alpha(older_checkpoint, tmp_path):
+    # nu and count are checked for sign only; losses/alpha and alpha_loss logged 0.0 (0.905 and 2.062 when real)
+    state = older_checkpoint(SAC_JAX)
+    adam = state["alpha_state"]["opt_state"]["0"]
+    adam["mu"]["log_alpha"], adam["nu"]["log_alpha"] = np.float32(3e38), np.float32(0)
+    assert_refused_in_one_line(resumed(SAC_JAX, state, tmp_path), SAC_JAX)
+
+
 def wrapper(state: dict, name: str) -> dict:
     """The saved state of the wrapper `name` around ppo_continuous_action.py's first sub-env."""
     return next(layer for layer in state["envs"][0]["sub_envs"][0] if layer["class"] == name)
@@ -220,10 +239,8 @@ def replay(**changes):
             lambda state: replay(actions=np.full_like(state["replay_buffer"]["actions"], 2 + 1e-3))(state),
             "actions are not all in the action space",
         ),
-        (
-            replay(full=True),
-            "are not 300 of this buffer's",
-        ),  # 200 rows saved, a full memory claimed (which array is named first varies: a set)
+        # 200 rows saved, a full memory claimed (which array the message names first varies: a set's order)
+        (replay(full=True), "are not 300 of this buffer's"),
         (replay(pos=250), "are not 250 of this buffer's"),
     ],
 )
@@ -232,6 +249,36 @@ def test_sac_held(attack, says, older_checkpoint, tmp_path):
     attack(state)
     run = resumed(SAC, state, tmp_path)
     assert_refused_in_one_line(run, SAC)
+    assert says in run.stderr
+
+
+def optax_adam(state: dict, name: str) -> dict:
+    """The saved optax Adam state (count, mu, nu) of the Flax SAC's train state `name`."""
+    return state[name]["opt_state"]["0"]
+
+
+@pytest.mark.parametrize(
+    ("attack", "says"),
+    [
+        (lambda state: optax_adam(state, "alpha_state").update(count=np.int32(-1)), "opt_state.0.count is negative"),
+        (lambda state: optax_adam(state, "alpha_state").update(count=np.int64(5)), "count is int64 (), this run's int32 ()"),
+        (
+            lambda state: optax_adam(state, "alpha_state")["nu"].update(log_alpha=np.float32(-1)),
+            "alpha_state.opt_state.0.nu.log_alpha is negative",
+        ),
+        (
+            lambda state: state["qf_state"]["target_params"]["qf1"]["params"]["Dense_0"].update(
+                bias=with_first(np.asarray(state["qf_state"]["target_params"]["qf1"]["params"]["Dense_0"]["bias"]), math.nan)
+            ),
+            "target_params.qf1.params.Dense_0.bias holds a nan or an infinity",
+        ),
+    ],
+)
+def test_sac_jax_held(attack, says, older_checkpoint, tmp_path):
+    state = older_checkpoint(SAC_JAX)
+    attack(state)
+    run = resumed(SAC_JAX, state, tmp_path)
+    assert_refused_in_one_line(run, SAC_JAX)
     assert says in run.stderr
 
 
