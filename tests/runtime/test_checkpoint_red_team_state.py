@@ -23,6 +23,7 @@ import torch
 
 from cleanrl_utils.runtime import checkpoint as ckpt
 from cleanrl_utils.runtime import plain_data
+from tests.fixtures.teachers import TEACHER_MODEL
 from tests.helpers import run_in_process
 
 # every attack resumes a small run (about 4 minutes in all on one core): CI runs them after the quick run
@@ -31,6 +32,8 @@ pytestmark = pytest.mark.extended
 SAC = "sac_continuous_action.py"
 SAC_JAX = "sac_continuous_action_jax.py"
 TD3 = "td3_continuous_action.py"
+QDAGGER = "qdagger_dqn_atari_impalacnn.py"
+PQN_LSTM = "pqn_atari_envpool_lstm.py"
 PPO_CONTINUOUS = "ppo_continuous_action.py"
 PPO_ATARI = "ppo_atari.py"
 PENDULUM_OFF_POLICY = (
@@ -56,6 +59,24 @@ RUNS = {
         *("--env-id", "BreakoutNoFrameskip-v4", "--num-envs", "2", "--num-steps", "32", "--total-timesteps", "256"),
         *("--checkpoint-frequency", "2"),
     ),
+    # the teacher's file is given in the fixture (made on first use); resumed at 200 steps, the student trains online
+    QDAGGER: (
+        *("--teacher-eval-episodes", "1", "--teacher-steps", "100", "--offline-steps", "60", "--offline-eval-frequency"),
+        *("30", "--buffer-size", "300", "--learning-starts", "100", "--total-timesteps", "240", "--train-frequency", "5"),
+        *("--batch-size", "8", "--end-e", "0.5", "--checkpoint-frequency", "100"),
+    ),
+    PQN_LSTM: (
+        "--num-envs",
+        "4",
+        "--num-steps",
+        "32",
+        "--update-epochs",
+        "1",
+        "--total-timesteps",
+        "640",
+        "--checkpoint-frequency",
+        "2",
+    ),
 }
 
 
@@ -67,7 +88,8 @@ def older_checkpoint(tmp_path_factory):
     def older(script: str) -> dict:
         if script not in made:
             cwd = tmp_path_factory.mktemp(script.removesuffix(".py"))
-            run = run_in_process(script, *RUNS[script], cwd=cwd, timeout_s=300)
+            teacher = ("--teacher-model-path", str(TEACHER_MODEL)) if script == QDAGGER else ()
+            run = run_in_process(script, *teacher, *RUNS[script], cwd=cwd, timeout_s=300)
             assert run.returncode == 0, run.stderr[-2000:]
             made[script] = ckpt.read(ckpt.checkpoints(run.run_dir / "checkpoints")[0])
         return copy.deepcopy(made[script])
@@ -169,6 +191,24 @@ def test_sac_jax_huge_first_moment_of_log_alpha(older_checkpoint, tmp_path):
     adam = state["alpha_state"]["opt_state"]["0"]
     adam["mu"]["log_alpha"], adam["nu"]["log_alpha"] = np.float32(3e38), np.float32(0)
     assert_refused_in_one_line(resumed(SAC_JAX, state, tmp_path), SAC_JAX)
+
+
+@pytest.mark.xfail(strict=True, reason="finding: Atari frame memory rows are unchecked; action 7 of 4, RuntimeError traceback")
+def test_qdagger_replay_actions_beyond_the_action_space(older_checkpoint, tmp_path):
+    # FrameReplayBuffer.load_state_dict checks counters, shapes and dtypes only (dqn_atari, sac_atari, c51_atari and
+    # rainbow_atari keep theirs there too); today: "RuntimeError: index 7 is out of bounds for dimension 1 with size 4"
+    state = older_checkpoint(QDAGGER)
+    state["replay_buffer"]["actions"] = np.full_like(state["replay_buffer"]["actions"], 7)
+    assert_refused_in_one_line(resumed(QDAGGER, state, tmp_path), QDAGGER)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding: NaN rewards in the Atari frame memory are taken; the student trains on, exit 0"
+)
+def test_qdagger_nan_rewards_in_the_replay_memory(older_checkpoint, tmp_path):
+    state = older_checkpoint(QDAGGER)
+    state["replay_buffer"]["rewards"] = np.full_like(state["replay_buffer"]["rewards"], math.nan)
+    assert_refused_in_one_line(resumed(QDAGGER, state, tmp_path), QDAGGER)
 
 
 def wrapper(state: dict, name: str) -> dict:
@@ -328,3 +368,15 @@ def test_ppo_atari_with_annealing_and_adam_eps_resumes(older_checkpoint, tmp_pat
     group = state["optimizer"]["param_groups"][0]
     assert state["args"]["anneal_lr"] and group["eps"] == 1e-5 and group["lr"] < state["args"]["learning_rate"]
     assert_resumed(resumed(PPO_ATARI, state, tmp_path))
+
+
+def test_qdagger_student_resumes(older_checkpoint, tmp_path):
+    state = older_checkpoint(QDAGGER)
+    assert state["obs"] is not None, "resumed in the online phase, where the student's memory is sampled"
+    assert_resumed(resumed(QDAGGER, state, tmp_path))
+
+
+def test_pqn_lstm_with_radam_resumes(older_checkpoint, tmp_path):
+    # RAdam keeps what Adam keeps; the twin's step says so, not a list of Adam's keys
+    pytest.importorskip("envpool")
+    assert_resumed(resumed(PQN_LSTM, older_checkpoint(PQN_LSTM), tmp_path))
