@@ -282,6 +282,9 @@ def replay(**changes):
         # 200 rows saved, a full memory claimed (which array the message names first varies: a set's order)
         (replay(full=True), "are not 300 of this buffer's"),
         (replay(pos=250), "are not 250 of this buffer's"),
+        # the saved arguments: a zero would divide the iteration count; a bool field takes no 1
+        (lambda state: state["args"].update(policy_frequency=0), "--policy-frequency must be positive, got 0"),
+        (lambda state: state["args"].update(autotune=1), "--autotune is a int"),
     ],
 )
 def test_sac_held(attack, says, older_checkpoint, tmp_path):
