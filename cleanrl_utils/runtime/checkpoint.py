@@ -527,16 +527,13 @@ def check_module_state(module: Any, state: Any, name: str) -> None:
             _checked_array(state[key], f"{name} {key}", tuple(tensor.shape), tensor.dtype)
 
 
-# the ranges of an optimiser's settings (param_groups) that have one: a step size, a divisor, decay rates; every
-# number, these and the others, must be finite
-SETTING_RANGES = {"lr": (0, math.inf), "eps": (math.ulp(0.0), math.inf), "weight_decay": (0, math.inf)}
-SETTING_RANGES |= {"momentum": (0, math.inf), "betas": (0, math.nextafter(1, 0)), "alpha": (0, 1)}
 NON_NEGATIVE_STATE = frozenset({"step", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum"})  # counts, squares
 
 
 def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
     """RefusedCheckpoint unless `state` is a state of `optimizer`: its param groups' settings those of the run
-    (numbers finite, in range; the rest, flags such as `fused`, equal), each parameter's state what this optimiser
+    (the scripts make the optimiser from the run's arguments and change only its learning rate, annealed down: so
+    lr in 0 to the run's, every other setting and flag, such as eps and `fused`, the run's), each parameter's state what this optimiser
     keeps for it (`_state_of_a_step`): the same keys, tensors of the same shapes and dtypes, finite, and counts and
     squares not negative."""
     own = optimizer.state_dict()
@@ -548,7 +545,7 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
         if type(params) is not list or params != mine["params"] or set(saved) != set(mine):
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} param group {index} is not this run's")
         for key, value in mine.items():
-            _check_setting(saved[key], value, SETTING_RANGES.get(key, (-math.inf, math.inf)), f"{name} {key}")
+            _check_setting(saved[key], value, (0, value) if key == "lr" else None, f"{name} {key}")
     entries = state["state"]
     if not isinstance(entries, dict) or not all(type(index) is int for index in entries):
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state is not by parameter index")
@@ -568,7 +565,9 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
                 raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {where} is negative")
 
 
-def _check_setting(value: Any, own: Any, valid: tuple[float, float], name: str) -> None:
+def _check_setting(value: Any, own: Any, valid: tuple[float, float] | None, name: str) -> None:
+    """RefusedCheckpoint unless `value` is a finite number in `valid` (None: equal to `own`, the run's value), or for
+    a setting that is no number, `own` itself."""
     if isinstance(own, tuple):  # Adam's betas, Rprop's etas
         if not isinstance(value, list | tuple) or len(value) != len(own):
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not {len(own)} values")
@@ -576,7 +575,9 @@ def _check_setting(value: Any, own: Any, valid: tuple[float, float], name: str) 
             _check_setting(item, own_item, valid, name)
     elif isinstance(own, int | float) and not isinstance(own, bool):
         finite = type(value) in (int, float) and -sys.float_info.max <= value <= sys.float_info.max  # NaN: False
-        if not finite or not valid[0] <= value <= valid[1]:
+        if valid is None and (not finite or value != own):
+            raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} ({_shown(value)}) is not this run's {own:g}")
+        if valid is not None and (not finite or not valid[0] <= value <= valid[1]):
             raise RefusedCheckpoint(
                 f"--resume: refused, the checkpoint's {name} ({_shown(value)}) is not a finite number in {valid[0]:g} to {valid[1]:g}"
             )

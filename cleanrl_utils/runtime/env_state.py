@@ -239,6 +239,10 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
         raise EnvStateError(
             f"the checkpoint sets {_where(layer, name)} to a {shown}, where this run's env has a {_kind(fresh)}"
         )
+    if name in _settings(layer) and isinstance(fresh, NUMBERS + (str,)) and not _same_setting(value, fresh):
+        raise EnvStateError(
+            f"the checkpoint sets {_where(layer, name)}, a setting its class takes, to another than this run's"
+        )
     if not _finite(value) and _finite(fresh):  # a NaN in a simulator's state reaches every observation, silently
         raise EnvStateError(
             f"the checkpoint sets {_where(layer, name)} to a nan or an infinity, where this run's env has none"
@@ -250,6 +254,19 @@ def _set_value(layer: Any, name: str, value: Any) -> None:
 
 
 NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _settings(layer: Any) -> set[str]:
+    """The names of what the layer's class takes when it is made (NormalizeReward's gamma, a frame skip): the run's
+    command line and script set them, never a step; a snapshot holds them only because they are attributes."""
+    try:
+        return set(inspect.signature(type(layer).__init__).parameters) - {"self", "env"}
+    except (TypeError, ValueError):  # a class made in C: no signature
+        return set()
+
+
+def _same_setting(saved: Any, fresh: Any) -> bool:
+    return _kind(saved) == _kind(fresh) and bool(saved == fresh)  # a NaN equals nothing
 
 
 def _finite(value: Any) -> bool:

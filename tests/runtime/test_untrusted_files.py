@@ -162,8 +162,8 @@ def valid_checkpoint(run_folder: Path) -> dict:
         ({"args": {"total_timesteps": "many"}}, "--total-timesteps is a str"),
         ({"global_step": "0"}, "global_step is not a int"),
         ({"global_step": 2**70}, "global step or clock is out of range"),
-        ({"agent": {"critic.0.weight": torch.zeros(3, 3)}}, "agent does not fit this run's"),
-        ({"optimizer": {"param_groups": "all"}}, "optimizer does not fit this run's"),
+        ({"agent": {"critic.0.weight": torch.zeros(3, 3)}}, "agent critic.0.weight is torch.float32 (3, 3), this run's"),
+        ({"optimizer": {"param_groups": "all"}}, "optimizer is not a state of this run's optimizer"),
     ],
 )
 def test_a_checkpoints_values_pass_the_command_lines_checks(change, refused_for, run_folder, tmp_path):
@@ -175,7 +175,7 @@ def test_a_checkpoints_values_pass_the_command_lines_checks(change, refused_for,
     run = run_in_process("ppo.py", "--resume", str(path), cwd=tmp_path)
     assert run.returncode == 2
     assert_one_error_line(run.stderr, "ppo.py: error: --resume")
-    assert refused_for in run.stderr and ("refused" in run.stderr or "does not fit" in refused_for)
+    assert refused_for in run.stderr and "refused" in run.stderr
     assert not (tmp_path / "outside").exists() and not (tmp_path.parent / "outside").exists()
 
 
