@@ -23,8 +23,28 @@ cd "$TREE" || exit 2
 . "$VENV/bin/activate"
 export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl
 export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# A run whose summary is committed under benchmark/results/mujoco_1m/ is done, so a fresh machine (its logs gone) runs
+# only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone); two lanes take the
+# runs in turn, one at a time each.
+RESULTS=$REPO/benchmark/results/mujoco_1m
+todo=()
 for algo in td3 ddpg sac; do
-    nice -n 19 python -m cleanrl_utils.benchmark --env-ids Hopper-v4 HalfCheetah-v4 Walker2d-v4 --num-seeds 3 --workers 2 \
-        --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
-        --log-dir "$OUT/logs/$algo"
+    for env in Hopper-v4 HalfCheetah-v4 Walker2d-v4; do
+        for seed in 1 2 3; do
+            [ -f "$RESULTS/${algo}_continuous_action_jax__${env}__${seed}.json" ] || todo+=("$algo $env $seed")
+        done
+    done
 done
+lane() {  # every other run of the list, from index $1
+    local i algo env seed
+    for ((i = $1; i < ${#todo[@]}; i += 2)); do
+        read -r algo env seed <<<"${todo[$i]}"
+        nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
+            --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
+            --log-dir "$OUT/logs/$algo/$env/$seed"
+    done
+}
+echo "mujoco_1m: ${#todo[@]} runs to go"
+lane 0 &
+lane 1 &
+wait

@@ -1,4 +1,4 @@
-"""benchmark/queues/frames_rlops.sh and chain.sh, driven with a stub `python` (a venv whose python records its call
+"""benchmark/queues/frames_rlops.sh, issue54.sh, mujoco_1m.sh and chain.sh, driven with a stub `python` (a venv whose python records its call
 and sleeps), a shared clone of this repository and a HOME under tmp_path: the pins, the order, the exit statuses, and
 that a stop leaves no run behind. The real runs take hours; these take seconds."""
 
@@ -17,6 +17,7 @@ from tests.helpers import REPO
 QUEUES = REPO / "benchmark" / "queues"
 BEFORE, AFTER = "0ae9cd3", "66d80a2"  # frames_rlops.sh's pins: 66d80a2^ and the frame change
 ISSUE54_PIN = re.search(r"^PIN=(\w+)", (QUEUES / "issue54.sh").read_text(), re.M).group(1)
+MUJOCO_PIN = re.search(r"^PIN=(\w+)", (QUEUES / "mujoco_1m.sh").read_text(), re.M).group(1)
 STUB_PYTHON = """#!/usr/bin/env bash
 echo "$PWD|${PYTHONPATH:-}|${WANDB_TAGS:-}|${OMP_NUM_THREADS:-}|$(nice)|$*" >> "$STUB_LOG"
 echo $$ >> "$STUB_PIDS"
@@ -41,10 +42,10 @@ def queue_env(tmp_path: Path) -> dict[str, str]:
     made = subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(REPO), str(clone)], capture_output=True)
     has_pins = made.returncode == 0 and all(
         subprocess.run(["git", "-C", str(clone), "cat-file", "-e", f"{pin}^{{commit}}"], capture_output=True).returncode == 0
-        for pin in (BEFORE, AFTER, ISSUE54_PIN)
+        for pin in (BEFORE, AFTER, ISSUE54_PIN, MUJOCO_PIN)
     )
     if not has_pins:
-        pytest.skip(f"this checkout lacks the pinned commits {BEFORE}, {AFTER}, {ISSUE54_PIN} (a shallow clone)")
+        pytest.skip(f"this checkout lacks the pinned commits {BEFORE}, {AFTER}, {ISSUE54_PIN}, {MUJOCO_PIN} (a shallow clone)")
     (tmp_path / "home").mkdir()
     venv = str(stub_venv(tmp_path))
     return {
@@ -54,6 +55,8 @@ def queue_env(tmp_path: Path) -> dict[str, str]:
         "FRAMES_RLOPS_REPO": str(clone),
         "ISSUE54_VENV": venv,
         "ISSUE54_REPO": str(clone),
+        "MUJOCO_1M_VENV": venv,
+        "MUJOCO_1M_REPO": str(clone),
         "STUB_LOG": str(tmp_path / "calls.log"),
         "STUB_PIDS": str(tmp_path / "pids"),
     }
@@ -161,16 +164,38 @@ def test_issue54_dry_run_runs_nothing_and_leaves_the_lane_logs_alone(queue_env):
     assert sorted(p.name for p in (Path(queue_env["HOME"]) / "runs" / "issue54").iterdir()) == []
 
 
+def test_mujoco_1m_runs_only_the_runs_without_a_committed_summary(queue_env):
+    results = Path(queue_env["MUJOCO_1M_REPO"]) / "benchmark" / "results" / "mujoco_1m"
+    results.mkdir(parents=True)
+    recorded = [("td3", "Hopper-v4", "1"), ("td3", "Hopper-v4", "2"), ("sac", "Walker2d-v4", "3")]
+    for algo, env_id, seed in recorded:
+        (results / f"{algo}_continuous_action_jax__{env_id}__{seed}.json").write_text("{}")
+    done = subprocess.run(["bash", str(QUEUES / "mujoco_1m.sh")], env=queue_env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "24 runs to go" in done.stdout
+    home = Path(queue_env["HOME"])
+    runs = []
+    for cwd, pythonpath, _, threads, niceness, args in calls(queue_env):
+        assert (cwd, pythonpath, threads, niceness) == (f"{home}/runs/tree", f"{home}/runs/tree", "1", "19")
+        env_id, seed = re.search(r"--env-ids (\S+) --start-seed (\d+) --num-seeds 1 --workers 1 ", args).groups()
+        algo = re.search(r"cleanrl/(\w+)_continuous_action_jax\.py --checkpoint-frequency 25000", args).group(1)
+        assert args.endswith(f"--log-dir {home}/runs/mujoco_1m/logs/{algo}/{env_id}/{seed}")
+        runs.append((algo, env_id, seed))
+    every = [(a, e, s) for a in ("td3", "ddpg", "sac") for e in ("Hopper-v4", "HalfCheetah-v4", "Walker2d-v4") for s in "123"]
+    assert sorted(runs) == sorted(set(every) - set(recorded)) and len(runs) == 24
+    tree_head = subprocess.run(["git", "-C", str(home / "runs" / "tree"), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert tree_head.stdout.startswith(MUJOCO_PIN)
+
+
 @pytest.fixture
 def stub_queues(tmp_path: Path) -> Path:
-    """chain.sh beside three stub queues that log their start and end; frames_rlops.sh sleeps, then fails."""
+    """chain.sh beside two stub queues that log their start and end; mujoco_1m.sh sleeps, then fails."""
     queues = tmp_path / "benchmark" / "queues"
     queues.mkdir(parents=True)
     shutil.copy(QUEUES / "chain.sh", queues)
     for name, body in (
-        ("mujoco_1m.sh", 'sleep "${MUJOCO_S:-0}"'),
-        ("issue54.sh", "true"),
-        ("frames_rlops.sh", 'sleep "$FRAMES_S"; false'),
+        ("mujoco_1m.sh", 'sleep "${MUJOCO_S:-0}"; false'),
+        ("issue54.sh", 'sleep "${ISSUE54_S:-0}"'),
     ):
         log = tmp_path / "order.log"
         (queues / name).write_text(
@@ -180,21 +205,19 @@ def stub_queues(tmp_path: Path) -> Path:
 
 
 def test_chain_waits_for_a_queue_started_by_hand_then_runs_all_in_turn(stub_queues, tmp_path):
-    env = {**os.environ, "CHAIN_POLL_S": "0.2", "FRAMES_S": "0"}
+    env = {**os.environ, "CHAIN_POLL_S": "0.2"}
     by_hand = subprocess.Popen(["bash", "benchmark/queues/mujoco_1m.sh"], cwd=tmp_path, env={**env, "MUJOCO_S": "3"})
     wait_for(lambda: (tmp_path / "order.log").exists())
     chain = subprocess.run(["bash", str(stub_queues / "chain.sh")], env=env, capture_output=True, text=True, timeout=60)
     by_hand.wait()
     assert chain.returncode == 0, chain.stderr
-    assert "mujoco_1m.sh is already running" in chain.stdout and "frames_rlops.sh ended, exit 1" in chain.stdout
+    assert "mujoco_1m.sh is already running" in chain.stdout and "mujoco_1m.sh ended, exit 1" in chain.stdout
     order = [line.split()[:2] for line in (tmp_path / "order.log").read_text().splitlines()]
     assert [" ".join(step) for step in order] == [
         "start mujoco_1m.sh",  # the one started by hand, which the chain does not race
         "end mujoco_1m.sh",
         "start mujoco_1m.sh",
-        "end mujoco_1m.sh",
-        "start frames_rlops.sh",  # the short one (3-7 h) before the long one
-        "end frames_rlops.sh",  # failed (exit 1): the chain goes on
+        "end mujoco_1m.sh",  # failed (exit 1): the chain goes on
         "start issue54.sh",
         "end issue54.sh",
     ]
@@ -202,12 +225,13 @@ def test_chain_waits_for_a_queue_started_by_hand_then_runs_all_in_turn(stub_queu
 
 def test_chain_stopped_stops_the_running_queue_and_goes_no_further(stub_queues, tmp_path):
     chain = subprocess.Popen(
-        ["bash", str(stub_queues / "chain.sh")], env={**os.environ, "FRAMES_S": "120"}, stdout=subprocess.PIPE, text=True
+        ["bash", str(stub_queues / "chain.sh")], env={**os.environ, "MUJOCO_S": "120"}, stdout=subprocess.PIPE, text=True
     )
     log = tmp_path / "order.log"
-    wait_for(lambda: log.exists() and "start frames_rlops.sh" in log.read_text())
-    queue_pid = int(log.read_text().split("start frames_rlops.sh ")[1].split()[0])
+    wait_for(lambda: log.exists() and "start mujoco_1m.sh" in log.read_text())
+    queue_pid = int(log.read_text().split("start mujoco_1m.sh ")[1].split()[0])
     chain.send_signal(signal.SIGTERM)
     assert chain.wait(timeout=30) == 130
     wait_for(lambda: not Path(f"/proc/{queue_pid}").exists(), seconds=10)
-    assert "end frames_rlops.sh" not in log.read_text() and "chain: stopped" in chain.stdout.read()
+    assert "end mujoco_1m.sh" not in log.read_text() and "start issue54.sh" not in log.read_text()
+    assert "chain: stopped" in chain.stdout.read()
