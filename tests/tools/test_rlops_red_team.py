@@ -1338,7 +1338,7 @@ def test_two_real_seeds_and_their_halves_are_not_called_copies_and_edited_copies
 
 @pytest.mark.xfail(
     strict=True,
-    reason="finding: a copy of a real TD3 Walker2d run smoothed over two episodes is not found; the real run's own "
+    reason="limitation (listed on the RLops page): a copy of a real TD3 Walker2d run smoothed over two episodes is not found; the real run's own "
     "fluctuations pass for a cycle (`repeats_itself`), so the correlation rule is never asked, and its chance "
     "(8e-5 at best) is far above the budget anyway: the lagged fits find the real noise correlated",
 )
@@ -1368,19 +1368,30 @@ def seeds_sharing_sub_env_streams(rng, share: float, num_envs: int = 4, rounds: 
     return runs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: seeds s and s+1 of a 4-env run, whose returns owe 90% of their variance to the sub-env streams "
-    "they share, are called copies (an error, exit 2) in 20 of 20 pairs (19 of 30 at a 50% share, 0 of 20 at 30%), "
-    "where the RLops page says seeds closer than num_envs get one warning line; one seed's sub-env k logs beside the "
-    "other's sub-env k + 1, so the runs line up one episode apart as a copy cut by one episode does",
-)
-def test_consecutive_seeds_sharing_sub_env_streams_are_warned_about_not_called_copies():
+def test_consecutive_seeds_sharing_sub_env_streams_are_warned_about_not_called_copies(tmp_path, capsys):
+    """Found (and fixed): seeds s and s+1 of a 4-env run whose returns owe 90% of their variance to the sub-env
+    streams they share were refused as copies (an error, exit 2) in 20 of 20 pairs, where the page promised one
+    warning line; one seed's sub-env k logs beside the other's sub-env k + 1, so the runs line up one episode apart as
+    a copy cut by one episode does. Such seeds now get the warning alone; an unedited copy among them is refused."""
     from cleanrl_utils.rlops_runs import near_copy
 
     rng = np.random.default_rng(4)
-    refused = sum(near_copy(*seeds_sharing_sub_env_streams(rng, 0.9)) for _ in range(20))
-    assert refused == 0, f"{refused} of 20 pairs of consecutive seeds called copies"
+    for trial in range(3):
+        first, second = seeds_sharing_sub_env_streams(rng, 0.9)
+        assert near_copy(first, second)  # the curves alone: a copy
+        root = tmp_path / f"runs{trial}"
+        for seed, run in ((1, first), (2, second)):
+            steps, returns = zip(*run)
+            write_run(root, "A-v1", "base", seed, returns, steps=steps, num_envs=4)
+            write_run(root, "A-v1", "new", seed + 10, returns[::-1], steps=steps, num_envs=4)
+        code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", runs=root)
+        assert code == 0, err
+        warnings = [line for line in err.splitlines() if "num_envs" in line]
+        assert len(warnings) == 1 and "seeds 1 (base) and 2 (base) on A-v1 are closer" in warnings[0], err
+    steps, returns = zip(*first)
+    write_run(root, "A-v1", "base", 3, returns, steps=steps, num_envs=4, clock=1e9)  # seed 1's returns, another clock
+    code, _, err = gate(tmp_path, capsys, "--tags", "new", "base", runs=root)
+    assert code == 2 and "copies of one run" in one_line_error(err) and "__3__" in err, err
 
 
 def hostile_seed_run(kind: str, rng) -> list[tuple[int, float]]:
