@@ -191,12 +191,12 @@ def load_run(run_dir: Path, name: str, group: str) -> Run | None:
 
 
 def count_or_none(value: object) -> int | None:
-    """A positive whole number from a logged hyperparameter (`4`, `"4"`), else None: absent or not a count."""
+    """A positive whole number from a logged hyperparameter (`4`, `"4"`, `4.0`), else None: absent or not a count."""
     try:
-        number = int(str(value))
+        number = float(str(value))  # W&B and JSON configs may give 4.0
     except ValueError:
         return None
-    return number if number > 0 else None
+    return int(number) if math.isfinite(number) and number.is_integer() and number > 0 else None
 
 
 def group_labels(runs_dirs: list[Path], split_by_dir: bool) -> list[str]:

@@ -662,7 +662,7 @@ def build(args: Args) -> tuple[str, list[Verdict], list[str]]:
     scores = score_table(runs, args.tags, env_ids, metric, window, args.lower_is_better)
     starts = baseline_starts(runs, args.baseline, env_ids, metric, args.lower_is_better)
     lows, highs, unscaled = normalization(scores, starts, args.baseline, env_ids, targets)
-    warn_close_seeds(runs, args.baseline)
+    warn_close_seeds(runs)
     seeds = seed_table(runs, args.tags, env_ids)
     missing = missing_seeds(seeds, env_ids, left_out)
     for item in missing:

@@ -4,6 +4,7 @@ and left out (a run that stopped early, a non-finite speed) instead of quietly m
 
 import itertools
 import math
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -565,60 +566,88 @@ def check_evidence(runs: list[Run], metric: str) -> None:
         for first, second in itertools.combinations(on_env, 2):
             if first.group != second.group and first.seed == second.seed:
                 continue  # two tags' runs of one seed: a change that alters nothing, run deterministically
-            if share_sub_env_streams(first, second) and not mostly_equal(first.scalars[metric], second.scalars[metric]):
-                # seeds closer than num_envs play the same levels one sub-env apart, which lines their returns up as a
-                # copy cut by one episode: `warn_close_seeds` says so in one line; only an unedited copy is refused
+            if share_sub_env_streams(first, second):
+                # seeds closer than num_envs play the same levels a sub-env apart, which lines their returns up as a
+                # copy cut by an episode does: `warn_close_seeds` says so in one line; only an unedited copy is refused
+                close = max(first.num_envs or 1, second.num_envs or 1)
+                if not agree_beyond_chance(first.scalars[metric], second.scalars[metric], close):
+                    continue
+            elif not near_copy(first.scalars[metric], second.scalars[metric]):
                 continue
-            if near_copy(first.scalars[metric], second.scalars[metric]):
-                raise RlopsError(
-                    f"{describe(first)} and {describe(second)}: their {metric} curves rise and fall together episode "
-                    f"by episode, as no two seeds' do: copies of one run (edited or not: its {SPS_TAG}, its length, "
-                    "its values scaled by up to 1%), which would count twice; remove the copy"
-                )
+            raise RlopsError(
+                f"{describe(first)} and {describe(second)}: their {metric} curves rise and fall together episode "
+                f"by episode, as no two seeds' do: copies of one run (edited or not: its {SPS_TAG}, its length, "
+                "its values scaled by up to 1%), which would count twice; remove the copy"
+            )
 
 
-def close_seeds(runs: list[Run], baseline: str) -> list[tuple[str, str, Run, Run]]:
-    """(tag, env, run, run) for each pair of runs of one comparison (a tag and the baseline on one env) whose seed
-    numbers differ by less than their num_envs: the scripts reset their vector env with `envs.reset(seed=s)`, which
-    seeds sub-env i with s + i, so seeds s and s + 1 start num_envs - 1 sub-envs on the same random streams and are
-    not independent, as the test assumes. Runs that logged no num_envs, or whose seed is not a number, are skipped."""
+def close_seeds(runs: list[Run]) -> list[tuple[str, Run, Run]]:
+    """(env, run, run) for each pair of runs on one env whose seed numbers differ by less than their num_envs: the
+    scripts reset their vector env with `envs.reset(seed=s)`, which seeds sub-env i with s + i, so seeds s and s + 1
+    start num_envs - 1 sub-envs on the same random streams and are not independent, as the test assumes (and the copy
+    rule does not judge them: `check_evidence`). Runs that logged no num_envs, or whose seed is not a number, are
+    skipped."""
     close = []
-    envs = dict.fromkeys(run.env_id for run in runs)
-    for tag in dict.fromkeys(run.group for run in runs if run.group != baseline):
-        for env in envs:
-            side = [r for r in runs if r.env_id == env and r.group in (tag, baseline)]
-            close += [(tag, env, *pair) for pair in itertools.combinations(side, 2) if share_sub_env_streams(*pair)]
+    for env in dict.fromkeys(run.env_id for run in runs):
+        on_env = [run for run in runs if run.env_id == env]
+        close += [(env, *pair) for pair in itertools.combinations(on_env, 2) if share_sub_env_streams(*pair)]
     return close
 
 
 def share_sub_env_streams(first: Run, second: Run) -> bool:
     """Whether two runs' seeds differ by less than their num_envs (see `close_seeds`); False when either logged no
     num_envs or has a seed that is not a number."""
-    if not (first.num_envs and second.num_envs and first.seed.isdigit() and second.seed.isdigit()):
+    if not (first.num_envs and second.num_envs and is_number(first.seed) and is_number(second.seed)):
         return False
     return 0 < abs(int(first.seed) - int(second.seed)) < max(first.num_envs, second.num_envs)
 
 
-def sorted_seeds(close: tuple[str, str, Run, Run]) -> list[int]:
-    return sorted(int(run.seed) for run in close[2:])
+def is_number(seed: str) -> bool:
+    return re.fullmatch(r"[0-9]+", seed) is not None
 
 
-def warn_close_seeds(runs: list[Run], baseline: str) -> None:
-    """One warning line when some comparison holds seeds closer than their runs' num_envs (see `close_seeds`)."""
-    close = close_seeds(runs, baseline)
+def agree_beyond_chance(first: list[tuple[int, float]], second: list[tuple[int, float]], num_envs: int) -> bool:
+    """Whether two runs give the same returns (to 4 digits) episode for episode, from their first, far more often
+    than each gives the other's returns some episodes away: an unedited copy (or one cut at its end), told from seeds
+    closer than num_envs (see `close_seeds`). The chance agreement is measured past the num_envs nearest episodes,
+    where sub-envs sharing a stream log; hit-or-miss or capped seeds agree there as often as in step, a copy's
+    fluctuations only in step."""
+    length = min(len(first), len(second))
+    a, b = np.array([v for _, v in first[:length]]), np.array([v for _, v in second[:length]])
+    if length < COPY_MIN_VALUES:
+        return False
+
+    def agree(x: np.ndarray, y: np.ndarray) -> int:
+        return int(np.isclose(x, y, rtol=1e-4, atol=0.0).sum())
+
+    start = min(num_envs, len(a) // 4) + 1
+    lags = range(start, start + COPY_LAGS)
+    chance_agreeing = sum(agree(a[lag:], b[:-lag]) + agree(a[:-lag], b[lag:]) for lag in lags)
+    chance_compared = sum(2 * (len(a) - lag) for lag in lags)
+    chance = (chance_agreeing + 1) / (chance_compared + 1)
+    return chance_bound(agree(a, b), len(a), chance) <= COPY_CHANCE
+
+
+def sorted_seeds(close: tuple[str, Run, Run]) -> list[int]:
+    return sorted(int(run.seed) for run in close[1:])
+
+
+def warn_close_seeds(runs: list[Run]) -> None:
+    """One warning line when some runs on an env hold seeds closer than their num_envs (see `close_seeds`)."""
+    close = close_seeds(runs)
     if not close:
         return
     # the closest pair, lowest seeds first: the same runs always name the same pair
-    tag, env, first, second = min(close, key=lambda c: (abs(int(c[2].seed) - int(c[3].seed)), sorted_seeds(c), c[1]))
+    env, first, second = min(close, key=lambda c: (abs(int(c[1].seed) - int(c[2].seed)), sorted_seeds(c), c[0]))
     first, second = sorted((first, second), key=lambda run: int(run.seed))
     num_envs = max(first.num_envs or 1, second.num_envs or 1)
     warn(
         f"seeds {first.seed} ({first.group}) and {second.seed} ({second.group}) on {env} are closer than their num_envs "
         f"({num_envs}), {len(close)} pair{'s' if len(close) > 1 else ''} of seeds in all: envs.reset(seed=s) seeds "
         "sub-env i with s + i, so such seeds start sub-envs on the same random streams and are not independent, as the "
-        "test assumes (the p-values may be too small); space every seed of a comparison by at least num_envs: "
-        f"the benchmark runner's --seed-stride {num_envs} (with --start-seed S apart for the tag and the baseline), "
-        "or each script's --seed yourself"
+        "test assumes (the p-values may be too small), and only an unedited copy among them is found; space every "
+        f"seed at least num_envs apart: the benchmark runner's --seed-stride {num_envs} (with --start-seed S apart for "
+        "the tag and the baseline), or each script's --seed yourself"
     )
 
 
