@@ -229,7 +229,7 @@ if __name__ == "__main__":
         exp.require(rb.actions.max() < env.action_space.n, "--resume: refused, its replay memory holds actions the game lacks")
         if args.autotune:
             with torch.no_grad():
-                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
+                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32, -88, 88))  # e^x finite in float32
             alpha = log_alpha.detach().exp()[0]
         obs = exp.saved_array("obs", env.observation_space.shape, env.observation_space.dtype)
         first_step = exp.saved_int("global_step", 0, args.total_timesteps - 1) + 1

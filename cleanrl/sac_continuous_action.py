@@ -228,7 +228,7 @@ if __name__ == "__main__":
         checkpoint = exp.restore_run_state(learners)
         if args.autotune:
             with torch.no_grad():
-                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32))
+                log_alpha.copy_(exp.saved_array("log_alpha", (1,), torch.float32, -88, 88))  # e^x finite in float32
             alpha = log_alpha.detach().exp()[0]
         # the last losses are logged until the actor's next update, which may come after the next log step
         actor_loss = None if checkpoint.get("actor_loss") is None else exp.saved_array("actor_loss", (), torch.float32)

@@ -332,6 +332,10 @@ if __name__ == "__main__":
         actor_state = flax.serialization.from_state_dict(actor_state, saved["actor_state"])  # weights, Adam
         qf_state = flax.serialization.from_state_dict(qf_state, saved["qf_state"])  # with the targets
         alpha_state = flax.serialization.from_state_dict(alpha_state, saved["alpha_state"])  # log alpha, Adam
+        log_alpha = float(alpha_state.params["log_alpha"])
+        exp.require(
+            -88 <= log_alpha <= 88, f"--resume: refused, the checkpoint's log alpha ({log_alpha:g}) is not in -88 to 88"
+        )
         key_data = jax.random.key_data(explore_key)
         explore_key, update_key = (
             jax.random.wrap_key_data(exp.saved_tree(k, key_data)) for k in ("explore_key", "update_key")

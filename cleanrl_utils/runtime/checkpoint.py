@@ -323,6 +323,9 @@ def _check_tree(value: Any, like: Any, name: str, depth: int) -> None:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} does not hold this run's {sorted(like)[:6]}")
         for key, part in like.items():
             _check_tree(value[key], part, f"{name}.{key}", depth + 1)
+        if set(like) == {"count", "mu", "nu"}:  # optax's Adam state; the scripts keep optax.adam's betas (0.9, 0.999)
+            for first, second in zip(_leaves(value["mu"]), _leaves(value["nu"]), strict=True):
+                _check_adam_moments(first, second, 0.9, 0.999, name)
     elif isinstance(like, list | tuple):
         if not isinstance(value, list | tuple) or len(value) != len(like):
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} is not {len(like)} items")
@@ -550,6 +553,7 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
     if not isinstance(entries, dict) or not all(type(index) is int for index in entries):
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} state is not by parameter index")
     kept = _state_of_a_step(optimizer) if entries else {}
+    betas = {index: group.get("betas") for group in own["param_groups"] for index in group["params"]}
     for index, entry in entries.items():
         if index not in kept:
             raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} has a state {index}, for no parameter")
@@ -563,6 +567,32 @@ def check_optimizer_state(optimizer: Any, state: Any, name: str) -> None:
             value = _checked_array(entry[key], where, tuple(like.shape), like.dtype)
             if key in NON_NEGATIVE_STATE and bool((value < 0).any()):
                 raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {where} is negative")
+        if {"exp_avg", "exp_avg_sq"} <= set(entry) and betas.get(index) is not None:
+            _check_adam_moments(entry["exp_avg"], entry["exp_avg_sq"], *betas[index], f"{name} state {index}")
+
+
+def _check_adam_moments(first: Any, second: Any, beta1: float, beta2: float, name: str) -> None:
+    """RefusedCheckpoint unless Adam's moments are ones its steps can make. m = (1-b1) sum b1^k g and
+    v = (1-b2) sum b2^k g^2 give, by Cauchy-Schwarz, |m| <= (1-b1) / sqrt((1-b2)(1-b1^2/b2)) sqrt(v) whatever the
+    gradients (7.3 sqrt(v) at 0.9, 0.999): a large m over a small v would make the next step m / sqrt(v) huge."""
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1 and beta1 * beta1 < beta2):
+        return
+    bound = (1 - beta1) / math.sqrt((1 - beta2) * (1 - beta1 * beta1 / beta2))
+    first, second = (np.asarray(x.detach().cpu() if hasattr(x, "detach") else x, dtype=np.float64) for x in (first, second))
+    # float32 rounding of the running sums, and gradients whose squares underflow to 0
+    if bool((np.abs(first) > 1.01 * bound * np.sqrt(second) + 1e-15).any()):
+        raise RefusedCheckpoint(
+            f"--resume: refused, the checkpoint's {name} has a first moment larger than Adam's steps make "
+            f"({bound:.3g} times the root of the second)"
+        )
+
+
+def _leaves(tree: Any) -> list[Any]:
+    if isinstance(tree, dict):
+        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
+    if isinstance(tree, list | tuple):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
 
 
 def _check_setting(value: Any, own: Any, valid: tuple[float, float] | None, name: str) -> None:

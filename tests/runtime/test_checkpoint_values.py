@@ -265,7 +265,8 @@ def test_saved_tree_refuses_negative_adam_second_moments_and_counts_only():
     """optax's Adam state, as `to_state_dict` writes it: `nu` and `count` below zero make NaN updates."""
     like = {"0": {"count": np.zeros((), np.int32), "mu": {"w": np.zeros(2, np.float32)}, "nu": {"w": np.zeros(2, np.float32)}}}
     ckpt.saved_tree({"s": like}, "s", like)
-    ckpt.saved_tree({"s": {"0": {**like["0"], "mu": {"w": -np.ones(2, np.float32)}}}}, "s", like)  # a mean may be
+    negative_mean = {**like["0"], "mu": {"w": -np.ones(2, np.float32)}, "nu": {"w": np.ones(2, np.float32)}}
+    ckpt.saved_tree({"s": {"0": negative_mean}}, "s", like)  # a mean may be
     for bad in (
         {**like["0"], "nu": {"w": np.array([0.0, -1e-30], np.float32)}},
         {**like["0"], "count": np.array(-1, np.int32)},
@@ -353,6 +354,58 @@ def test_an_optimisers_own_state_loads_and_steps_on_as_the_original(optimizer_cl
         model(torch.randn(5, 3)).pow(2).sum().backward()
         opt.step()
     assert all(torch.equal(a, b) for a, b in zip(network.parameters(), twin.parameters(), strict=True))
+
+
+def gradient_runs(steps: int = 400) -> dict[str, np.ndarray]:
+    """Gradient sequences (steps x 6) that push Adam's |m| / sqrt(v) hardest, or its float32 sums."""
+    rng = np.random.default_rng(0)
+    return {
+        # sizes spread over 35 orders, signs at random
+        "spread": rng.normal(size=(steps, 6)) * 10.0 ** rng.uniform(-30, 5, size=(steps, 6)),
+        # squares underflow float32 (1e-25 squared is 0): m grows, v stays 0
+        "underflow": np.full((steps, 6), 1e-25),
+        # the Cauchy-Schwarz worst case: g_k proportional to (b1 / b2)^(t - k), one sign
+        "worst": np.tile((0.9 / 0.999) ** np.arange(steps, 0, -1.0)[:, None], (1, 6)),
+        "constant": np.ones((steps, 6)),
+    }
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.Adam, torch.optim.AdamW, torch.optim.RAdam])
+@pytest.mark.parametrize("kind", ["spread", "underflow", "worst", "constant"])
+def test_adams_moments_after_any_gradients_load_and_a_first_moment_no_step_makes_is_refused(optimizer_class, kind):
+    """|m| <= (1-b1) / sqrt((1-b2)(1-b1^2/b2)) sqrt(v), 7.3 sqrt(v) at the default betas, whatever the gradients."""
+    parameter = torch.zeros(6, requires_grad=True)
+    optimizer = optimizer_class([parameter])
+    for gradient in gradient_runs()[kind]:
+        parameter.grad = torch.tensor(gradient, dtype=torch.float32)
+        optimizer.step()
+    state = plain_data.loads(plain_data.dumps(optimizer.state_dict()))
+    ckpt.load_state(optimizer_class([torch.zeros(6, requires_grad=True)]), state, "optimizer")
+    m, v = state["state"][0]["exp_avg"], state["state"][0]["exp_avg_sq"]
+    state["state"][0]["exp_avg"] = m.clone().index_fill_(0, torch.tensor([2]), float(7.4 * v[2].sqrt() + 1e-14))
+    refused(optimizer_class([torch.zeros(6, requires_grad=True)]), state, "first moment larger than Adam's steps make")
+
+
+@pytest.mark.parametrize("kind", ["spread", "underflow", "worst", "constant"])
+def test_optax_adams_moments_after_any_gradients_pass_and_a_first_moment_no_step_makes_is_refused(kind):
+    """The JAX scripts' optax.adam state, through `saved_tree` as they read it."""
+    flax_serialization = pytest.importorskip("flax.serialization")
+    optax = pytest.importorskip("optax")
+    params = {"w": np.zeros(6, np.float32)}
+    tx = optax.adam(1e-3)
+    state = tx.init(params)
+    for gradient in gradient_runs()[kind]:
+        _, state = tx.update({"w": np.float32(gradient)}, state, params)
+    host = pytest.importorskip("jax").device_get(flax_serialization.to_state_dict(state))  # as the scripts save it
+    saved = plain_data.loads(plain_data.dumps({"opt": host}))
+    like = flax_serialization.to_state_dict(tx.init(params))
+    ckpt.saved_tree(saved, "opt", like)
+    adam = saved["opt"]["0"]
+    mu = np.array(adam["mu"]["w"])
+    mu[2] = 7.4 * math.sqrt(float(adam["nu"]["w"][2])) + 1e-14
+    adam["mu"]["w"] = mu
+    with pytest.raises(ckpt.RefusedCheckpoint, match="first moment larger than Adam's steps make"):
+        ckpt.saved_tree(saved, "opt", like)
 
 
 def test_an_optimiser_state_before_its_first_step_loads():
