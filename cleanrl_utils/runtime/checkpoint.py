@@ -581,18 +581,11 @@ def _check_adam_moments(first: Any, second: Any, beta1: float, beta2: float, nam
     first, second = (np.asarray(x.detach().cpu() if hasattr(x, "detach") else x, dtype=np.float64) for x in (first, second))
     # float32 rounding of the running sums, and gradients whose squares underflow to 0
     if bool((np.abs(first) > 1.01 * bound * np.sqrt(second) + 1e-15).any()):
-        raise RefusedCheckpoint(
-            f"--resume: refused, the checkpoint's {name} has a first moment larger than Adam's steps make "
-            f"({bound:.3g} times the root of the second)"
-        )
+        raise RefusedCheckpoint(f"--resume: refused, the checkpoint's {name} has a first moment larger than Adam's steps make")
 
 
-def _leaves(tree: Any) -> list[Any]:
-    if isinstance(tree, dict):
-        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
-    if isinstance(tree, list | tuple):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    return [tree]
+def _leaves(tree: Any) -> list[Any]:  # of a Flax params dict
+    return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])] if isinstance(tree, dict) else [tree]
 
 
 def _check_setting(value: Any, own: Any, valid: tuple[float, float] | None, name: str) -> None:
