@@ -607,11 +607,14 @@ def is_number(seed: str) -> bool:
 
 
 def agree_beyond_chance(first: list[tuple[int, float]], second: list[tuple[int, float]], num_envs: int) -> bool:
-    """Whether two runs give the same returns (to 4 digits) episode for episode, from their first, far more often
-    than each gives the other's returns some episodes away: an unedited copy (or one cut at its end), told from seeds
-    closer than num_envs (see `close_seeds`). The chance agreement is measured past the num_envs nearest episodes,
-    where sub-envs sharing a stream log; hit-or-miss or capped seeds agree there as often as in step, a copy's
-    fluctuations only in step."""
+    """Whether two runs give the same returns (to 4 digits) episode for episode, from their first, at most episodes
+    and far more often than chance: an unedited copy (or one cut at its end), told from seeds closer than num_envs
+    (see `close_seeds`). Such seeds line up in step at times (episodes of a shared stream logged at one position), a
+    copy nearly everywhere. Chance is the most of the runs' agreement with each other past the num_envs nearest
+    episodes, where shared streams log, and each run's agreement with itself at any lag up to half the run (less
+    three standard errors):
+    hit-or-miss or capped seeds agree there as often as in step, and so do runs that repeat themselves (levels
+    handed out in turn, an evaluation every k episodes)."""
     length = min(len(first), len(second))
     a, b = np.array([v for _, v in first[:length]]), np.array([v for _, v in second[:length]])
     if length < COPY_MIN_VALUES:
@@ -620,12 +623,18 @@ def agree_beyond_chance(first: list[tuple[int, float]], second: list[tuple[int, 
     def agree(x: np.ndarray, y: np.ndarray) -> int:
         return int(np.isclose(x, y, rtol=1e-4, atol=0.0).sum())
 
-    start = min(num_envs, len(a) // 4) + 1
+    agreeing = agree(a, b)
+    if 2 * agreeing <= length:
+        return False
+    start = min(num_envs, length // 4) + 1
     lags = range(start, start + COPY_LAGS)
     chance_agreeing = sum(agree(a[lag:], b[:-lag]) + agree(a[:-lag], b[lag:]) for lag in lags)
-    chance_compared = sum(2 * (len(a) - lag) for lag in lags)
-    chance = (chance_agreeing + 1) / (chance_compared + 1)
-    return chance_bound(agree(a, b), len(a), chance) <= COPY_CHANCE
+    chance = (chance_agreeing + 1) / (sum(2 * (length - lag) for lag in lags) + 1)
+    for run in (a, b):
+        for lag in range(1, min(length // 2, COPY_MAX_LAG) + 1):
+            itself = agree(run[lag:], run[:-lag]) / (length - lag)  # less 3 standard errors: the most of many lags
+            chance = max(chance, itself - 3 * math.sqrt(itself * (1 - itself) / (length - lag)))
+    return chance_bound(agreeing, length, chance) <= COPY_CHANCE
 
 
 def sorted_seeds(close: tuple[str, Run, Run]) -> list[int]:

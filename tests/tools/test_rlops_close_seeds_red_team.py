@@ -373,3 +373,204 @@ def test_an_edited_copy_across_two_tags_with_a_close_seed_is_warned_about_or_ref
                 write_series(root, "two", 102, as_series(np.array(values) * 1.001, steps), num_envs=4, clock=1.7e9)
     code, out, err = gate(tmp_path, capsys, "--tags", "one", "two", "base")
     assert code == 2 or len(warnings_about_num_envs(err)) == 1, (code, err)
+
+
+# ---------------------------------------------------------------- round 2 (commit 1d8a53f): `agree_beyond_chance`
+
+
+def close_pairs_refused(make, num_envs: int, pairs: int = 20) -> int:
+    """How many of `pairs` honest pairs (two independent draws of `make(rng)`) `agree_beyond_chance` calls copies."""
+    from cleanrl_utils.rlops_runs import agree_beyond_chance
+
+    rng = np.random.default_rng(21)
+    return sum(agree_beyond_chance(make(rng), make(rng), num_envs) for _ in range(pairs))
+
+
+def copies_missed(make, num_envs: int = 4, pairs: int = 20) -> int:
+    """How many of `pairs` unedited copies (a draw of `make(rng)` beside itself) `agree_beyond_chance` lets pass."""
+    from cleanrl_utils.rlops_runs import agree_beyond_chance
+
+    rng = np.random.default_rng(22)
+    return sum(not agree_beyond_chance(run := make(rng), list(run), num_envs) for _ in range(pairs))
+
+
+def honest_close_gate(tmp_path, capsys, make, num_envs: int = 4):
+    """Baseline seeds 1-6 and tag seeds 101-106 (each side consecutive: every pair close), one draw of `make` each."""
+    root = tmp_path / "runs"
+    rng = np.random.default_rng(23)
+    for tag, first in (("base", 1), ("new", 101)):
+        for seed in range(first, first + 6):
+            write_series(root, tag, seed, make(rng), num_envs=num_envs, clock=1.6e9 + 1000 * seed)
+    return gate(tmp_path, capsys, "--tags", "new", "base")
+
+
+def copy_close_gate(tmp_path, capsys, make, num_envs: int = 4):
+    """Honest baseline seeds 1, 5, ..., 21 and tag seeds 101, 105, ... (none close), each a draw of `make`, plus
+    baseline seed 1's returns, unedited, under seed 2 with another clock: close to seeds 1 and 5."""
+    root = tmp_path / "runs"
+    rng = np.random.default_rng(24)
+    for tag, first in (("base", 1), ("new", 101)):
+        for seed in range(first, first + 24, 4):
+            series = make(rng)
+            write_series(root, tag, seed, series, num_envs=num_envs, clock=1.6e9 + 1000 * seed)
+            if seed == 1:
+                write_series(root, tag, 2, series, num_envs=num_envs, clock=1.7e9)
+    return gate(tmp_path, capsys, "--tags", "new", "base")
+
+
+def levels_in_turn(rng, period: int = 16, episodes: int = 60) -> list[tuple[int, float]]:
+    """Round 3's honest model (tests/tools/test_rlops_red_team.py): a learned deterministic env handing out a fixed
+    list of `period` levels in turn (MiniGrid's ReseedWrapper, Procgen's sequential levels), each level's return fixed
+    by its shortest path, 5% of episodes failed (0); every seed meets level i at episode i mod period, whatever its
+    seed, so seeds close or not are in step."""
+    level_returns = np.linspace(0.3, 0.95, period)[np.random.default_rng(period).permutation(period)]
+    values = np.resize(level_returns, episodes)
+    values[rng.random(episodes) < 0.05] = 0.0
+    return as_series(values)
+
+
+def test_close_seeds_of_levels_handed_out_in_turn_are_not_called_copies(tmp_path, capsys):
+    assert not near_copy(levels_in_turn(np.random.default_rng(1)), levels_in_turn(np.random.default_rng(2)))
+    refused = close_pairs_refused(levels_in_turn, 4)
+    code, out, err = honest_close_gate(tmp_path, capsys, levels_in_turn)
+    assert refused == 0 and code == 0, (refused, code, err)
+
+
+def test_neighbouring_seeds_on_deterministic_levels_of_variable_length_are_not_called_copies():
+    from cleanrl_utils.rlops_runs import agree_beyond_chance
+
+    refused = 0
+    for draw in range(20):
+        rng = np.random.default_rng(100 + draw)
+        runs = stream_runs([1 + 20 * draw, 2 + 20 * draw], 8, 1.0, rng, rounds=100, variable=True)
+        refused += agree_beyond_chance(runs[1 + 20 * draw], runs[2 + 20 * draw], 8)
+    assert refused == 0, f"{refused} of 20 pairs of honest neighbouring seeds called copies"
+
+
+def eval_every(k: int, episodes: int = 1000):
+    """Found and fixed (chance now counts each run's agreement with itself at any lag, and a copy must agree at
+    most episodes). Found and fixed (chance now counts each run's agreement with itself at any lag, and a copy must agree at
+    most episodes). Every k-th logged episode is a deterministic evaluation at CartPole's cap (500); the others train below it
+    (whole numbers around 300)."""
+
+    def make(rng):
+        values = np.clip(np.round(300 + 50 * rng.normal(size=episodes)), 0, 499)
+        values[::k] = 500.0
+        return as_series(values)
+
+    return make
+
+
+@pytest.mark.parametrize("k", [5, 20])
+def test_close_seeds_with_a_periodic_deterministic_evaluation_are_not_called_copies(k):
+    refused = close_pairs_refused(eval_every(k), 4)
+    assert refused == 0, f"{refused} of 20 pairs of honest close seeds called copies"
+
+
+def discrete_kind(kind: str, episodes: int):
+    def make(rng):
+        n = episodes
+        if kind == "0/1 learning from 0% to 100% hits":
+            return as_series((rng.random(n) < np.clip(np.linspace(-0.2, 1.2, n), 0, 1)).astype(float))
+        if kind == "0/1 learning in a sharp step at mid-run":
+            return as_series((rng.random(n) < 1 / (1 + np.exp(-(np.arange(n) - n / 2)))).astype(float))
+        if kind == "CartPole learning to the cap":
+            return as_series(np.clip(np.round(20 + 600 * np.linspace(0, 1, n) + 100 * rng.normal(size=n)), 8, 500))
+        if kind == "Atari scores in tens":
+            trend = 300 + 2000 * np.linspace(0, 1, n)
+            return as_series(np.round(np.exp(np.log(trend) + 0.6 * rng.normal(size=n)) / 10) * 10)
+        solved = rng.random(n) < np.linspace(0, 0.6, n)  # MountainCar: -200 until solved, then -100 to -160
+        return as_series(np.where(solved, -rng.integers(100, 160, size=n), -200).astype(float))
+
+    return make
+
+
+@pytest.mark.parametrize("num_envs", [4, 16])
+@pytest.mark.parametrize("episodes", [12, 30, 300, 3000])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "0/1 learning from 0% to 100% hits",
+        "0/1 learning in a sharp step at mid-run",
+        "CartPole learning to the cap",
+        "Atari scores in tens",
+        "MountainCar mostly -200",
+    ],
+)
+def test_close_seeds_of_discrete_returns_that_change_over_time_are_not_called_copies(kind, episodes, num_envs):
+    """Found and fixed (chance now counts each run's agreement with itself at any lag, and a copy must agree at
+    most episodes). Held: 0 of 20 honest pairs of each kind called copies, at 12, 30, 300 and 3000 episodes, 4 or 16 envs (lags
+    capped at a quarter of the run for the short ones): the in-step excess of a shared trend (p_t - p_t+L)^2 is small
+    beside the lagged rate, even for a 0/1 step from 0 to 1 at one episode."""
+    assert close_pairs_refused(discrete_kind(kind, episodes), num_envs) == 0
+
+
+def hit_or_miss(episodes: int, hits: float):
+    return lambda rng: as_series((rng.random(episodes) < hits).astype(float))
+
+
+def capped_with_dips(episodes: int, dips: float):
+    def make(rng):
+        values = np.full(episodes, 500.0)
+        dipped = rng.random(episodes) < dips
+        values[dipped] = rng.integers(9, 500, size=int(dipped.sum()))
+        return as_series(values, np.cumsum(values).astype(int))
+
+    return make
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="limitation (stated on the RLops page): an unedited copy of a 160-episode 0/1 run at 90% hits, given a close seed, passes: in-step "
+    "agreement 1.0 against the chance rate 0.82 gives a bound of exp(-160/3 ln(1/0.82)) = 2e-5; 20 of 20 such copies "
+    "missed (7/20 at 80% hits, 13/20 still missed at 300 episodes, 90%), where near_copy (seeds not close) misses 0/20; "
+    "the gate exits 0 with the warning alone",
+)
+def test_an_unedited_copy_of_a_hit_or_miss_run_given_a_close_seed_is_refused(tmp_path, capsys):
+    missed = copies_missed(hit_or_miss(160, 0.9))
+    code, out, err = copy_close_gate(tmp_path, capsys, hit_or_miss(160, 0.9))
+    assert missed == 0 and code == 2, (missed, code, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="limitation (stated on the RLops page): an unedited copy of a CartPole run at the cap with 5% dips (160 episodes), given a close seed, "
+    "passes: every dip agrees in step (none at lags 5-14), but the rule pools them with the cap's agreement; 20 of "
+    "20 missed (near_copy: 7/20), 20/20 at 3% dips over 400 episodes, 14/20 over 1000; MountainCar at -200 with 10% "
+    "solved: 20/20 missed at 160 episodes",
+)
+def test_an_unedited_copy_of_a_run_mostly_at_the_cap_given_a_close_seed_is_refused(tmp_path, capsys):
+    missed = copies_missed(capped_with_dips(160, 0.05))
+    code, out, err = copy_close_gate(tmp_path, capsys, capped_with_dips(160, 0.05))
+    assert missed == 0 and code == 2, (missed, code, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="limitation (stated on the RLops page): unedited copies of continuous runs of 10 to 13 episodes (at least COPY_MIN_VALUES) given a close "
+    "seed pass: chance is 1/(compared+1) over so few lags that the bound stays above 1e-9 (12 episodes: 4e-8); 20 of "
+    "20 missed at each length, 2/20 at 14, 0/20 from 15; near_copy (seeds not close) misses them too, up to 18, as the "
+    "page says for runs of about a dozen episodes, but the close-seeds section promises every unedited copy",
+)
+@pytest.mark.parametrize("episodes", [10, 13])
+def test_an_unedited_copy_of_a_short_run_given_a_close_seed_is_refused(episodes):
+    assert copies_missed(lambda rng: as_series(100 + 10 * rng.normal(size=episodes))) == 0
+
+
+def test_an_unedited_copy_of_a_short_continuous_run_from_fifteen_episodes_is_refused():
+    """Held: unedited copies of 15-, 20- and 30-episode continuous runs, close seed, 4 or 16 envs: 0 of 20 missed."""
+    for episodes in (15, 20, 30):
+        for num_envs in (4, 16):
+            assert copies_missed(lambda rng, n=episodes: as_series(100 + 10 * rng.normal(size=n)), num_envs) == 0
+
+
+def test_copies_with_nans_flat_copies_and_copies_cut_at_their_start_are_judged_as_documented():
+    """Held: a flat run's copy (all 500) is not called a copy, as documented (the clock rule's); a copy cut by one
+    episode at its start is not (documented as edited). (A NaN return never reaches the rule: the gate refuses
+    non-finite metric values first, `test_a_non_finite_metric_value_is_one_line_and_exit_2`.)"""
+    from cleanrl_utils.rlops_runs import agree_beyond_chance
+
+    rng = np.random.default_rng(25)
+    assert not agree_beyond_chance(as_series([500.0] * 200), as_series([500.0] * 200), 4)
+    run = as_series(100 + 10 * rng.normal(size=160))
+    assert not agree_beyond_chance(run, run[1:], 4)
