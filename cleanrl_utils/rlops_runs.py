@@ -595,11 +595,12 @@ def close_seeds(runs: list[Run]) -> list[tuple[str, Run, Run]]:
 
 
 def share_sub_env_streams(first: Run, second: Run) -> bool:
-    """Whether two runs' seeds differ by less than their num_envs (see `close_seeds`); False when either logged no
-    num_envs or has a seed that is not a number."""
+    """Whether two runs of different seeds start a sub-env on the same stream: seed s with n envs takes streams s to
+    s + n - 1 (see `close_seeds`); False when either logged no num_envs or has a seed that is not a number."""
     if not (first.num_envs and second.num_envs and is_number(first.seed) and is_number(second.seed)):
         return False
-    return 0 < abs(int(first.seed) - int(second.seed)) < max(first.num_envs, second.num_envs)
+    a, b = int(first.seed), int(second.seed)
+    return a != b and max(a, b) < min(a + first.num_envs, b + second.num_envs)
 
 
 def is_number(seed: str) -> bool:

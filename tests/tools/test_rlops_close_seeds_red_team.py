@@ -574,3 +574,25 @@ def test_copies_with_nans_flat_copies_and_copies_cut_at_their_start_are_judged_a
     assert not agree_beyond_chance(as_series([500.0] * 200), as_series([500.0] * 200), 4)
     run = as_series(100 + 10 * rng.normal(size=160))
     assert not agree_beyond_chance(run, run[1:], 4)
+
+
+@pytest.mark.parametrize(
+    ("seeds_and_envs", "close"),
+    [
+        (((1, 1), (2, 4)), False),  # streams {1} and {2..5}
+        (((2, 1), (1, 4)), True),  # {2} within {1..4}
+        (((1, 4), (5, 4)), False),  # {1..4} and {5..8}: spaced by num_envs
+        (((1, 4), (4, 2)), True),
+        (((3, 8), (3, 8)), False),  # one seed: two tags' runs of it are compared as such, not as neighbours
+    ],
+)
+def test_close_means_sharing_a_stream_not_a_seed_gap_under_the_larger_num_envs(seeds_and_envs, close):
+    """Found and fixed (round 2's last idea): seed 1 with 1 env and seed 2 with 4 envs were called close (the gap
+    under the larger num_envs) though their streams {1} and {2..5} do not meet, which also turned the curve rule off."""
+    from cleanrl_utils.report import Run
+    from cleanrl_utils.rlops_runs import share_sub_env_streams
+
+    first, second = (
+        Run(Path(f"r{seed}"), "A-v1", "ppo", str(seed), "base", {}, None, num_envs=envs) for seed, envs in seeds_and_envs
+    )
+    assert share_sub_env_streams(first, second) is close and share_sub_env_streams(second, first) is close
