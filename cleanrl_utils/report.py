@@ -385,7 +385,7 @@ def published_section(runs: list[Run], rows: list[str], columns: list[str], metr
 
 
 def seed_order(seed: str) -> tuple[int, str]:
-    return (int(seed), "") if seed.isdigit() else (sys.maxsize, seed)
+    return (int(seed), "") if seed.isdecimal() else (sys.maxsize, seed)
 
 
 def runs_in_table_order(runs: list[Run], rows: list[str], columns: list[str]) -> list[Run]:

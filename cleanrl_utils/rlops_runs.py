@@ -4,7 +4,6 @@ and left out (a run that stopped early, a non-finite speed) instead of quietly m
 
 import itertools
 import math
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -567,10 +566,10 @@ def check_evidence(runs: list[Run], metric: str) -> None:
             if first.group != second.group and first.seed == second.seed:
                 continue  # two tags' runs of one seed: a change that alters nothing, run deterministically
             if share_sub_env_streams(first, second):
-                # seeds closer than num_envs play the same levels a sub-env apart, which lines their returns up as a
-                # copy cut by an episode does: `warn_close_seeds` says so in one line; only an unedited copy is refused
-                close = max(first.num_envs or 1, second.num_envs or 1)
-                if not agree_beyond_chance(first.scalars[metric], second.scalars[metric], close):
+                # such seeds play the same levels a sub-env apart, which lines their returns up as a copy cut by an
+                # episode does: `warn_close_seeds` says so in one line; only an unedited copy is refused
+                num_envs = max(first.num_envs or 1, second.num_envs or 1)
+                if not agree_beyond_chance(first.scalars[metric], second.scalars[metric], num_envs):
                     continue
             elif not near_copy(first.scalars[metric], second.scalars[metric]):
                 continue
@@ -582,11 +581,10 @@ def check_evidence(runs: list[Run], metric: str) -> None:
 
 
 def close_seeds(runs: list[Run]) -> list[tuple[str, Run, Run]]:
-    """(env, run, run) for each pair of runs on one env whose seed numbers differ by less than their num_envs: the
-    scripts reset their vector env with `envs.reset(seed=s)`, which seeds sub-env i with s + i, so seeds s and s + 1
-    start num_envs - 1 sub-envs on the same random streams and are not independent, as the test assumes (and the copy
-    rule does not judge them: `check_evidence`). Runs that logged no num_envs, or whose seed is not a number, are
-    skipped."""
+    """(env, run, run) for each pair of runs on one env whose sub-envs share a random stream: the scripts reset their
+    vector env with `envs.reset(seed=s)`, which seeds sub-env i with s + i, so seeds s and s + 1 of 4 envs start
+    three sub-envs on the same streams and are not independent, as the test assumes (and the copy rule judges them
+    apart: `check_evidence`). Runs that logged no num_envs, or whose seed is not a number, are skipped."""
     close = []
     for env in dict.fromkeys(run.env_id for run in runs):
         on_env = [run for run in runs if run.env_id == env]
@@ -597,14 +595,10 @@ def close_seeds(runs: list[Run]) -> list[tuple[str, Run, Run]]:
 def share_sub_env_streams(first: Run, second: Run) -> bool:
     """Whether two runs of different seeds start a sub-env on the same stream: seed s with n envs takes streams s to
     s + n - 1 (see `close_seeds`); False when either logged no num_envs or has a seed that is not a number."""
-    if not (first.num_envs and second.num_envs and is_number(first.seed) and is_number(second.seed)):
+    if not (first.num_envs and second.num_envs and first.seed.isdecimal() and second.seed.isdecimal()):
         return False
     a, b = int(first.seed), int(second.seed)
     return a != b and max(a, b) < min(a + first.num_envs, b + second.num_envs)
-
-
-def is_number(seed: str) -> bool:
-    return re.fullmatch(r"[0-9]+", seed) is not None
 
 
 def agree_beyond_chance(first: list[tuple[int, float]], second: list[tuple[int, float]], num_envs: int) -> bool:
@@ -613,9 +607,9 @@ def agree_beyond_chance(first: list[tuple[int, float]], second: list[tuple[int, 
     (see `close_seeds`). Such seeds line up in step at times (episodes of a shared stream logged at one position), a
     copy nearly everywhere. Chance is the most of the runs' agreement with each other past the num_envs nearest
     episodes, where shared streams log, and each run's agreement with itself at any lag up to half the run (less
-    three standard errors):
-    hit-or-miss or capped seeds agree there as often as in step, and so do runs that repeat themselves (levels
-    handed out in turn, an evaluation every k episodes)."""
+    three standard errors): hit-or-miss or capped seeds agree there as often as in step, and so do runs that repeat
+    themselves (levels handed out in turn, an evaluation every k episodes). `most_self_agreement` does the like on
+    second differences, whose zeros mean no fluctuation; raw returns of 0 count here."""
     length = min(len(first), len(second))
     a, b = np.array([v for _, v in first[:length]]), np.array([v for _, v in second[:length]])
     if length < COPY_MIN_VALUES:
@@ -643,7 +637,7 @@ def sorted_seeds(close: tuple[str, Run, Run]) -> list[int]:
 
 
 def warn_close_seeds(runs: list[Run]) -> None:
-    """One warning line when some runs on an env hold seeds closer than their num_envs (see `close_seeds`)."""
+    """One warning line when some runs on an env share sub-env streams (see `close_seeds`)."""
     close = close_seeds(runs)
     if not close:
         return
