@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 53's 27 runs: TD3, DDPG and SAC (the JAX files, measured faster than their torch twins) on Hopper-v4,
-# HalfCheetah-v4 and Walker2d-v4, seeds 1-3, 1M steps each, two at a time, one thread each, at nice 19, from a
+# HalfCheetah-v4 and Walker2d-v4, seeds 1-3, 1M steps each, one at a time, at nice 19, from a
 # worktree pinned at the commit they started on. Run it again after any stop: each benchmark continues from its log
 # folder (finished runs skipped, the others resumed from their newest checkpoint, every 25k steps).
 # Then: python -m benchmark.checks.mujoco_1m collect --runs $HOME/runs/tree/runs && python -m benchmark.checks.mujoco_1m report
@@ -24,8 +24,9 @@ cd "$TREE" || exit 2
 export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl
 export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 # A run whose summary is committed under benchmark/results/mujoco_1m/ is done, so a fresh machine (its logs gone) runs
-# only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone); two lanes take the
-# runs in turn, one at a time each.
+# only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone), run one after another:
+# a run alone takes ~1.6 cores (~230 SPS, ~75 min for 1M steps), so it finishes within a session, where two lanes
+# (~75 SPS each beside other work) took ~3.6 h a run and lost both runs in progress when the machine was replaced.
 RESULTS=$REPO/benchmark/results/mujoco_1m
 todo=()
 for algo in td3 ddpg sac; do
@@ -35,16 +36,10 @@ for algo in td3 ddpg sac; do
         done
     done
 done
-lane() {  # every other run of the list, from index $1
-    local i algo env seed
-    for ((i = $1; i < ${#todo[@]}; i += 2)); do
-        read -r algo env seed <<<"${todo[$i]}"
-        nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
-            --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
-            --log-dir "$OUT/logs/$algo/$env/$seed"
-    done
-}
 echo "mujoco_1m: ${#todo[@]} runs to go"
-lane 0 &
-lane 1 &
-wait
+for run in "${todo[@]}"; do
+    read -r algo env seed <<<"$run"
+    nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
+        --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
+        --log-dir "$OUT/logs/$algo/$env/$seed"
+done
