@@ -728,9 +728,9 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
         "per cell, mean ± population std (ddof=0) over the seeds, the statistic of the original's tables. IQM: over the "
         f"seeds, with a {confidence:.0%} stratified-bootstrap interval ({reps} draws; with 3 seeds the IQM is their mean). "
         "Median SPS: the median over the cell's runs of each run's median `charts/SPS` (steps over training time, "
-        "random-action steps included), two runs at a time on a shared 2-core machine. Verdict: *matches published* at "
-        "or above the bar with 3 seeds at 1M; *learns* below the bar but above random play; *fails its check* at or "
-        "below random play; *pending* before 3 seeds reach 1M.",
+        "random-action steps included), on a 2-core machine (two runs at a time until 2026-12-06, then one). "
+        "Verdict: *matches published* at or above the bar with 3 seeds at 1M; *learns* below the bar but above "
+        "random play; *fails its check* at or below random play; *pending* before 3 seeds reach 1M.",
         "",
         results_section(table, confidence),
         "",
