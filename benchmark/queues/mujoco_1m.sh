@@ -25,7 +25,7 @@ export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl
 export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 # A run whose summary is committed under benchmark/results/mujoco_1m/ is done, so a fresh machine (its logs gone) runs
 # only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone), run one after another:
-# a run alone takes ~1.6 cores (~230 SPS, ~75 min for 1M steps), so it finishes within a session, where two lanes
+# a TD3 run alone takes ~1.3-1.6 cores (160-190 SPS, ~1.5 h for 1M steps), so it ends within a session; two lanes
 # (~75 SPS each beside other work) took ~3.6 h a run and lost both runs in progress when the machine was replaced.
 RESULTS=$REPO/benchmark/results/mujoco_1m
 todo=()
