@@ -1,5 +1,7 @@
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,37 @@ def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
             for name, value in settings.items():
                 jax.config.update(name, value)
+
+
+def event_writer_threads() -> set[threading.Thread]:
+    """TensorBoard's writer threads alive in this process: one per SummaryWriter not closed."""
+    return {t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()}
+
+
+REPORTED_WRITERS: set[threading.Thread] = set()
+
+
+def check_no_event_writer_left(before: set[threading.Thread], by: str) -> None:
+    left = event_writer_threads() - before - REPORTED_WRITERS  # each leak fails once: where it was made
+    REPORTED_WRITERS.update(left)
+    assert not left, f"{len(left)} TensorBoard writer(s) left open by {by}"
+
+
+@pytest.fixture(autouse=True)
+def no_event_writer_left_open() -> Iterator[None]:
+    """A run made in this process (runpy, an Experiment) must close its TensorBoard writer on every exit: one left
+    open writes later, by a relative path, into whatever folder is current then."""
+    before = event_writer_threads()
+    yield
+    check_no_event_writer_left(before, "this test")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_event_writer_left_open_by_module_fixtures() -> Iterator[None]:
+    """The same for the runs a module-scoped fixture makes (the smoke runs shared by a module's tests)."""
+    before = event_writer_threads()
+    yield
+    check_no_event_writer_left(before, "this module's fixtures")
 
 
 # module-scoped fixtures that are costly to build (a training run, a Slurm cluster): the tests sharing one stay together

@@ -36,6 +36,7 @@ docs/community/script-contract.md lists every call, what it does and when.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import random
@@ -89,6 +90,8 @@ class Experiment:
         self.envs: Any = None
         self.writer: Any = None
         self.stop_signals: list[int] = []
+        self._closed = self._training = False
+        self._files_before_resume: set[str] | None = None  # the run folder's files before a resume's writer began
         self.elapsed_before = 0.0  # seconds of training before a --resume
         self.start_time = time.time()  # the SPS clock; it restarts when training does (`with exp:`)
         self.writer_lock: run_folder.WriterLock | None = None
@@ -142,11 +145,19 @@ class Experiment:
 
     # bad input
     def fail(self, message: str) -> NoReturn:
-        """Bad input: one line on stderr and exit code 2, no traceback. A run folder claimed and not yet written to
-        is removed."""
+        """Bad input: one line on stderr and exit code 2, no traceback. What the run opened is closed first, quietly
+        (W&B's run ends with exit code 2); a resume refused before training removes the event file it began (its
+        purge step would hide the run's later steps); a run folder claimed and not yet written to is removed."""
+        with warnings.catch_warnings(), contextlib.suppress(Exception):  # the bad input is the line to read
+            warnings.simplefilter("ignore")
+            self._close(exit_code=2)
+        if self._files_before_resume is not None and not self._training:
+            with contextlib.suppress(OSError):
+                for name in set(os.listdir(f"runs/{self.run_name}")) - self._files_before_resume:
+                    if name.startswith("events.out.tfevents."):
+                        os.remove(f"runs/{self.run_name}/{name}")
+        self._give_up_folder()
         print(f"{self.script}: error: {one_line(message)}", file=sys.stderr)
-        if self.writer is None:
-            self._give_up_folder()
         raise SystemExit(2)
 
     def _give_up_folder(self) -> None:
@@ -260,6 +271,7 @@ class Experiment:
         purge_step = checkpoint["global_step"] + 1 if checkpoint else None
         threading.excepthook = _quiet_about_full_disks  # the event writer's thread: said in one line, by this one
         try:
+            self._files_before_resume = set(os.listdir(f"runs/{self.run_name}")) if checkpoint else None
             self.writer = SummaryWriter(f"runs/{self.run_name}", purge_step=purge_step)
             table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
             self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
@@ -290,7 +302,7 @@ class Experiment:
 
     def __enter__(self) -> Experiment:
         """Training starts: catch Ctrl-C and SIGTERM from now on, and start the SPS clock (setup is not training)."""
-        self.start_time = time.time() - self.elapsed_before
+        self.start_time, self._training = time.time() - self.elapsed_before, True
         self._previous_handlers = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         return self
 
@@ -301,30 +313,45 @@ class Experiment:
         for sig, handler in self._previous_handlers.items():
             signal.signal(sig, handler)
         full = error if isinstance(error, Exception) and atomic.disk_full(error) else None  # not an exit already said
-        for closable in (self.envs, self.writer):
-            try:
-                if closable is not None:
-                    closable.close()  # a video being recorded is written, the events flushed
-            except Exception as e:
-                if not atomic.disk_full(e):
-                    raise
-                full = full or e
-        if self.writer is not None and self.args.track:
-            import wandb
-
-            videos = f"videos/{self.run_name}"
-            for video in sorted(os.listdir(videos)) if os.path.isdir(videos) else []:
-                wandb.log({"videos": wandb.Video(f"{videos}/{video}", format="mp4")})
-            wandb.finish()
-            wandb.tensorboard.unpatch()  # a later run in this process (the tuner's, a test's) starts afresh
-        if self.writer_lock is not None:
-            self.writer_lock.release()
+        try:
+            full = self._close() or full
+        finally:
+            if self.writer_lock is not None:
+                self.writer_lock.release()
         if full is not None and kind is not KeyboardInterrupt:
             self._stop_writing(getattr(atomic.os_error(full), "filename", None) or f"runs/{self.run_name}", full)
         if stopped:
             print(f"{self.script}: interrupted; what was logged is in runs/{self.run_name}", file=sys.stderr)
             raise SystemExit(130) from None
         return False
+
+    def _close(self, exit_code: int | None = None) -> BaseException | None:
+        """Close the envs (a video being recorded is written) and the writer (events flushed), each whatever the other
+        raised, and finish W&B's run (its videos sent if training began); once. Returns a full-disk error met on the
+        way; the first other error is raised after."""
+        if self._closed:
+            return None
+        self._closed, full, other = True, None, None
+        for closable in (self.envs, self.writer):
+            try:
+                if closable is not None:
+                    closable.close()
+            except Exception as e:
+                full, other = (full or e, other) if atomic.disk_full(e) else (full, other or e)
+                for file_writer in (getattr(closable, "all_writers", None) or {}).values():  # a flush failed first:
+                    with contextlib.suppress(Exception):  # each file's close stops its thread before flushing
+                        file_writer.close()
+        if self.writer is not None and self.args.track:
+            import wandb
+
+            videos = f"videos/{self.run_name}"  # a refused resume's are the old run's, already sent
+            for video in sorted(os.listdir(videos)) if os.path.isdir(videos) and self._training else []:
+                wandb.log({"videos": wandb.Video(f"{videos}/{video}", format="mp4")})
+            wandb.finish(exit_code=exit_code)
+            wandb.tensorboard.unpatch()  # a later run in this process (the tuner's, a test's) starts afresh
+        if other is not None:
+            raise other
+        return full
 
     def _stop_writing(self, path: str, error: BaseException) -> NoReturn:
         """A write that failed (a full disk): one line naming the file, exit code 1 (not bad input)."""

@@ -128,8 +128,8 @@ def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, 
 
 
 def release_if_unused(name: str, writer_lock: WriterLock) -> None:
-    """Give up a claimed run folder that nothing was written to: remove it (and its lock file, and `runs/` if the
-    claim made it and it is empty now)."""
+    """Give up a claimed run folder that nothing was written to: remove it (and its lock file, an empty
+    `videos/{name}` that a video recorder made, and `runs/` if the claim made it and it is empty now)."""
     folder = Path(ROOT) / name
     try:
         if writer_lock.held and os.listdir(folder) == [LOCK_FILE]:
@@ -141,6 +141,8 @@ def release_if_unused(name: str, writer_lock: WriterLock) -> None:
                 (Path(ROOT) / parent).rmdir()
             if writer_lock.made_root and not os.listdir(ROOT):
                 os.rmdir(ROOT)
+            if os.path.isdir(f"videos/{name}") and not os.path.islink(f"videos/{name}"):
+                os.rmdir(f"videos/{name}")  # only if empty (OSError otherwise: left as it is)
     except OSError:  # gone already, or written to meanwhile: left as it is
         pass
     writer_lock.release()

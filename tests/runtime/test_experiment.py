@@ -2,6 +2,7 @@
 
 import os
 import signal
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from cleanrl import sac_continuous_action
+from cleanrl_utils.runtime import run_folder
 from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
@@ -295,6 +297,20 @@ def test_logging_writes_hyperparameters_and_tags(tmp_path, monkeypatch):
     assert "|env_id|CartPole-v1|" in texts["hyperparameters"] and texts["tags"] == "base,v1"
     assert read_scalars(tmp_path / "runs" / exp.run_name)["charts/x"] == [(5, 1.0)]
     assert Experiment(Args(), SCRIPT).start_logging(log=False) is None  # a worker of a multi-process run
+
+
+def test_bad_input_after_logging_started_closes_the_writer_and_lets_the_folder_go(tmp_path, capsys):
+    """A --resume checkpoint is checked after start_logging: refusing it must not leave TensorBoard's writer thread
+    running (in a test or tuner process it would write into whatever folder is current later), lose the events it
+    held, or keep the folder's lock from the next attempt."""
+    exp = Experiment(Args(), SCRIPT)
+    envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]), "CartPole-v1")
+    exp.start_logging()
+    assert "refused" in fails_with(capsys, lambda: exp.fail("--resume: refused"))
+    assert not [t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()]
+    assert envs.closed
+    assert "|env_id|CartPole-v1|" in read_texts(tmp_path / "runs" / exp.run_name)["hyperparameters"]
+    run_folder.lock(f"runs/{exp.run_name}").release()  # free: the refused run no longer holds it
 
 
 def test_tracked_run_syncs_its_tensorboard_tags_to_wandb_and_unpatches(tmp_path, monkeypatch):
