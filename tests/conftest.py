@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import mujoco_gl
+from tests.helpers import event_writer_threads, mujoco_gl
 
 # Rendering and W&B must never need a display or the network during tests.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -48,11 +48,6 @@ def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
             for name, value in settings.items():
                 jax.config.update(name, value)
-
-
-def event_writer_threads() -> set[threading.Thread]:
-    """TensorBoard's writer threads alive in this process: one per SummaryWriter not closed."""
-    return {t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()}
 
 
 REPORTED_WRITERS: set[threading.Thread] = set()

@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
@@ -381,3 +382,8 @@ def process_is_alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state not in ("Z", "X")
+
+
+def event_writer_threads() -> set[threading.Thread]:
+    """TensorBoard's writer threads alive in this process: one per SummaryWriter not closed."""
+    return {t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()}

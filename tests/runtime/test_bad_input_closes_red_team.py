@@ -26,12 +26,8 @@ from cleanrl_utils.runtime import checkpoint as ckpt
 from cleanrl_utils.runtime import plain_data, run_folder
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_texts
-from tests.helpers import REPO, read_wandb_history_keys, run_in_process, stop_wandb_service
+from tests.helpers import REPO, event_writer_threads, read_wandb_history_keys, run_in_process, stop_wandb_service
 from tests.runtime.test_experiment import SCRIPT, Args, Closable
-
-
-def writer_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()}
 
 
 def refused(run, script: str = "ppo.py") -> str:
@@ -93,10 +89,10 @@ def test_refused_resume_closes_the_writer_lets_the_folder_go_and_keeps_the_event
     _, run_dir, _ = trained
     checkpoint = tmp_path / "checkpoint_8.pt"
     shutil.copy(ckpt.checkpoints(run_dir / "checkpoints")[0], checkpoint)
-    before = writer_threads()
+    before = event_writer_threads()
     run = run_in_process("ppo.py", "--resume", str(checkpoint), cwd=tmp_path)
     assert run.stderr.splitlines() == [refused(run)] and "RecordVideo.video_folder" in run.stderr
-    assert not writer_threads() - before
+    assert not event_writer_threads() - before
     assert lock_is_free(tmp_path / "runs" / run_dir.name)
 
 
@@ -157,10 +153,10 @@ class CloseFails(Closable):
 def test_fail_closes_the_writer_when_closing_the_envs_raises(scratch, capsys):
     exp = Experiment(Args(), SCRIPT)
     exp.envs = CloseFails()
-    before = writer_threads()
+    before = event_writer_threads()
     exp.start_logging()
     fails_in_one_line(capsys, lambda: exp.fail("--resume: refused"))
-    left = len(writer_threads() - before)  # writers still running
+    left = len(event_writer_threads() - before)  # writers still running
     exp.writer.close()  # (closed here, so that the guard does not report it too)
     assert left == 0
 
@@ -168,10 +164,10 @@ def test_fail_closes_the_writer_when_closing_the_envs_raises(scratch, capsys):
 def test_a_run_whose_envs_fail_to_close_still_closes_the_writer_and_lets_the_folder_go(scratch):
     exp = Experiment(Args(), SCRIPT)
     exp.envs = CloseFails()
-    before = writer_threads()
+    before = event_writer_threads()
     with pytest.raises(RuntimeError, match="close failed"), exp:
         exp.start_logging()
-    left, free = len(writer_threads() - before), not exp.writer_lock.held
+    left, free = len(event_writer_threads() - before), not exp.writer_lock.held
     exp.writer.close()
     exp.writer_lock.release()
     assert left == 0 and free
@@ -188,11 +184,11 @@ def test_fail_stops_the_writer_thread_when_its_last_flush_meets_a_full_disk(scra
         return real_flush(self)
 
     exp = Experiment(Args(), SCRIPT)
-    before = writer_threads()
+    before = event_writer_threads()
     exp.start_logging()
     monkeypatch.setattr(record_writer.RecordWriter, "flush", full_in_the_run_thread)
     fails_in_one_line(capsys, lambda: exp.fail("--resume: refused"))
-    left = len(writer_threads() - before)  # writers still running
+    left = len(event_writer_threads() - before)  # writers still running
     monkeypatch.undo()
     with contextlib.suppress(OSError):  # "Writer is closed" once the fix has stopped it
         exp.writer.close()
@@ -233,7 +229,7 @@ def test_fail_inside_the_with_block_of_a_tracked_run_closes_once_and_exits_2(off
 
     exp = Experiment(Args(track=True), SCRIPT)
     envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]), "CartPole-v1")
-    before = writer_threads()
+    before = event_writer_threads()
 
     def upload_fails():
         with exp:
@@ -241,7 +237,7 @@ def test_fail_inside_the_with_block_of_a_tracked_run_closes_once_and_exits_2(off
             exp.fail("upload to the Hub failed")
 
     assert "upload to the Hub failed" in fails_in_one_line(capsys, upload_fails)
-    assert envs.closed and not writer_threads() - before
+    assert envs.closed and not event_writer_threads() - before
     assert wandb.run is None and wandb.patched["tensorboard"] == []
     assert "|env_id|CartPole-v1|" in read_texts(offline_wandb / "runs" / exp.run_name)["hyperparameters"]
     assert lock_is_free(offline_wandb / "runs" / exp.run_name)

@@ -2,7 +2,6 @@
 
 import os
 import signal
-import threading
 import warnings
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from cleanrl_utils.runtime import run_folder
 from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
+from tests.helpers import event_writer_threads
 
 pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
@@ -307,7 +307,7 @@ def test_bad_input_after_logging_started_closes_the_writer_and_lets_the_folder_g
     envs = exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]), "CartPole-v1")
     exp.start_logging()
     assert "refused" in fails_with(capsys, lambda: exp.fail("--resume: refused"))
-    assert not [t for t in threading.enumerate() if type(t).__name__ == "_AsyncWriterThread" and t.is_alive()]
+    assert not event_writer_threads()
     assert envs.closed
     assert "|env_id|CartPole-v1|" in read_texts(tmp_path / "runs" / exp.run_name)["hyperparameters"]
     run_folder.lock(f"runs/{exp.run_name}").release()  # free: the refused run no longer holds it
