@@ -196,7 +196,7 @@ class Experiment:
         """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
 
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
-        a failure stays one line.
+        a failure stays one line; a resume's "Overwriting existing videos" is not.
         """
         with warnings.catch_warnings(record=True) as held:
             try:
@@ -207,7 +207,9 @@ class Experiment:
             except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
                 self.fail(f"cannot make env {env_id!r}: {e}")
         for warning in held:
-            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+            # a resumed run films again, into its own folder, the episodes after its checkpoint
+            if not (self.loaded_checkpoint and "Overwriting existing videos" in str(warning.message)):
+                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs
 
     def require_action_space(self, space: Any, kind: type | tuple[type, ...], see: str | None = None) -> None:

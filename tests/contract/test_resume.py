@@ -231,6 +231,7 @@ def test_resume_with_video_and_checkpoint_arguments_win(trained):
     # Resumed from the older one, the video recorder included; a different --learning-rate is overridden.
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "the checkpoint's arguments win over --learning-rate 0.1 (the run uses 0.00025)" in resumed.stderr
+    assert "Overwriting existing videos" not in resumed.stderr, "a resume films into its run's own video folder"
     assert logged(first.run_dir) == before
     assert first.videos(), "videos keep being written"
 

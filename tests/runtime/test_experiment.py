@@ -2,6 +2,8 @@
 
 import os
 import signal
+import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -14,7 +16,7 @@ from cleanrl_utils.runtime import run_folder
 from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
-from tests.helpers import event_writer_threads
+from tests.helpers import REPO, event_writer_threads
 
 pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
@@ -418,3 +420,24 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
         assert exp.model_path == f"runs/{exp.run_name}/algo.cleanrl_model"
         exp.log_evaluation_and_upload([float(r) for r in range(10)], hub_algorithm_name="ALGO")
     assert read_scalars(tmp_path / "runs" / exp.run_name)["eval/episodic_return"] == [(i, float(i)) for i in range(10)]
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter, in an environment without a display, an SDL driver or an XDG runtime folder."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}
+    clean.pop("XDG_RUNTIME_DIR", None)
+    clean.update(PYTHONPATH=str(REPO), **env)
+    return subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SDL's display drivers are chosen this way on Linux")
+def test_a_video_frame_drawn_without_a_display_prints_nothing():
+    # what --capture-video does first on a headless machine: CartPole's pygame frame, after the scripts' first import
+    draw = "e = gym.make('CartPole-v1', render_mode='rgb_array'); e.reset(seed=0); print(e.render().shape); e.close()"
+    run = _python(f"import cleanrl_utils.runtime.command_line, gymnasium as gym; {draw}")
+    assert (run.returncode, run.stdout, run.stderr) == (0, "(400, 600, 3)\n", "")
+    # a display, or a driver the user chose, is left as it is
+    driver = "import os, cleanrl_utils.runtime; print(os.environ.get('SDL_VIDEODRIVER'))"
+    assert _python(driver, DISPLAY=":1").stdout == "None\n"
+    assert _python(driver, WAYLAND_DISPLAY="wayland-0").stdout == "None\n"
+    assert _python(driver, SDL_VIDEODRIVER="x11").stdout == "x11\n"
