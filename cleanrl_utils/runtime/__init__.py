@@ -3,7 +3,6 @@
 import os
 import sys
 
-# pygame draws --capture-video's frames off screen; on Linux with no display, SDL's default drivers print
-# "XDG_RUNTIME_DIR is invalid or not set" on stderr first. Its dummy driver draws the same frames silently.
-if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+# --capture-video draws pygame frames off screen: with no display, SDL's default drivers first print an XDG error
+if sys.platform.startswith("linux") and not any(os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")):
+    os.environ["SDL_VIDEODRIVER"] = "dummy"

@@ -9,11 +9,11 @@ env) and keeps its attributes of two sorts:
   sub-spaces'), a `RunningMeanStd`'s statistics, a MuJoCo `MjData`'s arrays, an ale-py emulator's own state
   (`cloneState(include_rng=True)`, as bytes), a MiniGrid grid and the objects on it.
 
-Anything else (renderers, callbacks, env specs, video frames being recorded) is left out and stays as the fresh
-env made it. `restore` then writes into the fresh env: plain values are set on the same layer, and the known
-objects are filled in place (the fresh space's generator gets the saved state, the fresh `MjData` the saved
-arrays, the fresh emulator the saved state), so the renderer and everything else that holds them sees the
-resumed state. Only MiniGrid's grid objects are built from the file, from their fixed list of classes.
+Anything else (renderers, callbacks, env specs, video frames) is left out and stays as the fresh env made it: a
+video recorder films from the next episode on. `restore` then writes into the fresh env: plain values are set on
+the same layer, and the known objects are filled in place (the fresh space's generator gets the saved state, the
+fresh `MjData` the saved arrays, the fresh emulator the saved state), so the renderer and everything else that
+holds them sees the resumed state. Only MiniGrid's grid objects are built from the file, from their fixed list of classes.
 
 `restore` checks the file's side: the same wrapper classes in the same order, attribute names that are plain
 names and hide nothing of the layer's class, each known object of the class the fresh layer holds there, arrays
@@ -168,6 +168,8 @@ def restore(env: Any, layers: Any) -> None:
     for layer, saved in zip(fresh, layers, strict=True):
         for name, value in saved["values"].items():
             _set_value(layer, name, value)
+        if type(layer).__name__ == "RecordVideo":  # its frames so far are not kept: it films from the next episode on
+            layer.recording = False
         order = {"minigrid_grid": 0, "ale": 2}  # the grid before the objects on it; the emulator last
         for name, state in sorted(saved["objects"].items(), key=lambda item: order.get(item[1]["kind"], 1)):
             _restore_object(layer, name, state)

@@ -40,6 +40,7 @@ import contextlib
 import math
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -123,6 +124,8 @@ class Experiment:
         try:
             if self.loaded_checkpoint:
                 self.run_name = self.loaded_checkpoint["run_name"]
+                # it films and evaluates again into the run's video folders: gymnasium's "Overwriting" says nothing new
+                warnings.filterwarnings("ignore", f".*Overwriting existing videos at .*{re.escape(self.run_name)}")
                 if self.writer_lock is None or self.writer_lock.folder.name != self.run_name:
                     self._lock_resumed_folder(self.run_name)
             else:
@@ -196,7 +199,7 @@ class Experiment:
         """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
 
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
-        a failure stays one line; a resume's "Overwriting existing videos" is not.
+        a failure stays one line.
         """
         with warnings.catch_warnings(record=True) as held:
             try:
@@ -207,9 +210,7 @@ class Experiment:
             except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
                 self.fail(f"cannot make env {env_id!r}: {e}")
         for warning in held:
-            # a resumed run films again, into its own folder, the episodes after its checkpoint
-            if not (self.loaded_checkpoint and "Overwriting existing videos" in str(warning.message)):
-                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs
 
     def require_action_space(self, space: Any, kind: type | tuple[type, ...], see: str | None = None) -> None:

@@ -75,7 +75,10 @@ def test_resumed_mujoco_video_records_the_resumed_run(tmp_path, monkeypatch):
     fresh = sac.make_vector_env("HalfCheetah-v4", 1, True, "run")  # a resume keeps its run name, so its video folder
     ckpt.restore_env(fresh, snapshot)
     recorded, resumed = envs.envs[0].env.env, fresh.envs[0].env.env
-    assert type(recorded).__name__ == "RecordVideo" and resumed.recording
+    assert type(recorded).__name__ == "RecordVideo" and recorded.recording
+    # the clip under way is not filmed again (its first frames are not in the checkpoint): the next one is
+    assert not resumed.recording
+    resumed.start_recording("rl-video-episode-1")  # as the recorder's trigger does when the next episode begins
 
     action = envs.action_space.sample()
     envs.step(action), fresh.step(action)  # the resumed renderer opens its viewer here

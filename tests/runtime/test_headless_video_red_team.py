@@ -1,0 +1,144 @@
+"""Red team: --capture-video on a Linux machine without a display, and --capture-video on a --resume.
+
+The claims: importing cleanrl_utils.runtime picks SDL's dummy driver when there is no display and no driver is
+chosen, so a headless --capture-video prints no "XDG_RUNTIME_DIR is invalid or not set" and still writes videos;
+and a --resume with --capture-video films the episodes that begin after its checkpoint again, in the run's own
+folders, without gymnasium's "Overwriting existing videos" warning and without cutting short the video of the
+episode under way at the checkpoint (whose frames the checkpoint does not keep).
+
+Every run here gets an environment with no DISPLAY, WAYLAND_DISPLAY, SDL_VIDEODRIVER or XDG_RUNTIME_DIR:
+tests/conftest.py and tests/helpers.script_env set SDL_VIDEODRIVER=dummy, which would hide the SDL message.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_script, script_env
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SDL picks its drivers so on Linux")
+
+HEADLESS_UNSET = ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER", "XDG_RUNTIME_DIR")
+SDL_MESSAGE = "XDG_RUNTIME_DIR"
+OVERWRITING = "Overwriting existing videos"
+
+
+def headless_env(**extra: str) -> dict[str, str]:
+    """script_env() as on a Linux machine with no display, no SDL driver chosen and no XDG runtime folder."""
+    env = {k: v for k, v in script_env().items() if k not in HEADLESS_UNSET}
+    env.update(extra)
+    return env
+
+
+def frame_count(video: Path) -> int:
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.count_frames_and_secs(str(video))[0]
+
+
+def _python(code: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=headless_env(**extra), capture_output=True, text=True, timeout=120)
+
+
+DRAW = (
+    "import cleanrl_utils.runtime, gymnasium as gym; e = gym.make('CartPole-v1', render_mode='rgb_array'); "
+    "e.reset(seed=0); print(e.render().shape); e.close()"
+)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("extra", [{}, {"DISPLAY": ""}, {"WAYLAND_DISPLAY": ""}, {"DISPLAY": "", "XDG_RUNTIME_DIR": ""}])
+def test_a_frame_drawn_headless_prints_nothing(extra):
+    # an empty DISPLAY or WAYLAND_DISPLAY names no display: the same as unset
+    run = _python(DRAW, **extra)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "(400, 600, 3)\n", "")
+
+
+@pytest.mark.fast
+def test_an_empty_sdl_videodriver_is_no_driver_chosen():
+    """SDL_VIDEODRIVER= (set, empty: e.g. a Docker/compose env template with the value left blank) names no driver,
+    as an empty DISPLAY names no display. Left as it was, pygame took "" for its old "windib" alias and failed:
+    "pygame.error: windows not available", so --capture-video crashed headless."""
+    run = _python(DRAW, SDL_VIDEODRIVER="")
+    assert (run.returncode, run.stdout, run.stderr) == (0, "(400, 600, 3)\n", ""), run.stderr[-500:]
+
+
+@pytest.mark.extended
+def test_headless_capture_video_and_its_eval_print_nothing(tmp_path):
+    # the claim's own command, with --save-model for the evaluation's videos (videos/<run>-eval) too
+    run = run_script(
+        "ppo.py", "--total-timesteps", "512", "--num-steps", "128", "--capture-video", "--save-model",
+        cwd=tmp_path, env=headless_env(),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert SDL_MESSAGE not in run.stderr + run.stdout
+    assert run.stderr == ""
+    assert run.videos() and run.videos("-eval")
+
+
+@pytest.mark.extended
+def test_headless_enjoy_capture_video_prints_nothing(tmp_path):
+    trained = run_script("ppo.py", "--total-timesteps", "512", "--num-steps", "128", "--save-model", cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    model = next(trained.run_dir.glob("*.cleanrl_model"))
+    enjoy = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", "ppo", "--env-id", "CartPole-v1",
+         "--model-path", str(model), "--eval-episodes", "2", "--capture-video"],
+        cwd=tmp_path, env=headless_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert enjoy.returncode == 0, enjoy.stderr[-3000:]
+    assert enjoy.stderr == ""
+    assert list((tmp_path / "videos").glob("CartPole-v1__ppo__enjoy__*/*.mp4"))
+
+
+@pytest.fixture(scope="module")
+def resumed_mid_recording(tmp_path_factory):
+    """A finished ppo.py run (--capture-video --save-model, a checkpoint every 2 iterations of 512 steps), its videos
+    as they were, and a resume from its older kept checkpoint, at step 3072. At that step sub-env 0 is in the middle
+    of filming episode 27 (rl-video-episode-27.mp4, begun before the checkpoint, ended after it)."""
+    from cleanrl_utils.runtime import checkpoint as ckpt
+
+    cwd = tmp_path_factory.mktemp("resume_video")
+    args = ("--total-timesteps", "4096", "--num-steps", "128", "--checkpoint-frequency", "2")
+    first = run_script("ppo.py", *args, "--capture-video", "--save-model", cwd=cwd, env=headless_env())
+    assert first.returncode == 0, first.stderr[-3000:]
+    checkpoint = first.run_dir / "checkpoints" / "checkpoint_3072.pt"
+    recorder = [
+        layer["values"] for layer in ckpt.load(checkpoint)["envs"][1]["sub_envs"][0] if layer["class"] == "RecordVideo"
+    ][0]
+    if not recorder["recording"]:
+        pytest.skip("the checkpoint at step 3072 falls between two filmed episodes here: nothing to cut short")
+    before = {v.name: frame_count(v) for v in first.videos()}
+    shutil.copytree(cwd / "videos", cwd / "videos_before")
+    resumed = run_script("ppo.py", "--resume", str(checkpoint.relative_to(cwd)), cwd=cwd, env=headless_env())
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = {v.name: frame_count(v) for v in first.videos()}
+    return first, resumed, recorder, before, after
+
+
+@pytest.mark.extended
+def test_resume_does_not_cut_short_a_video_begun_before_its_checkpoint(resumed_mid_recording):
+    """The recorder's "recording" is a plain value in the checkpoint, its frames are not: restored as it was, the
+    episode filmed across the checkpoint was written again from the checkpoint on only, a complete video (43 frames
+    here) replaced by its tail (18). The restored recorder films from the next episode on instead."""
+    first, resumed, recorder, before, after = resumed_mid_recording
+    shortened = {name: (before[name], after.get(name)) for name in before if (after.get(name) or 0) < before[name]}
+    folder = f"videos/{first.run_dir.name} folder"  # the training videos' folder, not videos/<run>-eval
+    warned = any(OVERWRITING in line and folder in line for line in resumed.stderr.splitlines())
+    assert not shortened, (
+        f"the resume replaced {sorted(shortened)} with shorter videos (frames before, after: {shortened}); "
+        f"warned about {folder}: {warned}"
+    )
+
+
+@pytest.mark.extended
+def test_resume_of_a_finished_run_does_not_warn_about_its_videos(resumed_mid_recording):
+    """The run finished and evaluated (--save-model: videos/<run>-eval); a resume from an older checkpoint trains
+    and evaluates again. Its evaluation's RecordVideo is made outside Experiment.make_envs: gymnasium's
+    "Overwriting existing videos at videos/<run>-eval" must not reach stderr either."""
+    first, resumed, *_ = resumed_mid_recording
+    assert OVERWRITING not in resumed.stderr, resumed.stderr[-1500:]
+    assert SDL_MESSAGE not in first.stderr + resumed.stderr
