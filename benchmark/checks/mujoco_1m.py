@@ -728,7 +728,7 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
         "per cell, mean ± population std (ddof=0) over the seeds, the statistic of the original's tables. IQM: over the "
         f"seeds, with a {confidence:.0%} stratified-bootstrap interval ({reps} draws; with 3 seeds the IQM is their mean). "
         "Median SPS: the median over the cell's runs of each run's median `charts/SPS` (steps over training time, "
-        "random-action steps included), on a 2-core machine (two runs at a time until 2026-12-06, then one). "
+        "random-action steps included), on a 2-core machine (two runs at a time, except on 2026-12-06: one). "
         "Verdict: *matches published* at or above the bar with 3 seeds at 1M; *learns* below the bar but above "
         "random play; *fails its check* at or below random play; *pending* before 3 seeds reach 1M.",
         "",

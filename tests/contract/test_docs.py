@@ -126,6 +126,19 @@ def test_readme_is_short_and_its_table_uses_the_legend():
     assert all(f"**{word}**" in legend for word in STATUS_WORDS)
 
 
+def test_the_algorithms_overview_gives_each_file_the_readme_status():
+    """docs/rl-algorithms/overview.md repeats the README's status word per file: the two tables say the same."""
+    import re
+
+    overview = {}
+    for line in (REPO / "docs" / "rl-algorithms" / "overview.md").read_text().splitlines():
+        link = re.match(r"\| [^|]+ \| \[`([^`]+)`\]", line)
+        if link:
+            overview[link.group(1)] = line.strip().strip("|").split("|")[-1].strip()
+    readme = {Path(name).name: cells[3] for name, cells in readme_rows().items()}
+    assert {name: overview.get(name) for name in readme} == readme
+
+
 def test_no_page_says_a_script_needs_nothing_outside_its_file():
     """The scripts import cleanrl_utils for their plumbing: no page may say they are self-contained."""
     import re
