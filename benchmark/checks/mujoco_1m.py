@@ -33,7 +33,7 @@ divided by the published mean of its env.
 Verdicts follow the README's legend. **matches published**: all 3 seeds reached 1M steps and their mean is at
 least the published mean minus two published standard deviations. **learns**: below that bar, but above
 random play, the mean return of the episodes that ended before learning started (uniformly random actions;
-all runs of the env pooled). **fails its check**: at or below random play. **pending**: fewer than 3 seeds
+all runs of the env pooled, an episode that runs of one seed share counted once). **fails its check**: at or below random play. **pending**: fewer than 3 seeds
 reached 1M steps.
 
 Each (algorithm, env) is judged against one published figure chosen before the results were known: the one
@@ -433,9 +433,9 @@ class Result:
         return statistics.fmean(self.returns[-WINDOW:]) if self.returns else None
 
     @property
-    def random_play(self) -> list[float]:
-        """Returns of the episodes played with random actions only (ended before learning started)."""
-        return [r for s, r in zip(self.steps_of_episodes, self.returns) if s < self.learning_starts]
+    def random_play(self) -> list[tuple[int, float]]:
+        """(step, return) of the episodes played with random actions only (ended before learning started)."""
+        return [(s, r) for s, r in zip(self.steps_of_episodes, self.returns) if s < self.learning_starts]
 
 
 def load_results(out: Path) -> list[Result]:
@@ -483,12 +483,19 @@ def verdict(mean: float, at_budget: int, published: Published, random_play: floa
     return "learns" if mean > random_play else "fails its check"
 
 
-def random_play_means(results: list[Result]) -> dict[str, float]:
-    """Per env, the mean return of every random-action episode of its runs (all algorithms pooled)."""
-    pooled: dict[str, list[float]] = {}
+def random_play_episodes(results: list[Result]) -> dict[str, list[float]]:
+    """Per env, the returns of the random-action episodes of its runs, all algorithms pooled, each episode once: runs
+    of one seed play the same random episodes whatever their algorithm (same seeds, same sampler), counted once."""
+    pooled: dict[str, dict[tuple[int, int, float], float]] = {}
     for result in results:
-        pooled.setdefault(result.env_id, []).extend(result.random_play)
-    return {env_id: statistics.fmean(values) for env_id, values in pooled.items() if values}
+        for step, episode_return in result.random_play:
+            pooled.setdefault(result.env_id, {})[(result.seed, step, episode_return)] = episode_return
+    return {env_id: list(episodes.values()) for env_id, episodes in pooled.items() if episodes}
+
+
+def random_play_means(results: list[Result]) -> dict[str, float]:
+    """Per env, the mean return of its random-action episodes (`random_play_episodes`)."""
+    return {env_id: statistics.fmean(returns) for env_id, returns in random_play_episodes(results).items()}
 
 
 @dataclass(frozen=True)
@@ -640,13 +647,11 @@ def runs_section(results: list[Result]) -> str:
 
 
 def random_play_section(results: list[Result]) -> str:
-    means = random_play_means(results)
+    episodes = random_play_episodes(results)
     rows = [
-        [env_id, f"{means[env_id]:.1f}", sum(len(r.random_play) for r in results if r.env_id == env_id)]
-        for env_id in ENVS
-        if env_id in means
+        [env_id, f"{statistics.fmean(episodes[env_id]):.1f}", len(episodes[env_id])] for env_id in ENVS if env_id in episodes
     ]
-    return markdown_table(["env", "random play, mean return", "episodes"], rows)
+    return markdown_table(["env", "random play, mean return", "distinct episodes"], rows)
 
 
 def sps_choice_section() -> str:
@@ -726,7 +731,7 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
         "",
         f"Score of a run: the mean of its last {WINDOW} training episodes' returns (`{RETURN_TAG}`, exploration noise on); "
         "per cell, mean ± population std (ddof=0) over the seeds, the statistic of the original's tables. IQM: over the "
-        f"seeds, with a {confidence:.0%} stratified-bootstrap interval ({reps} draws; with 3 seeds the IQM is their mean). "
+        f"seeds, with a {confidence:.0%} stratified-bootstrap interval ({reps} draws; with 3 seeds the IQM is their mean and the interval their range: a draw of one seed three times is 1 in 27). "
         "Median SPS: the median over the cell's runs of each run's median `charts/SPS` (steps over training time, "
         "random-action steps included), on a 2-core machine (two runs at a time, except on 2026-12-06: one). "
         "Verdict: *matches published* at or above the bar with 3 seeds at 1M; *learns* below the bar but above "
@@ -748,8 +753,9 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
         "",
         "## Random play",
         "",
-        "Episodes that ended before learning started (uniformly random actions), all runs of the env pooled: the "
-        "bar a run must pass to *learn*.",
+        "Episodes that ended before learning started (uniformly random actions), all runs of the env pooled, each "
+        "episode once (runs of one seed play the same random episodes whatever the algorithm): the bar a run must "
+        "pass to *learn*.",
         "",
         random_play_section(results),
         "",

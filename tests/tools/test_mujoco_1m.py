@@ -167,6 +167,25 @@ def test_the_published_statistic_and_the_verdicts_by_hand(tmp_path):
     assert not [p for p in tmp_path.rglob(".*tmp*")]  # written whole: no temporary files left
 
 
+def test_random_play_counts_the_episodes_runs_of_one_seed_share_once(tmp_path):
+    # TD3 and DDPG of seed 1 play the same random episodes (same seeds, same sampler, learning from 25000);
+    # SAC of seed 1 learns from 5000, so it shares the first of them; seed 2 plays its own
+    shared = [(4000, 10.0), (9000, 30.0), (20000, 50.0)]
+    write_summaries(
+        tmp_path,
+        [
+            summary("td3_continuous_action_jax", "Hopper-v4", 1, [3000.0] * 100, early=shared),
+            summary("ddpg_continuous_action_jax", "Hopper-v4", 1, [1000.0] * 100, early=shared),
+            summary("sac_continuous_action_jax", "Hopper-v4", 1, [2000.0] * 100, early=shared[:1], learning_starts=5000),
+            summary("td3_continuous_action_jax", "Hopper-v4", 2, [3000.0] * 100, early=[(4000, 10.0), (15000, 70.0)]),
+        ],
+    )
+    results = bench.load_results(tmp_path)
+    assert sorted(bench.random_play_episodes(results)["Hopper-v4"]) == [10.0, 10.0, 30.0, 50.0, 70.0]
+    assert bench.random_play_means(results) == {"Hopper-v4": pytest.approx(34.0)}
+    assert "| Hopper-v4 | 34.0 | 5 |" in bench.random_play_section(results)
+
+
 def test_verdict_at_the_bar_and_the_aggregate_iqm_of_normalised_scores():
     bar = bench.primary("TD3", "Hopper-v4").bar
     assert bar == pytest.approx(2940.10 - 2 * 655.63)
