@@ -199,7 +199,9 @@ class Experiment:
         """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
 
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
-        a failure stays one line.
+        a failure stays one line. MuJoCo filming on Linux with no display and no `MUJOCO_GL` is one line too:
+        its default (GLFW) needs a display, and MuJoCo fixes its choice when imported, so it is said before the
+        first frame fails in a traceback.
         """
         with warnings.catch_warnings(record=True) as held:
             try:
@@ -209,6 +211,9 @@ class Experiment:
                 self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
             except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
                 self.fail(f"cannot make env {env_id!r}: {e}")
+        display = any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"))
+        if getattr(self.args, "capture_video", False) and "mujoco" in sys.modules and sys.platform == "linux" and not display:
+            self.fail("--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)")
         for warning in held:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs

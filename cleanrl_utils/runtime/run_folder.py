@@ -129,7 +129,8 @@ def claim(base: str, also_free_in: tuple[str, ...] = ("videos",)) -> tuple[str, 
 
 def release_if_unused(name: str, writer_lock: WriterLock) -> None:
     """Give up a claimed run folder that nothing was written to: remove it (and its lock file, an empty
-    `videos/{name}` that a video recorder made, and `runs/` if the claim made it and it is empty now)."""
+    `videos/{name}` that a video recorder made and `videos/` if empty then, and `runs/` if the claim made it and it is
+    empty now)."""
     folder = Path(ROOT) / name
     try:
         if writer_lock.held and os.listdir(folder) == [LOCK_FILE]:
@@ -143,6 +144,7 @@ def release_if_unused(name: str, writer_lock: WriterLock) -> None:
                 os.rmdir(ROOT)
             if os.path.isdir(f"videos/{name}") and not os.path.islink(f"videos/{name}"):
                 os.rmdir(f"videos/{name}")  # only if empty (OSError otherwise: left as it is)
+                os.rmdir("videos")  # and videos/ if nothing else is in it
     except OSError:  # gone already, or written to meanwhile: left as it is
         pass
     writer_lock.release()

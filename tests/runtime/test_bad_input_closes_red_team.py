@@ -212,7 +212,16 @@ def test_fail_before_logging_with_a_video_recorder_leaves_no_folder(scratch, cap
     exp.make_envs(filmed, "CartPole-v1")
     fails_in_one_line(capsys, lambda: exp.fail("bad input"))
     assert not (scratch / "runs").exists()
-    assert not (scratch / "videos" / exp.run_name).exists()
+    assert not (scratch / "videos").exists(), "nor videos/ with the recorder's empty folder in it"
+
+
+def test_fail_before_logging_keeps_the_other_runs_videos(scratch, capsys):
+    (scratch / "videos" / "earlier_run").mkdir(parents=True)
+    exp = Experiment(Args(), SCRIPT)
+    exp.make_envs(lambda: gym.vector.SyncVectorEnv([lambda: gym.wrappers.RecordVideo(
+        gym.make("CartPole-v1", render_mode="rgb_array"), f"videos/{exp.run_name}")]), "CartPole-v1")  # fmt: skip
+    fails_in_one_line(capsys, lambda: exp.fail("bad input"))
+    assert [p.name for p in (scratch / "videos").iterdir()] == ["earlier_run"]
 
 
 @pytest.fixture

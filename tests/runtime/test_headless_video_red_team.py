@@ -142,3 +142,17 @@ def test_resume_of_a_finished_run_does_not_warn_about_its_videos(resumed_mid_rec
     first, resumed, *_ = resumed_mid_recording
     assert OVERWRITING not in resumed.stderr, resumed.stderr[-1500:]
     assert SDL_MESSAGE not in first.stderr + resumed.stderr
+
+
+def test_mujoco_filming_with_no_display_and_no_gl_backend_is_one_line(tmp_path):
+    """MuJoCo's default backend (GLFW) needs a display and is fixed when mujoco is imported: without MUJOCO_GL the
+    first frame ended in a traceback (mujoco.FatalError, "an OpenGL platform library has not been loaded")."""
+    pytest.importorskip("mujoco", reason="mujoco is not installed (pip install -e '.[mujoco]')")
+    env = {k: v for k, v in headless_env().items() if k != "MUJOCO_GL"}
+    run = run_script("sac_continuous_action.py", "--env-id", "Hopper-v4", "--capture-video", cwd=tmp_path, env=env)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "sac_continuous_action.py: error: --capture-video: MuJoCo films without a display through EGL or OSMesa: "
+        "set MUJOCO_GL=egl (or osmesa)"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "no run folder, no videos/ left"
