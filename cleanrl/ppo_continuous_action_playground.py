@@ -103,7 +103,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.runtime.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.runtime.experiment import Experiment, one_line
+from cleanrl_utils.runtime.experiment import Experiment, mujoco_filming_problem, one_line
 
 try:
     import jax
@@ -234,6 +234,8 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     examples = f"e.g. {', '.join(registry.dm_control_suite.ALL_ENVS[3:9])} (all: mujoco_playground.registry.ALL_ENVS)"
     exp.require(args.env_id in registry.ALL_ENVS, f"unknown Playground task {args.env_id!r}; {examples}")
+    problem = mujoco_filming_problem() if args.capture_video else None
+    exp.require(not problem, problem)
     run_name = exp.run_name
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX takes GPU memory as it needs it, like torch

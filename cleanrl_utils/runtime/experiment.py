@@ -199,10 +199,10 @@ class Experiment:
         """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
 
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
-        a failure stays one line. MuJoCo filming on Linux with no display and no `MUJOCO_GL` is one line too:
-        its default (GLFW) needs a display, and MuJoCo fixes its choice when imported, so it is said before the
-        first frame fails in a traceback.
+        a failure stays one line; so is filming a MuJoCo env where it cannot be (`mujoco_filming_problem`).
         """
+        if getattr(self.args, "capture_video", False) and extra_for(env_id) in ("mujoco", "dm_control"):
+            self.require(not (problem := mujoco_filming_problem()), problem)
         with warnings.catch_warnings(record=True) as held:
             try:
                 self.envs = make()
@@ -211,9 +211,6 @@ class Experiment:
                 self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
             except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
                 self.fail(f"cannot make env {env_id!r}: {e}")
-        display = any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"))
-        if getattr(self.args, "capture_video", False) and "mujoco" in sys.modules and sys.platform == "linux" and not display:
-            self.fail("--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)")
         for warning in held:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         return self.envs
@@ -552,6 +549,15 @@ def check_atari_game(env_id: str) -> None:
         raise gym.error.DependencyNotInstalled(ATARI_INSTALL)
     if "ale_py" not in str(gym.spec(env_id).entry_point):
         raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
+
+
+def mujoco_filming_problem() -> str | None:
+    """Why MuJoCo cannot film here, said before its first frame fails in a traceback: on Linux with no display, its
+    default backend (GLFW) cannot render, and only MUJOCO_GL=egl or osmesa can (read when mujoco is imported)."""
+    if sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")):
+        if os.environ.get("MUJOCO_GL") not in ("egl", "osmesa"):
+            return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+    return None
 
 
 def extra_for(env_id: str) -> str:

@@ -144,7 +144,9 @@ def release_if_unused(name: str, writer_lock: WriterLock) -> None:
                 os.rmdir(ROOT)
             if os.path.isdir(f"videos/{name}") and not os.path.islink(f"videos/{name}"):
                 os.rmdir(f"videos/{name}")  # only if empty (OSError otherwise: left as it is)
-                os.rmdir("videos")  # and videos/ if nothing else is in it
+                for parent in [*Path(name).parents][:-1]:  # the folders a nested name made, then videos/ itself
+                    os.rmdir(Path("videos") / parent)
+                os.rmdir("videos")
     except OSError:  # gone already, or written to meanwhile: left as it is
         pass
     writer_lock.release()

@@ -438,3 +438,28 @@ def test_a_display_or_a_chosen_sdl_driver_is_left_as_it_is():
     assert _python(driver, DISPLAY=":1").stdout == "None\n"
     assert _python(driver, WAYLAND_DISPLAY="wayland-0").stdout == "None\n"
     assert _python(driver, SDL_VIDEODRIVER="x11").stdout == "x11\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "refused"),
+    [
+        ({}, True),
+        ({"MUJOCO_GL": "glfw"}, True),  # GLFW is the default: it needs a display too
+        ({"MUJOCO_GL": "EGL"}, True),  # Gymnasium's renderer knows the lower-case names only
+        ({"MUJOCO_GL": "disable"}, True),
+        ({"MUJOCO_GL": "egl"}, False),
+        ({"MUJOCO_GL": "osmesa"}, False),
+        ({"DISPLAY": ":0"}, False),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, False),
+        ({"DISPLAY": ""}, True),  # set but empty: no display
+    ],
+)
+def test_mujoco_filming_is_refused_where_it_cannot_render(env, refused, monkeypatch):
+    from cleanrl_utils.runtime.experiment import mujoco_filming_problem
+
+    monkeypatch.setattr("sys.platform", "linux")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert (mujoco_filming_problem() is not None) == refused

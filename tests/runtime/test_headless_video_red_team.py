@@ -156,3 +156,64 @@ def test_mujoco_filming_with_no_display_and_no_gl_backend_is_one_line(tmp_path):
         "set MUJOCO_GL=egl (or osmesa)"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "no run folder, no videos/ left"
+
+
+def _no_gl_env() -> dict[str, str]:
+    return {k: v for k, v in headless_env().items() if k != "MUJOCO_GL"}
+
+
+MUJOCO_LINE = "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+
+
+def test_dm_control_filming_refused_headless_leaves_no_videos_folder(tmp_path):
+    """A dm_control id's run name is nested (videos/dm_control/<run>): the refusal removed videos/dm_control/<run>
+    only, then videos/ was not empty (videos/dm_control) and stayed, with an empty videos/dm_control in it."""
+    pytest.importorskip("mujoco")
+    pytest.importorskip("shimmy")
+    pytest.importorskip("dm_control")
+    run = run_script(
+        "sac_continuous_action.py", "--env-id", "dm_control/cartpole-balance-v0", "--capture-video",
+        cwd=tmp_path, env=_no_gl_env(),
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines() == [f"sac_continuous_action.py: error: {MUJOCO_LINE}"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [], "no runs/ or videos/ left"
+
+
+@pytest.mark.extended
+def test_playground_filming_headless_is_one_line(tmp_path):
+    """ppo_continuous_action_playground.py films outside Experiment.make_envs: headless without MUJOCO_GL it printed
+    GLFW's two warnings ("X11: The DISPLAY environment variable is missing", "The GLFW library is not initialized",
+    four lines with their sources) before its own, differently worded error."""
+    pytest.importorskip("mujoco_playground")
+    run = run_script(
+        "ppo_continuous_action_playground.py", "--env-id", "CartpoleBalance", "--capture-video",
+        "--num-envs", "4", "--num-steps", "16", "--total-timesteps", "64", cwd=tmp_path, env=_no_gl_env(),
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "MUJOCO_GL=egl" in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.extended
+def test_enjoy_mujoco_capture_video_headless_is_one_line(tmp_path):
+    """python -m cleanrl_utils.enjoy --capture-video on a MuJoCo model, headless without MUJOCO_GL: a
+    mujoco.FatalError traceback (~70 lines, GLFW warnings first), exit 1, and an empty videos/<env>__<exp>__enjoy__<t>
+    left behind; training refuses the same case in one line."""
+    pytest.importorskip("mujoco")
+    trained = run_script(
+        "sac_continuous_action.py", "--env-id", "Hopper-v4", "--total-timesteps", "300", "--learning-starts", "100",
+        "--save-model", cwd=tmp_path, env=_no_gl_env(),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    model = next(trained.run_dir.glob("*.cleanrl_model"))
+    enjoy = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", "sac_continuous_action", "--env-id", "Hopper-v4",
+         "--model-path", str(model), "--eval-episodes", "2", "--capture-video"],
+        cwd=tmp_path, env=_no_gl_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "Traceback" not in enjoy.stderr, enjoy.stderr[-1500:]
+    assert enjoy.returncode == 2
+    assert "MUJOCO_GL=egl" in enjoy.stderr
+    assert not (tmp_path / "videos").exists()
