@@ -2,8 +2,6 @@
 
 import os
 import signal
-import subprocess
-import sys
 import warnings
 from dataclasses import dataclass
 
@@ -16,7 +14,7 @@ from cleanrl_utils.runtime import run_folder
 from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
-from tests.helpers import REPO, event_writer_threads
+from tests.helpers import event_writer_threads
 
 pytestmark = pytest.mark.fast  # the edit-test loop's tier: pytest -m fast (docs/community/contribution.md)
 
@@ -420,24 +418,6 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
         assert exp.model_path == f"runs/{exp.run_name}/algo.cleanrl_model"
         exp.log_evaluation_and_upload([float(r) for r in range(10)], hub_algorithm_name="ALGO")
     assert read_scalars(tmp_path / "runs" / exp.run_name)["eval/episodic_return"] == [(i, float(i)) for i in range(10)]
-
-
-def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter, in an environment without a display, an SDL driver or an XDG runtime folder."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}
-    clean.pop("XDG_RUNTIME_DIR", None)
-    clean.update(PYTHONPATH=str(REPO), **env)
-    return subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, timeout=120)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SDL's display drivers are chosen this way on Linux")
-def test_a_display_or_a_chosen_sdl_driver_is_left_as_it_is():
-    # with neither, the dummy driver: tests/runtime/test_headless_video_red_team.py draws frames so
-    driver = "import os, cleanrl_utils.runtime; print(os.environ.get('SDL_VIDEODRIVER'))"
-    assert _python(driver).stdout == "dummy\n"
-    assert _python(driver, DISPLAY=":1").stdout == "None\n"
-    assert _python(driver, WAYLAND_DISPLAY="wayland-0").stdout == "None\n"
-    assert _python(driver, SDL_VIDEODRIVER="x11").stdout == "x11\n"
 
 
 @pytest.mark.parametrize(

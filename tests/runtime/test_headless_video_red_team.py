@@ -43,6 +43,22 @@ def _python(code: str, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], env=headless_env(**extra), capture_output=True, text=True, timeout=120)
 
 
+def enjoy_filming(exp_name: str, env_id: str, model: Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m cleanrl_utils.enjoy` playing `model` for 2 episodes with --capture-video."""
+    command = ["--exp-name", exp_name, "--env-id", env_id, "--model-path", str(model), "--eval-episodes", "2"]
+    return subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", *command, "--capture-video"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _no_gl_env() -> dict[str, str]:
+    return {k: v for k, v in headless_env().items() if k != "MUJOCO_GL"}
+
+
+MUJOCO_LINE = "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+
+
 DRAW = (
     "import cleanrl_utils.runtime, gymnasium as gym; e = gym.make('CartPole-v1', render_mode='rgb_array'); "
     "e.reset(seed=0); print(e.render().shape); e.close()"
@@ -66,6 +82,15 @@ def test_an_empty_sdl_videodriver_is_no_driver_chosen():
     assert (run.returncode, run.stdout, run.stderr) == (0, "(400, 600, 3)\n", ""), run.stderr[-500:]
 
 
+@pytest.mark.fast
+def test_a_display_or_a_chosen_sdl_driver_is_left_as_it_is():
+    driver = "import os, cleanrl_utils.runtime; print(os.environ.get('SDL_VIDEODRIVER'))"
+    assert _python(driver).stdout == "dummy\n"
+    assert _python(driver, DISPLAY=":1").stdout == "None\n"
+    assert _python(driver, WAYLAND_DISPLAY="wayland-0").stdout == "None\n"
+    assert _python(driver, SDL_VIDEODRIVER="x11").stdout == "x11\n"
+
+
 @pytest.mark.extended
 def test_headless_capture_video_and_its_eval_print_nothing(tmp_path):
     # the claim's own command, with --save-model for the evaluation's videos (videos/<run>-eval) too
@@ -84,11 +109,7 @@ def test_headless_enjoy_capture_video_prints_nothing(tmp_path):
     trained = run_script("ppo.py", "--total-timesteps", "512", "--num-steps", "128", "--save-model", cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr[-3000:]
     model = next(trained.run_dir.glob("*.cleanrl_model"))
-    enjoy = subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", "ppo", "--env-id", "CartPole-v1",
-         "--model-path", str(model), "--eval-episodes", "2", "--capture-video"],
-        cwd=tmp_path, env=headless_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    enjoy = enjoy_filming("ppo", "CartPole-v1", model, cwd=tmp_path, env=headless_env())
     assert enjoy.returncode == 0, enjoy.stderr[-3000:]
     assert enjoy.stderr == ""
     assert list((tmp_path / "videos").glob("CartPole-v1__ppo__enjoy__*/*.mp4"))
@@ -148,21 +169,10 @@ def test_mujoco_filming_with_no_display_and_no_gl_backend_is_one_line(tmp_path):
     """MuJoCo's default backend (GLFW) needs a display and is fixed when mujoco is imported: without MUJOCO_GL the
     first frame ended in a traceback (mujoco.FatalError, "an OpenGL platform library has not been loaded")."""
     pytest.importorskip("mujoco", reason="mujoco is not installed (pip install -e '.[mujoco]')")
-    env = {k: v for k, v in headless_env().items() if k != "MUJOCO_GL"}
-    run = run_script("sac_continuous_action.py", "--env-id", "Hopper-v4", "--capture-video", cwd=tmp_path, env=env)
+    run = run_script("sac_continuous_action.py", "--env-id", "Hopper-v4", "--capture-video", cwd=tmp_path, env=_no_gl_env())
     assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
-        "sac_continuous_action.py: error: --capture-video: MuJoCo films without a display through EGL or OSMesa: "
-        "set MUJOCO_GL=egl (or osmesa)"
-    ]
+    assert run.stderr.strip().splitlines() == [f"sac_continuous_action.py: error: {MUJOCO_LINE}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "no run folder, no videos/ left"
-
-
-def _no_gl_env() -> dict[str, str]:
-    return {k: v for k, v in headless_env().items() if k != "MUJOCO_GL"}
-
-
-MUJOCO_LINE = "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
 
 
 def test_dm_control_filming_refused_headless_leaves_no_videos_folder(tmp_path):
@@ -208,11 +218,7 @@ def test_enjoy_mujoco_capture_video_headless_is_one_line(tmp_path):
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr[-3000:]
     model = next(trained.run_dir.glob("*.cleanrl_model"))
-    enjoy = subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", "sac_continuous_action", "--env-id", "Hopper-v4",
-         "--model-path", str(model), "--eval-episodes", "2", "--capture-video"],
-        cwd=tmp_path, env=_no_gl_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    enjoy = enjoy_filming("sac_continuous_action", "Hopper-v4", model, cwd=tmp_path, env=_no_gl_env())
     assert "Traceback" not in enjoy.stderr, enjoy.stderr[-1500:]
     assert enjoy.returncode == 2
     assert "MUJOCO_GL=egl" in enjoy.stderr
