@@ -103,16 +103,19 @@ import torch.nn as nn
 import torch.optim as optim
 
 from cleanrl_utils.runtime.evals.special import FirstEnvVideo, evaluate_playground
-from cleanrl_utils.runtime.experiment import Experiment, mujoco_filming_problem, one_line
+from cleanrl_utils.runtime.experiment import Experiment, mujoco_problem, one_line
 
 try:
     import jax
     import jax.numpy as jnp
     from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
     from mujoco_playground import registry
-except ImportError as e:
-    reason = f"MuJoCo Playground cannot be imported ({one_line(e)})"
-    print(f'{os.path.basename(__file__)}: error: {reason}; install it with pip install -e ".[playground]"', file=sys.stderr)
+except Exception as e:  # not installed (ImportError), or a MUJOCO_GL that `import mujoco` cannot load
+    reason = mujoco_problem(filming=False)
+    if reason is None and not isinstance(e, ImportError):
+        raise
+    reason = reason or f'MuJoCo Playground cannot be imported ({one_line(e)}); install it with pip install -e ".[playground]"'
+    print(f"{os.path.basename(__file__)}: error: {reason}", file=sys.stderr)
     raise SystemExit(2) from None
 VIDEO_CLIP_STEPS = 100  # frames of a training clip (--capture-video), as the Isaac Gym variant films
 
@@ -234,7 +237,7 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     examples = f"e.g. {', '.join(registry.dm_control_suite.ALL_ENVS[3:9])} (all: mujoco_playground.registry.ALL_ENVS)"
     exp.require(args.env_id in registry.ALL_ENVS, f"unknown Playground task {args.env_id!r}; {examples}")
-    problem = mujoco_filming_problem() if args.capture_video else None
+    problem = mujoco_problem(filming=True) if args.capture_video else None
     exp.require(not problem, problem)
     run_name = exp.run_name
 

@@ -94,7 +94,7 @@ def enjoy(args: Args) -> list[float]:
     import numpy as np
     import torch
 
-    from cleanrl_utils.runtime.experiment import extra_for, mujoco_filming_problem
+    from cleanrl_utils.runtime.experiment import extra_for, mujoco_problem
     from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
 
     zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
@@ -112,7 +112,7 @@ def enjoy(args: Args) -> list[float]:
     except Exception as e:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
 
-    if args.capture_video and extra_for(args.env_id) in ("mujoco", "dm_control") and (problem := mujoco_filming_problem()):
+    if extra_for(args.env_id) in ("mujoco", "dm_control") and (problem := mujoco_problem(args.capture_video)):
         raise EnjoyError(problem)
     random.seed(args.seed)
     np.random.seed(args.seed)

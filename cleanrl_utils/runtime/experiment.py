@@ -199,10 +199,10 @@ class Experiment:
         """`make()`, with a missing dependency or a bad env id turned into one line naming what to install.
 
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
-        a failure stays one line; so is filming a MuJoCo env where it cannot be (`mujoco_filming_problem`).
+        a failure stays one line; so is a MuJoCo that cannot start or film here (`mujoco_problem`).
         """
-        if getattr(self.args, "capture_video", False) and extra_for(env_id) in ("mujoco", "dm_control"):
-            self.require(not (problem := mujoco_filming_problem()), problem)
+        if extra_for(env_id) in ("mujoco", "dm_control"):
+            self.require(not (problem := mujoco_problem(getattr(self.args, "capture_video", False))), problem)
         with warnings.catch_warnings(record=True) as held:
             try:
                 self.envs = make()
@@ -551,12 +551,24 @@ def check_atari_game(env_id: str) -> None:
         raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
 
 
-def mujoco_filming_problem() -> str | None:
-    """Why MuJoCo cannot film here, said before its first frame fails in a traceback: on Linux with no display, its
-    default backend (GLFW) cannot render, and only MUJOCO_GL=egl or osmesa can (read when mujoco is imported)."""
-    if sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")):
-        if os.environ.get("MUJOCO_GL") not in ("egl", "osmesa"):
-            return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+def mujoco_problem(filming: bool) -> str | None:
+    """Why MuJoCo cannot start here, or (`filming`) cannot film, said before a traceback from `import mujoco` or the
+    first frame says it worse: MUJOCO_GL names a backend that does not load (a typo, or its library missing), or, on
+    Linux with no display, filming uses GLFW, the default, which needs one (only egl and osmesa render without)."""
+    backend = os.environ.get("MUJOCO_GL", "")
+    try:
+        import mujoco  # reads MUJOCO_GL and loads that backend's library
+
+        if filming and backend in ("egl", "osmesa"):
+            mujoco.GLContext(8, 8).free()  # each frame needs one: a library without a working driver fails here
+    except Exception as e:
+        if isinstance(e, ModuleNotFoundError) and e.name == "mujoco":
+            return None  # making the env says which extra installs it
+        hint = "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
+        return f"MuJoCo cannot start with MUJOCO_GL={backend!r} ({one_line(e)}): {hint}"
+    headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
+    if filming and headless and backend not in ("egl", "osmesa"):
+        return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
     return None
 
 

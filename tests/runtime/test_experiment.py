@@ -2,8 +2,10 @@
 
 import os
 import signal
+import sys
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -435,11 +437,16 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
     ],
 )
 def test_mujoco_filming_is_refused_where_it_cannot_render(env, refused, monkeypatch):
-    from cleanrl_utils.runtime.experiment import mujoco_filming_problem
+    """The display rule alone: a stand-in mujoco whose GL context always works (a real one that does not is
+    tests/runtime/test_headless_video_red_team.py's)."""
+    from cleanrl_utils.runtime.experiment import mujoco_problem
 
+    working_context = SimpleNamespace(free=lambda: None)
+    monkeypatch.setitem(sys.modules, "mujoco", SimpleNamespace(GLContext=lambda width, height: working_context))
     monkeypatch.setattr("sys.platform", "linux")
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert (mujoco_filming_problem() is not None) == refused
+    assert (mujoco_problem(filming=True) is not None) == refused
+    assert mujoco_problem(filming=False) is None

@@ -21,7 +21,8 @@ from tests.helpers import run_script, script_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SDL picks its drivers so on Linux")
 
-HEADLESS_UNSET = ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER", "XDG_RUNTIME_DIR")
+# PYOPENGL_PLATFORM: set in this process by `import mujoco` with MUJOCO_GL=egl, a user's shell has none
+HEADLESS_UNSET = ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER", "XDG_RUNTIME_DIR", "PYOPENGL_PLATFORM")
 SDL_MESSAGE = "XDG_RUNTIME_DIR"
 OVERWRITING = "Overwriting existing videos"
 
@@ -223,3 +224,87 @@ def test_enjoy_mujoco_capture_video_headless_is_one_line(tmp_path):
     assert enjoy.returncode == 2
     assert "MUJOCO_GL=egl" in enjoy.stderr
     assert not (tmp_path / "videos").exists()
+
+
+# A MUJOCO_GL that MuJoCo cannot load ended every MuJoCo run in a traceback, filming or not: a typo at
+# `import mujoco` (RuntimeError "invalid value for environment variable MUJOCO_GL"), osmesa without libOSMesa there
+# too (AttributeError "'NoneType' object has no attribute 'glGetError'"), and an EGL library with no working driver
+# at the first frame (AttributeError "'OffScreenViewer' object has no attribute 'opengl_context'").
+NO_EGL_VENDOR = {"MUJOCO_GL": "egl", "__EGL_VENDOR_LIBRARY_FILENAMES": "/nonexistent/egl_vendor.json"}
+SHORT_RUN = ("--env-id", "Hopper-v4", "--total-timesteps", "300", "--learning-starts", "100")
+
+
+def _osmesa_loads() -> bool:
+    return _python("import mujoco", MUJOCO_GL="osmesa").returncode == 0
+
+
+def _egl_without_vendor_fails() -> bool:
+    """libglvnd's libEGL finds no driver when its vendor file list names none (another libEGL ignores the variable)."""
+    return _python("from mujoco.egl import GLContext; GLContext(8, 8).free()", **NO_EGL_VENDOR).returncode != 0
+
+
+def assert_refused_in_one_line(run: subprocess.CompletedProcess, script: str, cwd: Path, backend: str) -> None:
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2
+    line = f"{script}: error: MuJoCo cannot start with MUJOCO_GL={backend!r} ("
+    assert run.stderr.strip().splitlines()[-1].startswith(line), run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*")) == [], "no runs/ or videos/ left"
+
+
+@pytest.mark.parametrize("capture_video", [False, True])
+def test_a_mujoco_gl_typo_is_one_line(tmp_path, capture_video):
+    pytest.importorskip("mujoco")
+    film = ("--capture-video",) if capture_video else ()
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, *film, cwd=tmp_path, env=headless_env(MUJOCO_GL="elg"))
+    assert_refused_in_one_line(run, "ddpg_continuous_action.py", tmp_path, "elg")
+
+
+def test_osmesa_without_its_library_is_one_line(tmp_path):
+    pytest.importorskip("mujoco")
+    if _osmesa_loads():
+        pytest.skip("OSMesa loads here (libosmesa6 installed): nothing to refuse")
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, cwd=tmp_path, env=headless_env(MUJOCO_GL="osmesa"))
+    assert_refused_in_one_line(run, "ddpg_continuous_action.py", tmp_path, "osmesa")
+
+
+def test_filming_through_an_egl_with_no_driver_is_one_line_and_training_alone_runs(tmp_path):
+    """A run that does not film needs no GL context, so a broken EGL must not stop it."""
+    pytest.importorskip("mujoco")
+    if not _egl_without_vendor_fails():
+        pytest.skip("this libEGL is not libglvnd's (or is missing, then every case is a typo's): no driverless EGL")
+    env = headless_env(**NO_EGL_VENDOR)
+    filming = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
+    assert_refused_in_one_line(filming, "ddpg_continuous_action.py", tmp_path, "egl")
+    training = run_script("ddpg_continuous_action.py", *SHORT_RUN, cwd=tmp_path, env=env)
+    assert training.returncode == 0, training.stderr[-2000:]
+
+
+@pytest.mark.extended
+def test_playground_with_a_mujoco_gl_typo_is_one_line(tmp_path):
+    """The Playground file imports mujoco_playground (and so mujoco) at its top, before any Experiment check."""
+    pytest.importorskip("mujoco_playground")
+    run = run_script(
+        "ppo_continuous_action_playground.py", "--num-envs", "4", "--num-steps", "16", "--total-timesteps", "64",
+        cwd=tmp_path, env=headless_env(MUJOCO_GL="foo"),
+    )  # fmt: skip
+    assert_refused_in_one_line(run, "ppo_continuous_action_playground.py", tmp_path, "foo")
+
+
+@pytest.mark.extended
+def test_enjoy_with_a_mujoco_gl_typo_is_one_line(tmp_path):
+    pytest.importorskip("mujoco")
+    trained = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--save-model", cwd=tmp_path, env=headless_env())
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    model = next(trained.run_dir.glob("*.cleanrl_model"))
+    command = ["--exp-name", "ddpg_continuous_action", "--env-id", "Hopper-v4", "--model-path", str(model)]
+    enjoy = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", *command, "--eval-episodes", "1"],
+        cwd=tmp_path, env=headless_env(MUJOCO_GL="foo"), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "Traceback" not in enjoy.stderr, enjoy.stderr[-2000:]
+    assert enjoy.returncode == 2
+    assert enjoy.stderr.strip().splitlines() == [
+        "enjoy: error: MuJoCo cannot start with MUJOCO_GL='foo' (invalid value for environment variable MUJOCO_GL: foo): "
+        "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
+    ]
