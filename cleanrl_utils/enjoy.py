@@ -112,7 +112,8 @@ def enjoy(args: Args) -> list[float]:
     except Exception as e:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
 
-    if extra_for(args.env_id) in ("mujoco", "dm_control") and (problem := mujoco_problem(args.capture_video)):
+    extra = extra_for(args.env_id)
+    if extra in ("mujoco", "dm_control") and (problem := mujoco_problem(args.capture_video, extra == "dm_control")):
         raise EnjoyError(problem)
     random.seed(args.seed)
     np.random.seed(args.seed)

@@ -201,8 +201,9 @@ class Experiment:
         Warnings raised meanwhile (e.g. "Hopper-v4 is out of date") are shown once the envs exist, so that
         a failure stays one line; so is a MuJoCo that cannot start or film here (`mujoco_problem`).
         """
-        if extra_for(env_id) in ("mujoco", "dm_control"):
-            self.require(not (problem := mujoco_problem(getattr(self.args, "capture_video", False))), problem)
+        if (extra := extra_for(env_id)) in ("mujoco", "dm_control"):
+            filming = getattr(self.args, "capture_video", False)
+            self.require(not (problem := mujoco_problem(filming, dm_control=extra == "dm_control")), problem)
         with warnings.catch_warnings(record=True) as held:
             try:
                 self.envs = make()
@@ -551,24 +552,33 @@ def check_atari_game(env_id: str) -> None:
         raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
 
 
-def mujoco_problem(filming: bool) -> str | None:
-    """Why MuJoCo cannot start here, or (`filming`) cannot film, said before a traceback from `import mujoco` or the
-    first frame says it worse: MUJOCO_GL names a backend that does not load (a typo, or its library missing), or, on
-    Linux with no display, filming uses GLFW, the default, which needs one (only egl and osmesa render without)."""
+def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
+    """Why MuJoCo cannot start here, or (`filming`) cannot film, said before a traceback from an import or the first
+    frame says it worse: on Linux with no display, filming through GLFW, the default, which needs one; or MUJOCO_GL
+    names a backend that does not load (a typo, its library or driver missing; `import mujoco` reads the name
+    loosely, dm_control and Gymnasium's renderer as written)."""
     backend = os.environ.get("MUJOCO_GL", "")
+    headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
+    if filming and headless and backend in ("", "glfw"):
+        return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+    stage, hint = "start", "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
     try:
         import mujoco  # reads MUJOCO_GL and loads that backend's library
 
+        if dm_control:
+            import dm_control.mujoco  # noqa: F401  (loads the backend too, by its own list of names)
         if filming and backend in ("egl", "osmesa"):
+            stage, hint = "film", "run without --capture-video, or install a driver for it (Debian: libegl-mesa0)"
             mujoco.GLContext(8, 8).free()  # each frame needs one: a library without a working driver fails here
     except Exception as e:
-        if isinstance(e, ModuleNotFoundError) and e.name == "mujoco":
+        if isinstance(e, ModuleNotFoundError) and e.name in ("mujoco", "dm_control"):
             return None  # making the env says which extra installs it
-        hint = "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
-        return f"MuJoCo cannot start with MUJOCO_GL={backend!r} ({one_line(e)}): {hint}"
-    headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
-    if filming and headless and backend not in ("egl", "osmesa"):
-        return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
+        platform = os.environ.get("PYOPENGL_PLATFORM") or backend
+        if backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
+            hint = f"PYOPENGL_PLATFORM={platform!r} contradicts it: unset PYOPENGL_PLATFORM"
+        return f"MuJoCo cannot {stage} with MUJOCO_GL={backend!r} ({one_line(e)}): {hint}"
+    if filming and backend not in ("", "glfw", "egl", "osmesa"):
+        return f"--capture-video: MuJoCo films through MUJOCO_GL=egl, osmesa or glfw, written so, not {backend!r}"
     return None
 
 

@@ -243,10 +243,12 @@ def _egl_without_vendor_fails() -> bool:
     return _python("from mujoco.egl import GLContext; GLContext(8, 8).free()", **NO_EGL_VENDOR).returncode != 0
 
 
-def assert_refused_in_one_line(run: subprocess.CompletedProcess, script: str, cwd: Path, backend: str) -> None:
+def assert_refused_in_one_line(
+    run: subprocess.CompletedProcess, script: str, cwd: Path, backend: str, stage: str = "start"
+) -> None:
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
     assert run.returncode == 2
-    line = f"{script}: error: MuJoCo cannot start with MUJOCO_GL={backend!r} ("
+    line = f"{script}: error: MuJoCo cannot {stage} with MUJOCO_GL={backend!r} ("
     assert run.stderr.strip().splitlines()[-1].startswith(line), run.stderr
     assert len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*")) == [], "no runs/ or videos/ left"
@@ -275,7 +277,8 @@ def test_filming_through_an_egl_with_no_driver_is_one_line_and_training_alone_ru
         pytest.skip("this libEGL is not libglvnd's (or is missing, then every case is a typo's): no driverless EGL")
     env = headless_env(**NO_EGL_VENDOR)
     filming = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
-    assert_refused_in_one_line(filming, "ddpg_continuous_action.py", tmp_path, "egl")
+    assert_refused_in_one_line(filming, "ddpg_continuous_action.py", tmp_path, "egl", stage="film")
+    assert "libegl-mesa0" in filming.stderr
     training = run_script("ddpg_continuous_action.py", *SHORT_RUN, cwd=tmp_path, env=env)
     assert training.returncode == 0, training.stderr[-2000:]
 
@@ -308,3 +311,81 @@ def test_enjoy_with_a_mujoco_gl_typo_is_one_line(tmp_path):
         "enjoy: error: MuJoCo cannot start with MUJOCO_GL='foo' (invalid value for environment variable MUJOCO_GL: foo): "
         "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
     ]
+
+
+# Red team of 341ce0a: values that `import mujoco` accepts (it lowercases and strips MUJOCO_GL, and knows "glx"),
+# but dm_control and Gymnasium's renderer compare as written, so mujoco_problem() lets them through.
+DMC_SHORT_RUN = ("--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", "128", "--num-steps", "64",
+                 "--num-envs", "1")  # fmt: skip
+
+
+def assert_one_line_naming_mujoco_gl(run: subprocess.CompletedProcess, script: str, cwd: Path) -> None:
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{script}: error: ") and "MUJOCO_GL" in lines[0], run.stderr
+    assert sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*")) == [], "no runs/ or videos/ left"
+
+
+@pytest.mark.parametrize("backend", ["EGL", " egl", "glx"])
+def test_a_dm_control_run_with_a_mujoco_gl_dm_control_rejects_is_one_line(tmp_path, backend):
+    """MUJOCO_GL=EGL (or " egl", "glx") passes `import mujoco`, then dm_control's own check raises when Shimmy imports
+    it: a 44-line RuntimeError traceback "Environment variable MUJOCO_GL must be one of [...]: got 'EGL'", exit 1,
+    in a run that does not film."""
+    pytest.importorskip("shimmy")
+    run = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, cwd=tmp_path, env=headless_env(MUJOCO_GL=backend))
+    assert_one_line_naming_mujoco_gl(run, "ppo_continuous_action.py", tmp_path)
+
+
+def test_a_dm_control_run_through_an_egl_with_no_driver_is_not_told_to_install_dm_control(tmp_path):
+    """The docs: a driverless EGL stops filming only, "a run that does not film is not stopped by it". A dm_control
+    run that does not film is stopped, in one line that blames the install: 'dm_control envs need shimmy and
+    dm_control; install it with pip install -e ".[dm_control]"' (both are installed; dm_control's import made the EGL
+    display and failed). It should train, or say that MUJOCO_GL=egl cannot load."""
+    pytest.importorskip("shimmy")
+    if not _egl_without_vendor_fails():
+        pytest.skip("this libEGL is not libglvnd's (or is missing): no driverless EGL")
+    run = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, cwd=tmp_path, env=headless_env(**NO_EGL_VENDOR))
+    if run.returncode != 0:
+        assert_one_line_naming_mujoco_gl(run, "ppo_continuous_action.py", tmp_path)
+        assert "install it" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("backend", ["EGL", "disable"])
+def test_filming_with_a_display_and_a_mujoco_gl_gymnasium_cannot_film_with_is_one_line(tmp_path, backend):
+    """With DISPLAY set the headless rule does not apply and the probe tries only "egl"/"osmesa" as written: MUJOCO_GL=EGL
+    (or disable) passes it, and Gymnasium's renderer looks the value up as written at the first frame: a 57-line
+    traceback ending "'OffScreenViewer' object has no attribute 'opengl_context'", exit 1, runs/ and videos/ left."""
+    pytest.importorskip("mujoco")
+    env = headless_env(MUJOCO_GL=backend, DISPLAY=":99")
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
+    assert_one_line_naming_mujoco_gl(run, "ddpg_continuous_action.py", tmp_path)
+
+
+@pytest.mark.extended
+def test_enjoy_dm_control_with_a_mujoco_gl_dm_control_rejects_does_not_blame_the_model(tmp_path):
+    """enjoy turns dm_control's RuntimeError into "the model from ... does not fit ppo_continuous_action in
+    dm_control/cartpole-balance-v0: Environment variable MUJOCO_GL must be one of [...]: got 'EGL'"."""
+    pytest.importorskip("shimmy")
+    trained = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, "--save-model", cwd=tmp_path, env=headless_env())
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    model = next((tmp_path / "runs").rglob("*.cleanrl_model"))  # runs/dm_control/<run>/
+    command = ["--exp-name", "ppo_continuous_action", "--env-id", "dm_control/cartpole-balance-v0", "--model-path", str(model)]
+    enjoy = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", *command, "--eval-episodes", "1"],
+        cwd=tmp_path, env=headless_env(MUJOCO_GL="EGL"), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "Traceback" not in enjoy.stderr, enjoy.stderr[-2000:]
+    assert enjoy.returncode == 2
+    assert len(enjoy.stderr.strip().splitlines()) == 1 and "MUJOCO_GL" in enjoy.stderr, enjoy.stderr
+    assert "does not fit" not in enjoy.stderr, enjoy.stderr
+
+
+def test_a_pyopengl_platform_that_contradicts_mujoco_gl_is_named(tmp_path):
+    """MuJoCo sets PYOPENGL_PLATFORM only where it is unset: MUJOCO_GL=egl with PYOPENGL_PLATFORM=osmesa failed at the
+    first frame, and the probe's own reason ("module 'mujoco' has no attribute 'GLContext'") hides why."""
+    pytest.importorskip("mujoco")
+    env = headless_env(MUJOCO_GL="egl", PYOPENGL_PLATFORM="osmesa")
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
+    assert_refused_in_one_line(run, "ddpg_continuous_action.py", tmp_path, "egl", stage="film")
+    assert run.stderr.strip().endswith("PYOPENGL_PLATFORM='osmesa' contradicts it: unset PYOPENGL_PLATFORM"), run.stderr
