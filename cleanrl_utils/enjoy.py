@@ -113,7 +113,8 @@ def enjoy(args: Args) -> list[float]:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
 
     extra = extra_for(args.env_id)
-    if extra in ("mujoco", "dm_control") and (problem := mujoco_problem(args.capture_video, extra == "dm_control")):
+    mujoco_env = extra in ("mujoco", "dm_control") or args.exp_name == "ppo_continuous_action_playground"
+    if mujoco_env and (problem := mujoco_problem(args.capture_video, extra == "dm_control")):
         raise EnjoyError(problem)
     random.seed(args.seed)
     np.random.seed(args.seed)

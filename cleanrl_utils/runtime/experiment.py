@@ -552,33 +552,44 @@ def check_atari_game(env_id: str) -> None:
         raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
 
 
+MUJOCO_GL_NAMES = ("egl", "osmesa", "glfw", "disable")  # as MuJoCo names them; dm_control and Gymnasium read no variant
+MUJOCO_GL_HINTS = {"egl": "install EGL and a driver (Debian: libegl1, libegl-mesa0)", "osmesa": "install libosmesa6"}
+
+
 def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
     """Why MuJoCo cannot start here, or (`filming`) cannot film, said before a traceback from an import or the first
-    frame says it worse: on Linux with no display, filming through GLFW, the default, which needs one; or MUJOCO_GL
-    names a backend that does not load (a typo, its library or driver missing; `import mujoco` reads the name
-    loosely, dm_control and Gymnasium's renderer as written)."""
-    backend = os.environ.get("MUJOCO_GL", "")
+    frame says it worse: MUJOCO_GL is not one of `MUJOCO_GL_NAMES` as written, or names a backend that does not load
+    (its library or driver missing), or turns rendering off; or, on Linux with no display, filming goes through GLFW,
+    the default, which needs one."""
+    backend = os.environ.get("MUJOCO_GL")
+    if backend is not None and backend not in MUJOCO_GL_NAMES:
+        return f"MUJOCO_GL={backend!r}: MuJoCo's renderers take egl, osmesa, glfw or disable, written so; or unset it"
+    if filming and backend == "disable":
+        return "--capture-video: MUJOCO_GL=disable turns MuJoCo's rendering off; set egl, osmesa or glfw"
     headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
-    if filming and headless and backend in ("", "glfw"):
+    if filming and headless and backend in (None, "glfw"):
         return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
-    stage, hint = "start", "unset it, or use egl or osmesa with its library installed (Debian: libegl1, libosmesa6)"
+    stage = "start"
     try:
         import mujoco  # reads MUJOCO_GL and loads that backend's library
 
         if dm_control:
-            import dm_control.mujoco  # noqa: F401  (loads the backend too, by its own list of names)
+            import dm_control.mujoco  # noqa: F401  (loads the backend too)
         if filming and backend in ("egl", "osmesa"):
-            stage, hint = "film", "run without --capture-video, or install a driver for it (Debian: libegl-mesa0)"
+            stage = "film"
             mujoco.GLContext(8, 8).free()  # each frame needs one: a library without a working driver fails here
+    except ModuleNotFoundError:
+        return None  # making the env names the extra that installs it
     except Exception as e:
-        if isinstance(e, ModuleNotFoundError) and e.name in ("mujoco", "dm_control"):
-            return None  # making the env says which extra installs it
+        if backend is None:
+            return None  # not MUJOCO_GL's doing: making the env shows it
         platform = os.environ.get("PYOPENGL_PLATFORM") or backend
-        if backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
+        hint = MUJOCO_GL_HINTS.get(backend, "unset it")
+        if backend in ("egl", "osmesa") and sys.platform != "linux":
+            hint = "EGL and OSMesa render on Linux only: unset it"
+        elif backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
             hint = f"PYOPENGL_PLATFORM={platform!r} contradicts it: unset PYOPENGL_PLATFORM"
         return f"MuJoCo cannot {stage} with MUJOCO_GL={backend!r} ({one_line(e)}): {hint}"
-    if filming and backend not in ("", "glfw", "egl", "osmesa"):
-        return f"--capture-video: MuJoCo films through MUJOCO_GL=egl, osmesa or glfw, written so, not {backend!r}"
     return None
 
 

@@ -427,7 +427,11 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
     [
         ({}, True),
         ({"MUJOCO_GL": "glfw"}, True),  # GLFW is the default: it needs a display too
-        ({"MUJOCO_GL": "EGL"}, True),  # Gymnasium's renderer knows the lower-case names only
+        ({"MUJOCO_GL": "EGL"}, True),  # Gymnasium's renderer and dm_control know the lower-case names only
+        ({"MUJOCO_GL": "EGL", "DISPLAY": ":0"}, True),
+        ({"MUJOCO_GL": "disable", "DISPLAY": ":0"}, True),  # rendering off
+        ({"MUJOCO_GL": "", "DISPLAY": ":0"}, True),  # set but empty: Gymnasium's renderer looks "" up
+        ({"MUJOCO_GL": "glfw", "DISPLAY": ":0"}, False),
         ({"MUJOCO_GL": "disable"}, True),
         ({"MUJOCO_GL": "egl"}, False),
         ({"MUJOCO_GL": "osmesa"}, False),
@@ -439,7 +443,7 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
 def test_mujoco_filming_is_refused_where_it_cannot_render(env, refused, monkeypatch):
     """The display rule alone: a stand-in mujoco whose GL context always works (a real one that does not is
     tests/runtime/test_headless_video_red_team.py's)."""
-    from cleanrl_utils.runtime.experiment import mujoco_problem
+    from cleanrl_utils.runtime.experiment import MUJOCO_GL_NAMES, mujoco_problem
 
     working_context = SimpleNamespace(free=lambda: None)
     monkeypatch.setitem(sys.modules, "mujoco", SimpleNamespace(GLContext=lambda width, height: working_context))
@@ -449,4 +453,4 @@ def test_mujoco_filming_is_refused_where_it_cannot_render(env, refused, monkeypa
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert (mujoco_problem(filming=True) is not None) == refused
-    assert mujoco_problem(filming=False) is None
+    assert (mujoco_problem(filming=False) is None) == (env.get("MUJOCO_GL", "egl") in MUJOCO_GL_NAMES)
