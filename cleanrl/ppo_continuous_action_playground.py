@@ -237,7 +237,7 @@ if __name__ == "__main__":
     exp.require(args.num_iterations > 0, f"--total-timesteps is less than one rollout batch ({args.batch_size} steps)")
     examples = f"e.g. {', '.join(registry.dm_control_suite.ALL_ENVS[3:9])} (all: mujoco_playground.registry.ALL_ENVS)"
     exp.require(args.env_id in registry.ALL_ENVS, f"unknown Playground task {args.env_id!r}; {examples}")
-    problem = mujoco_problem(filming=True) if args.capture_video else None
+    problem = mujoco_problem(filming=args.capture_video)
     exp.require(not problem, problem)
     run_name = exp.run_name
 

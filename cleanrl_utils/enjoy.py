@@ -97,6 +97,10 @@ def enjoy(args: Args) -> list[float]:
     from cleanrl_utils.runtime.experiment import extra_for, mujoco_problem
     from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
 
+    extra = extra_for(args.env_id)  # MuJoCo's setting checked first: importing the Playground file would check it too
+    mujoco_env = extra in ("mujoco", "dm_control") or args.exp_name == "ppo_continuous_action_playground"
+    if mujoco_env and (problem := mujoco_problem(args.capture_video, extra == "dm_control")):
+        raise EnjoyError(problem)
     zoo_entry = entry(args.exp_name)  # imports the algorithm file and its evaluator
     if args.model_path:
         model_path, source = args.model_path, args.model_path
@@ -112,10 +116,6 @@ def enjoy(args: Args) -> list[float]:
     except Exception as e:
         raise EnjoyError(f"{model_path} is not a model file saved by an algorithm script: {one_line(e)}") from None
 
-    extra = extra_for(args.env_id)
-    mujoco_env = extra in ("mujoco", "dm_control") or args.exp_name == "ppo_continuous_action_playground"
-    if mujoco_env and (problem := mujoco_problem(args.capture_video, extra == "dm_control")):
-        raise EnjoyError(problem)
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)

@@ -45,8 +45,10 @@ import signal
 import sys
 import threading
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import gymnasium as gym
@@ -552,18 +554,28 @@ def check_atari_game(env_id: str) -> None:
         raise gym.error.Error(f"{env_id} is not an Atari game of ale-py")
 
 
-MUJOCO_GL_NAMES = ("egl", "osmesa", "glfw", "disable")  # as MuJoCo names them; dm_control and Gymnasium read no variant
-MUJOCO_GL_HINTS = {"egl": "install EGL and a driver (Debian: libegl1, libegl-mesa0)", "osmesa": "install libosmesa6"}
+# MUJOCO_GL as MuJoCo's docs name the backends: `import mujoco` also takes variants (EGL, 1, off...), which dm_control
+# or Gymnasium's renderer, reading the value as written, do not, so runs refuse them all alike
+MUJOCO_GL_NAMES = ("egl", "osmesa", "glfw", "disable")
+MUJOCO_GL_HINTS = {
+    "egl": "install EGL and a driver (Debian: libegl1, libegl-mesa0)",
+    "osmesa": "install libosmesa6",
+    "glfw": "GLFW needs a display it can open: check DISPLAY, or set MUJOCO_GL=egl (or osmesa)",
+}
+
+
+def raised_loading_gl(error: BaseException) -> bool:
+    """Whether `error` passed through the code that loads a GL backend: PyOpenGL, GLFW, MuJoCo's or dm_control's."""
+    parts = {part for frame in traceback.extract_tb(error.__traceback__) for part in Path(frame.filename).parts}
+    return bool(parts & {"OpenGL", "glfw", "egl", "osmesa", "rendering", "_render"})
 
 
 def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
-    """Why MuJoCo cannot start here, or (`filming`) cannot film, said before a traceback from an import or the first
-    frame says it worse: MUJOCO_GL is not one of `MUJOCO_GL_NAMES` as written, or names a backend that does not load
-    (its library or driver missing), or turns rendering off; or, on Linux with no display, filming goes through GLFW,
-    the default, which needs one."""
+    """Why MuJoCo cannot start, or (`filming`) film, here, in one line before an import or the first frame fails in a
+    traceback: MUJOCO_GL not in `MUJOCO_GL_NAMES`, a backend whose library, driver or display is missing."""
     backend = os.environ.get("MUJOCO_GL")
     if backend is not None and backend not in MUJOCO_GL_NAMES:
-        return f"MUJOCO_GL={backend!r}: MuJoCo's renderers take egl, osmesa, glfw or disable, written so; or unset it"
+        return f"MUJOCO_GL={backend!r}: set it as MuJoCo names a backend (egl, osmesa, glfw, disable), or unset it"
     if filming and backend == "disable":
         return "--capture-video: MUJOCO_GL=disable turns MuJoCo's rendering off; set egl, osmesa or glfw"
     headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
@@ -571,25 +583,33 @@ def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
         return "--capture-video: MuJoCo films without a display through EGL or OSMesa: set MUJOCO_GL=egl (or osmesa)"
     stage = "start"
     try:
-        import mujoco  # reads MUJOCO_GL and loads that backend's library
+        with warnings.catch_warnings():  # what fails is said below, in one line
+            warnings.simplefilter("ignore")
+            import mujoco  # reads MUJOCO_GL and loads that backend's library
 
-        if dm_control:
-            import dm_control.mujoco  # noqa: F401  (loads the backend too)
-        if filming and backend in ("egl", "osmesa"):
-            stage = "film"
-            mujoco.GLContext(8, 8).free()  # each frame needs one: a library without a working driver fails here
+            if dm_control and backend is not None:
+                from dm_control import _render  # noqa: F401  (dm_control loads the backend it names, on import)
+            stage = "film" if filming else stage
+            if filming and backend in ("egl", "osmesa"):
+                mujoco.GLContext(8, 8).free()  # each frame needs one: a library without a working driver fails here
+            elif filming:
+                import glfw
+
+                if not glfw.init():  # it warns, not raises, when it cannot open the display
+                    raise RuntimeError(f"GLFW cannot open the display {os.environ.get('DISPLAY', '')!r}")
     except ModuleNotFoundError:
         return None  # making the env names the extra that installs it
     except Exception as e:
-        if backend is None:
-            return None  # not MUJOCO_GL's doing: making the env shows it
-        platform = os.environ.get("PYOPENGL_PLATFORM") or backend
-        hint = MUJOCO_GL_HINTS.get(backend, "unset it")
+        if stage == "start" and (backend is None or (isinstance(e, ImportError) and not raised_loading_gl(e))):
+            return None  # not MUJOCO_GL's doing (a broken install, say): making the env shows it
+        platform = (os.environ.get("PYOPENGL_PLATFORM") or backend or "").lower()
+        hint = MUJOCO_GL_HINTS.get(backend or "glfw", "unset it")
         if backend in ("egl", "osmesa") and sys.platform != "linux":
             hint = "EGL and OSMesa render on Linux only: unset it"
         elif backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
             hint = f"PYOPENGL_PLATFORM={platform!r} contradicts it: unset PYOPENGL_PLATFORM"
-        return f"MuJoCo cannot {stage} with MUJOCO_GL={backend!r} ({one_line(e)}): {hint}"
+        setting = f"MUJOCO_GL={backend!r}" if backend else "MUJOCO_GL unset (GLFW)"
+        return f"MuJoCo cannot {stage} with {setting} ({one_line(e)}): {hint}"
     return None
 
 

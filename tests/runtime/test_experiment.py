@@ -441,12 +441,13 @@ def test_evaluation_logs_ten_returns(tmp_path, monkeypatch):
     ],
 )
 def test_mujoco_filming_is_refused_where_it_cannot_render(env, refused, monkeypatch):
-    """The display rule alone: a stand-in mujoco whose GL context always works (a real one that does not is
+    """The rules alone: stand-ins for mujoco and GLFW whose GL contexts always work (real ones that do not are
     tests/runtime/test_headless_video_red_team.py's)."""
     from cleanrl_utils.runtime.experiment import MUJOCO_GL_NAMES, mujoco_problem
 
     working_context = SimpleNamespace(free=lambda: None)
     monkeypatch.setitem(sys.modules, "mujoco", SimpleNamespace(GLContext=lambda width, height: working_context))
+    monkeypatch.setitem(sys.modules, "glfw", SimpleNamespace(init=lambda: True))  # a display GLFW can open
     monkeypatch.setattr("sys.platform", "linux")
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"):
         monkeypatch.delenv(name, raising=False)

@@ -242,7 +242,7 @@ PLAYGROUND_SHORT_RUN = ("--env-id", "CartpoleBalance", "--num-envs", "4", "--num
 
 
 def not_written_so(backend: str) -> str:
-    return f"MUJOCO_GL={backend!r}: MuJoCo's renderers take egl, osmesa, glfw or disable, written so; or unset it"
+    return f"MUJOCO_GL={backend!r}: set it as MuJoCo names a backend (egl, osmesa, glfw, disable), or unset it"
 
 
 def _osmesa_loads() -> bool:
@@ -429,3 +429,75 @@ def test_enjoy_playground_capture_video_headless_is_one_line(tmp_path):
     assert enjoy.returncode == 2
     assert enjoy.stderr.strip().splitlines() == [f"enjoy: error: {MUJOCO_LINE}"]
     assert not (tmp_path / "videos").exists()
+
+
+# Red team of 0eb77f0 (each case reproduced by hand before it was written down).
+def test_filming_through_glfw_with_an_unreachable_display_is_one_line(tmp_path):
+    """The probe makes a GL context for egl and osmesa only: MUJOCO_GL unset (GLFW) with a DISPLAY that names no
+    reachable X server (ssh without X forwarding, a container given DISPLAY but not the X socket) passed it, and the
+    first frame ended in a 48-line mujoco.FatalError traceback ("an OpenGL platform library has not been loaded"),
+    GLFW's "X11: Failed to open display :99" first, leaving runs/<run> (with .writer.lock) and an empty videos/<run>."""
+    pytest.importorskip("mujoco")
+    if Path("/tmp/.X11-unix/X99").exists():
+        pytest.skip("an X server listens on :99 here")
+    env = {**_no_gl_env(), "DISPLAY": ":99"}
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
+    line = assert_refused_in_one_line(run, "ddpg_continuous_action.py", tmp_path, "MuJoCo cannot film with MUJOCO_GL unset")
+    assert line.endswith("GLFW needs a display it can open: check DISPLAY, or set MUJOCO_GL=egl (or osmesa)")
+
+
+@pytest.mark.extended
+def test_playground_without_filming_takes_the_one_mujoco_gl_rule(tmp_path):
+    """script-contract.md and the CHANGELOG: every MuJoCo run, Playground included, stops at start on a MUJOCO_GL not
+    written as MuJoCo names its backends ("MUJOCO_GL=EGL ... is now refused for every MuJoCo run"). The Playground
+    file checks MUJOCO_GL only when `import mujoco_playground` fails or with --capture-video: without filming,
+    MUJOCO_GL=EGL trained to the end, exit code 0."""
+    pytest.importorskip("mujoco_playground")
+    run = run_script(
+        "ppo_continuous_action_playground.py", *PLAYGROUND_SHORT_RUN, cwd=tmp_path, env=headless_env(MUJOCO_GL="EGL")
+    )
+    assert_refused_in_one_line(run, "ppo_continuous_action_playground.py", tmp_path, not_written_so("EGL"))
+
+
+@pytest.mark.extended
+def test_enjoy_playground_with_a_mujoco_gl_import_mujoco_refuses_says_enjoy(tmp_path):
+    """enjoy imports the algorithm file (the zoo entry) before its own MuJoCo check: the Playground file's top-level
+    handler printed `ppo_continuous_action_playground.py: error: MUJOCO_GL='foo': ...` and exited, so enjoy's one
+    line came under another program's name."""
+    pytest.importorskip("mujoco_playground")
+    model = tmp_path / "pg.cleanrl_model"
+    code = (
+        "import sys; sys.argv = ['x']; from types import SimpleNamespace; import torch; "
+        "from cleanrl.ppo_continuous_action_playground import Agent; "
+        f"torch.save(Agent(SimpleNamespace(observation_size=5, action_size=1)).state_dict(), {str(model)!r})"
+    )
+    assert _python(code).returncode == 0
+    command = ["--exp-name", "ppo_continuous_action_playground", "--env-id", "CartpoleBalance", "--model-path", str(model)]
+    enjoy = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.enjoy", *command, "--eval-episodes", "1"],
+        cwd=tmp_path, env=headless_env(MUJOCO_GL="foo"), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert enjoy.returncode == 2, enjoy.stderr[-2000:]
+    assert enjoy.stderr.strip().splitlines() == [f"enjoy: error: {not_written_so('foo')}"]
+
+
+def test_a_dm_control_import_failure_under_mujoco_gl_egl_is_not_blamed_on_egl(tmp_path):
+    """Any exception but ModuleNotFoundError from `import dm_control.mujoco` is blamed on a set MUJOCO_GL, with that
+    backend's install hint: a broken dependency (an ImportError raised in dm_env here; dm_control's own "MuJoCo library
+    version does not match header version" likewise) came back as "MuJoCo cannot start with MUJOCO_GL='egl' (dm_env
+    was built against ...): install EGL and a driver (Debian: libegl1, libegl-mesa0)". MUJOCO_GL unset, the same probe
+    says nothing and making the env names the failure. The benchmark harness, its queues and the tests set egl."""
+    pytest.importorskip("shimmy")
+    from tests.helpers import egl_missing
+
+    if egl_missing():
+        pytest.skip("EGL does not work here: its own failure may come first")
+    fake = tmp_path / "fake" / "dm_env"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("dm_env was built against another numpy (broken install)")\n')
+    env = headless_env(MUJOCO_GL="egl")
+    env["PYTHONPATH"] = f"{fake.parent}:{env['PYTHONPATH']}"
+    code = "from cleanrl_utils.runtime.experiment import mujoco_problem; print(mujoco_problem(False, True))"
+    probe = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert "libegl" not in probe.stdout and "MUJOCO_GL='egl'" not in probe.stdout, probe.stdout
