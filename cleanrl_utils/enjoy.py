@@ -17,6 +17,7 @@ import re
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def enjoy(args: Args) -> list[float]:
     import numpy as np
     import torch
 
-    from cleanrl_utils.runtime.experiment import extra_for, mujoco_problem
+    from cleanrl_utils.runtime.experiment import extra_for, mujoco_problem, not_installed
     from cleanrl_utils.runtime.huggingface import DownloadError, download, repo_name
 
     extra = extra_for(args.env_id)  # MuJoCo's setting checked first: importing the Playground file would check it too
@@ -122,23 +123,28 @@ def enjoy(args: Args) -> list[float]:
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     run_name = f"{args.env_id}__{args.exp_name}__enjoy__{int(time.time())}"
     print(f"playing {args.exp_name} from {source} in {args.env_id} for {args.eval_episodes} episodes")
-    try:
-        returns = zoo_entry.evaluate(
-            model_path,
-            zoo_entry.make_env,
-            args.env_id,
-            eval_episodes=args.eval_episodes,
-            run_name=run_name,
-            Model=zoo_entry.Model,
-            device=device,
-            capture_video=args.capture_video,
-            seed=args.seed,
-            **zoo_entry.eval_kwargs,
-        )
-    except (gym.error.Error, ModuleNotFoundError) as e:
-        raise EnjoyError(f"cannot make env {args.env_id!r}: {e}") from None
-    except (RuntimeError, ValueError, KeyError, AttributeError) as e:  # weights of another network or env
-        raise EnjoyError(f"the model from {source} does not fit {args.exp_name} in {args.env_id}: {one_line(e)}") from None
+    with warnings.catch_warnings(record=True) as held:  # shown once it has played, so that a failure is one line
+        try:
+            returns = zoo_entry.evaluate(
+                model_path,
+                zoo_entry.make_env,
+                args.env_id,
+                eval_episodes=args.eval_episodes,
+                run_name=run_name,
+                Model=zoo_entry.Model,
+                device=device,
+                capture_video=args.capture_video,
+                seed=args.seed,
+                **zoo_entry.eval_kwargs,
+            )
+        except gym.error.DependencyNotInstalled as e:
+            raise EnjoyError(not_installed(args.env_id, e)) from None
+        except (gym.error.Error, ModuleNotFoundError) as e:
+            raise EnjoyError(f"cannot make env {args.env_id!r}: {e}") from None
+        except (RuntimeError, ValueError, KeyError, AttributeError) as e:  # weights of another network or env
+            raise EnjoyError(f"the model from {source} does not fit {args.exp_name} in {args.env_id}: {one_line(e)}") from None
+    for warning in held:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     mean, std = statistics.fmean(returns), statistics.pstdev(returns)
     print(f"mean return over {len(returns)} episodes: {mean:.2f} +/- {std:.2f}")
     if args.capture_video:

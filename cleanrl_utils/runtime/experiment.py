@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import math
 import os
 import random
 import re
 import signal
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -210,8 +212,7 @@ class Experiment:
             try:
                 self.envs = make()
             except gym.error.DependencyNotInstalled as e:
-                reason = str(e).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
-                self.fail(f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"')
+                self.fail(not_installed(env_id, e))
             except (gym.error.Error, ImportError, OSError) as e:  # OSError: a system library the env loads is missing
                 self.fail(f"cannot make env {env_id!r}: {e}")
         for warning in held:
@@ -564,10 +565,26 @@ MUJOCO_GL_HINTS = {
 }
 
 
+# Where the code that loads a GL backend lives, by package: PyOpenGL, GLFW, MuJoCo's and dm_control's backend modules
+GL_LOADERS = {
+    "OpenGL": [""],
+    "glfw": [""],
+    "mujoco": ["egl", "osmesa", "glfw"],
+    "dm_control": ["_render/pyopengl", "_render/glfw_renderer.py"],
+}
+
+
 def raised_loading_gl(error: BaseException) -> bool:
-    """Whether `error` passed through the code that loads a GL backend: PyOpenGL, GLFW, MuJoCo's or dm_control's."""
-    parts = {part for frame in traceback.extract_tb(error.__traceback__) for part in Path(frame.filename).parts}
-    return bool(parts & {"OpenGL", "glfw", "egl", "osmesa", "rendering", "_render"})
+    """Whether `error` was raised in `GL_LOADERS`, judged by its innermost frame outside the standard library (a
+    package's own failure, even under a folder named egl, is not GL's)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    frames = [Path(f.filename) for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+    own = [f for f in frames if not f.is_relative_to(stdlib) or {"site-packages", "dist-packages"} & set(f.parts)]
+    specs = {package: importlib.util.find_spec(package) for package in GL_LOADERS}
+    places = [
+        Path(spec.origin).parent / sub for name, spec in specs.items() if spec and spec.origin for sub in GL_LOADERS[name]
+    ]
+    return bool(own) and any(own[-1].is_relative_to(place) for place in places)
 
 
 def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
@@ -576,6 +593,8 @@ def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
     backend = os.environ.get("MUJOCO_GL")
     if backend is not None and backend not in MUJOCO_GL_NAMES:
         return f"MUJOCO_GL={backend!r}: set it as MuJoCo names a backend (egl, osmesa, glfw, disable), or unset it"
+    if backend in ("egl", "osmesa") and sys.platform != "linux":
+        return f"MUJOCO_GL={backend!r}: EGL and OSMesa render on Linux only; unset it"
     if filming and backend == "disable":
         return "--capture-video: MUJOCO_GL=disable turns MuJoCo's rendering off; set egl, osmesa or glfw"
     headless = sys.platform == "linux" and not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
@@ -600,17 +619,23 @@ def mujoco_problem(filming: bool, dm_control: bool = False) -> str | None:
     except ModuleNotFoundError:
         return None  # making the env names the extra that installs it
     except Exception as e:
-        if stage == "start" and (backend is None or (isinstance(e, ImportError) and not raised_loading_gl(e))):
-            return None  # not MUJOCO_GL's doing (a broken install, say): making the env shows it
-        platform = (os.environ.get("PYOPENGL_PLATFORM") or backend or "").lower()
+        if stage == "start" and not raised_loading_gl(e):  # the package's own failure, a broken install
+            if isinstance(e, ImportError):
+                return None  # the script's import check names the extra to install
+            return f"MuJoCo fails on import, not in its GL backend ({one_line(e)}): reinstall it"
+        platform = os.environ.get("PYOPENGL_PLATFORM") or backend  # PyOpenGL reads it as written
         hint = MUJOCO_GL_HINTS.get(backend or "glfw", "unset it")
-        if backend in ("egl", "osmesa") and sys.platform != "linux":
-            hint = "EGL and OSMesa render on Linux only: unset it"
-        elif backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
-            hint = f"PYOPENGL_PLATFORM={platform!r} contradicts it: unset PYOPENGL_PLATFORM"
+        if backend in ("egl", "osmesa") and platform != backend:  # MuJoCo sets it only where it is unset
+            hint = f"PYOPENGL_PLATFORM={platform!r} is not {backend!r}: unset PYOPENGL_PLATFORM"
         setting = f"MUJOCO_GL={backend!r}" if backend else "MUJOCO_GL unset (GLFW)"
         return f"MuJoCo cannot {stage} with {setting} ({one_line(e)}): {hint}"
     return None
+
+
+def not_installed(env_id: str, error: gym.error.DependencyNotInstalled) -> str:
+    """One line naming the extra that installs what making `env_id` missed."""
+    reason = str(error).split(",")[0]  # Gymnasium's advice after the comma names its extras, not ours
+    return f'{env_id}: {reason}; install it with pip install -e ".[{extra_for(env_id)}]"'
 
 
 def extra_for(env_id: str) -> str:

@@ -346,7 +346,7 @@ def test_a_pyopengl_platform_that_contradicts_mujoco_gl_is_named(tmp_path):
     env = headless_env(MUJOCO_GL="egl", PYOPENGL_PLATFORM="osmesa")
     run = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
     line = assert_refused_in_one_line(run, "ddpg_continuous_action.py", tmp_path, "MuJoCo cannot film with MUJOCO_GL='egl'")
-    assert line.endswith("PYOPENGL_PLATFORM='osmesa' contradicts it: unset PYOPENGL_PLATFORM")
+    assert line.endswith("PYOPENGL_PLATFORM='osmesa' is not 'egl': unset PYOPENGL_PLATFORM")
 
 
 def test_a_dm_control_dependency_missing_is_not_blamed_on_mujoco_gl(tmp_path):
