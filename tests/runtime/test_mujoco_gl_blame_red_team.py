@@ -209,3 +209,20 @@ def test_enjoy_filming_through_an_egl_with_no_driver_is_one_line(tmp_path, ddpg_
     line = one_line(run, "enjoy")
     assert line.startswith("enjoy: error: MuJoCo cannot film with MUJOCO_GL='egl'") and line.endswith(EGL_HINT), line
     assert not (tmp_path / "videos").exists()
+
+
+@pytest.mark.parametrize("capture_video", [False, True])
+def test_a_libegl_that_does_not_load_is_blamed_on_egl(tmp_path, capture_video):
+    """The case the rule exists for, where EGL works: a libEGL.so.1 that is not a library, first on the loader's
+    path, fails in PyOpenGL's loader (AttributeError on a None handle, raised in OpenGL/), so it is EGL's."""
+    pytest.importorskip("mujoco")
+    broken = tmp_path / "lib"
+    broken.mkdir()
+    for name in ("libEGL.so.1", "libEGL.so"):
+        (broken / name).write_text("not a shared library\n")
+    film = ("--capture-video",) if capture_video else ()
+    env = headless_env(MUJOCO_GL="egl", LD_LIBRARY_PATH=str(broken))
+    run = run_script("ddpg_continuous_action.py", *SHORT_RUN, *film, cwd=tmp_path / "run", env=env)
+    line = one_line(run, "ddpg_continuous_action.py")
+    assert line.startswith("ddpg_continuous_action.py: error: MuJoCo cannot start with MUJOCO_GL='egl'"), line
+    assert line.endswith(EGL_HINT), line
