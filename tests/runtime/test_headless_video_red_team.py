@@ -411,19 +411,25 @@ def test_enjoy_dm_control_with_a_mujoco_gl_not_written_so_does_not_blame_the_mod
     assert enjoy.stderr.strip().splitlines() == [f"enjoy: error: {not_written_so('EGL')}"]
 
 
-@pytest.mark.extended
-def test_enjoy_playground_capture_video_headless_is_one_line(tmp_path):
-    """enjoy checked MuJoCo only for ids extra_for() calls mujoco or dm_control, and a Playground task is "all":
-    `enjoy --exp-name ppo_continuous_action_playground --capture-video` headless without MUJOCO_GL printed GLFW's two
-    warnings and a mujoco.FatalError traceback ("an OpenGL platform library has not been loaded"), exit 1."""
-    pytest.importorskip("mujoco_playground")
-    model = tmp_path / "pg.cleanrl_model"
+def playground_model(folder: Path) -> Path:
+    """An untrained Playground agent's weights (5 observations, 1 action), saved as the script saves its model."""
+    model = folder / "pg.cleanrl_model"
     code = (
         "import sys; sys.argv = ['x']; from types import SimpleNamespace; import torch; "
         "from cleanrl.ppo_continuous_action_playground import Agent; "
         f"torch.save(Agent(SimpleNamespace(observation_size=5, action_size=1)).state_dict(), {str(model)!r})"
     )
     assert _python(code).returncode == 0
+    return model
+
+
+@pytest.mark.extended
+def test_enjoy_playground_capture_video_headless_is_one_line(tmp_path):
+    """enjoy checked MuJoCo only for ids extra_for() calls mujoco or dm_control, and a Playground task is "all":
+    `enjoy --exp-name ppo_continuous_action_playground --capture-video` headless without MUJOCO_GL printed GLFW's two
+    warnings and a mujoco.FatalError traceback ("an OpenGL platform library has not been loaded"), exit 1."""
+    pytest.importorskip("mujoco_playground")
+    model = playground_model(tmp_path)
     enjoy = enjoy_filming("ppo_continuous_action_playground", "CartpoleBalance", model, cwd=tmp_path, env=_no_gl_env())
     assert "Traceback" not in enjoy.stderr, enjoy.stderr[-1500:]
     assert enjoy.returncode == 2
@@ -465,13 +471,7 @@ def test_enjoy_playground_with_a_mujoco_gl_import_mujoco_refuses_says_enjoy(tmp_
     handler printed `ppo_continuous_action_playground.py: error: MUJOCO_GL='foo': ...` and exited, so enjoy's one
     line came under another program's name."""
     pytest.importorskip("mujoco_playground")
-    model = tmp_path / "pg.cleanrl_model"
-    code = (
-        "import sys; sys.argv = ['x']; from types import SimpleNamespace; import torch; "
-        "from cleanrl.ppo_continuous_action_playground import Agent; "
-        f"torch.save(Agent(SimpleNamespace(observation_size=5, action_size=1)).state_dict(), {str(model)!r})"
-    )
-    assert _python(code).returncode == 0
+    model = playground_model(tmp_path)
     command = ["--exp-name", "ppo_continuous_action_playground", "--env-id", "CartpoleBalance", "--model-path", str(model)]
     enjoy = subprocess.run(
         [sys.executable, "-m", "cleanrl_utils.enjoy", *command, "--eval-episodes", "1"],
