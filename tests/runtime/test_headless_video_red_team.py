@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_script, script_env
+from tests.helpers import egl_missing, missing_system_package, run_script, script_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SDL picks its drivers so on Linux")
 
@@ -249,9 +249,13 @@ def _osmesa_loads() -> bool:
     return _python("import mujoco", MUJOCO_GL="osmesa").returncode == 0
 
 
-def _egl_without_vendor_fails() -> bool:
-    """libglvnd's libEGL finds no driver when its vendor file list names none (another libEGL ignores the variable)."""
-    return _python("from mujoco.egl import GLContext; GLContext(8, 8).free()", **NO_EGL_VENDOR).returncode != 0
+def skip_without_driverless_egl() -> None:
+    """Skip unless EGL works here and libglvnd's libEGL finds no driver when its vendor file list names none (another
+    libEGL ignores the variable); a missing EGL skips naming its package (under CI=true, fails)."""
+    if reason := egl_missing():
+        missing_system_package(reason)
+    if _python("from mujoco.egl import GLContext; GLContext(8, 8).free()", **NO_EGL_VENDOR).returncode == 0:
+        pytest.skip("this libEGL is not libglvnd's: no driverless EGL")
 
 
 def assert_refused_in_one_line(run: subprocess.CompletedProcess, script: str, cwd: Path, starts: str) -> str:
@@ -316,8 +320,7 @@ def test_rendering_turned_off_trains_without_filming(tmp_path):
 def test_filming_through_an_egl_with_no_driver_is_one_line_and_training_alone_runs(tmp_path):
     """A Gymnasium MuJoCo run that does not film needs no GL context, so a driverless EGL must not stop it."""
     pytest.importorskip("mujoco")
-    if not _egl_without_vendor_fails():
-        pytest.skip("this libEGL is not libglvnd's (or is missing, then every case is a typo's): no driverless EGL")
+    skip_without_driverless_egl()
     env = headless_env(**NO_EGL_VENDOR)
     filming = run_script("ddpg_continuous_action.py", *SHORT_RUN, "--capture-video", cwd=tmp_path, env=env)
     line = assert_refused_in_one_line(
@@ -332,8 +335,7 @@ def test_a_dm_control_run_through_an_egl_with_no_driver_is_one_line_naming_the_d
     """dm_control makes its EGL display on import: a run that does not film stopped with a false hint, 'dm_control envs
     need shimmy and dm_control; install it with pip install -e ".[dm_control]"' (both installed)."""
     pytest.importorskip("shimmy")
-    if not _egl_without_vendor_fails():
-        pytest.skip("this libEGL is not libglvnd's (or is missing): no driverless EGL")
+    skip_without_driverless_egl()
     run = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, cwd=tmp_path, env=headless_env(**NO_EGL_VENDOR))
     line = assert_refused_in_one_line(run, "ppo_continuous_action.py", tmp_path, "MuJoCo cannot start with MUJOCO_GL='egl'")
     assert "libegl-mesa0" in line and "pip install" not in line
@@ -488,10 +490,8 @@ def test_a_dm_control_import_failure_under_mujoco_gl_egl_is_not_blamed_on_egl(tm
     was built against ...): install EGL and a driver (Debian: libegl1, libegl-mesa0)". MUJOCO_GL unset, the same probe
     says nothing and making the env names the failure. The benchmark harness, its queues and the tests set egl."""
     pytest.importorskip("shimmy")
-    from tests.helpers import egl_missing
-
-    if egl_missing():
-        pytest.skip("EGL does not work here: its own failure may come first")
+    if reason := egl_missing():  # its own failure would come first
+        missing_system_package(reason)
     fake = tmp_path / "fake" / "dm_env"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise ImportError("dm_env was built against another numpy (broken install)")\n')

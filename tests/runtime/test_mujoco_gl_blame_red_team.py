@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import egl_missing, run_script
+from tests.helpers import egl_missing, missing_system_package, run_script
 from tests.runtime.test_headless_video_red_team import (
     DMC_SHORT_RUN,
     NO_EGL_VENDOR,
     SHORT_RUN,
-    _egl_without_vendor_fails,
     _osmesa_loads,
     headless_env,
+    skip_without_driverless_egl,
 )
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MUJOCO_GL's EGL and OSMesa are Linux's")
@@ -109,6 +109,8 @@ def test_a_broken_dm_control_dependency_imported_by_render_is_not_blamed_on_mujo
     libegl-mesa0)"; MUJOCO_GL unset, the same install gave 'dm_control/cartpole-balance-v0: dm_control envs need shimmy
     and dm_control; install it with pip install -e ".[dm_control]"'."""
     pytest.importorskip("shimmy")
+    if reason := egl_missing():  # its own failure would come first
+        missing_system_package(reason)
     fake = stand_in(tmp_path / "fake", "absl", "raise ImportError('absl is broken for this test')\n")
     run = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, cwd=tmp_path / "run", env=env_with(fake, MUJOCO_GL="egl"))
     line = one_line(run, "ppo_continuous_action.py")
@@ -153,8 +155,8 @@ def test_a_pyopengl_platform_written_in_capitals_is_named_not_the_egl_driver(tmp
     MUJOCO_GL='egl' (Cannot use EGL rendering platform. The PYOPENGL_PLATFORM environment variable is set to 'EGL'
     (should be either unset or 'egl').): install EGL and a driver (Debian: libegl1, libegl-mesa0)"."""
     pytest.importorskip("shimmy" if dm_control else "mujoco")
-    if egl_missing():
-        pytest.skip("EGL does not work here: its own failure would come first")
+    if reason := egl_missing():  # its own failure would come first
+        missing_system_package(reason)
     env = headless_env(MUJOCO_GL="egl", PYOPENGL_PLATFORM="EGL")
     if dm_control:
         run = run_script("ppo_continuous_action.py", *DMC_SHORT_RUN, cwd=tmp_path, env=env)
@@ -203,8 +205,7 @@ def test_enjoy_osmesa_without_its_library_is_one_line(tmp_path, ddpg_hopper_mode
 def test_enjoy_filming_through_an_egl_with_no_driver_is_one_line(tmp_path, ddpg_hopper_model):
     """Holds: "enjoy: error: MuJoCo cannot film with MUJOCO_GL='egl' (Cannot initialize a EGL device display. ...):
     install EGL and a driver (Debian: libegl1, libegl-mesa0)", and no videos/ folder."""
-    if not _egl_without_vendor_fails():
-        pytest.skip("this libEGL is not libglvnd's (or is missing): no driverless EGL")
+    skip_without_driverless_egl()
     run = enjoy(ddpg_hopper_model, tmp_path, headless_env(**NO_EGL_VENDOR), "--capture-video")
     line = one_line(run, "enjoy")
     assert line.startswith("enjoy: error: MuJoCo cannot film with MUJOCO_GL='egl'") and line.endswith(EGL_HINT), line
