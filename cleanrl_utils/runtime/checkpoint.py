@@ -36,6 +36,7 @@ import random
 import re
 import sys
 import typing
+from collections.abc import Sequence
 from dataclasses import MISSING, fields
 from pathlib import Path
 from types import UnionType
@@ -357,10 +358,11 @@ def _is_torch_dtype(dtype: Any) -> bool:
 # ---------------------------------------------------------------- arguments
 
 
-def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
+def restored_args(args: Any, checkpoint: dict[str, Any], argv: Sequence[str] | None = None) -> Any:
     """`args` with the values the checkpointed run used, except the run-control flags given now.
 
-    A flag counts as given when its value differs from the default. A run-control flag that is not
+    A flag counts as given when the command line `args` were parsed from (`argv`) names it, whatever its value, or
+    when its value differs from the default (the only test for `args` made in code, `argv` None). A run-control flag that is not
     given keeps the run's value (a run that was tracked stays tracked); any other flag given with
     another value than the run's is overridden, and reported on stderr. The saved values must be of the fields'
     declared types (an int field takes no float), then pass the command line's checks (`argument_problems`); an
@@ -390,16 +392,18 @@ def restored_args(args: Any, checkpoint: dict[str, Any]) -> Any:
     env_id = saved.get("env_id")
     if isinstance(env_id, str) and ":" in env_id:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's env id {env_id[:60]!r} would import a module")
+    from cleanrl_utils.runtime.command_line import argument_problems, named_fields
+
+    named = named_fields(type(args), argv or [])
     ignored = []
     for name, value in saved.items():
         given = getattr(args, name)
-        if name == "resume" or (name in RUN_CONTROL and given != defaults[name]):
+        was_given = name in named or given != defaults[name]
+        if name == "resume" or (name in RUN_CONTROL and was_given):
             continue
-        if given != value and given != defaults[name]:
+        if given != value and was_given:
             ignored.append(f"--{name.replace('_', '-')} {given} (the run uses {value})")
         setattr(args, name, value)
-    from cleanrl_utils.runtime.command_line import argument_problems
-
     problems = argument_problems(args)
     if problems:
         raise RefusedCheckpoint(f"--resume: refused, the checkpoint's arguments: {'; '.join(problems)}")

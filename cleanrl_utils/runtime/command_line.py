@@ -89,6 +89,23 @@ def bool_words_as_flags(Args: type, argv: Sequence[str]) -> list[str]:
     return out
 
 
+def named_fields(Args: type, argv: Sequence[str]) -> set[str]:
+    """The field names of `Args` that `argv` gives a value, the default's too: `--seed 1`, `--seed=1`, `--no-track`,
+    or a tyro alias of the field (`--teacher-policy-hf-repo`)."""
+    spelled, booleans = {f.name: f.name for f in fields(Args)}, boolean_fields(Args)
+    with contextlib.suppress(Exception):  # a name the annotations use is not importable here: no aliases then
+        for field, hint in typing.get_type_hints(Args, include_extras=True).items():
+            aliases = [a for meta in getattr(hint, "__metadata__", ()) for a in getattr(meta, "aliases", None) or ()]
+            spelled |= {alias.lstrip("-").replace("-", "_"): field for alias in aliases}
+    named = set()
+    for word in argv:
+        name = word[2:].partition("=")[0] if word.startswith("--") else ""
+        if name not in booleans and name[:3] in ("no-", "no_") and name[3:] in booleans:
+            name = name[3:]
+        named.add(spelled.get(name.replace("-", "_")))
+    return named - {None}
+
+
 def parse_args(Args: type[T], argv: Sequence[str] | None = None, prog: str | None = None, warn: bool = True) -> T:
     """`Args` from the command line (tyro), booleans accepted as flags or as words.
 

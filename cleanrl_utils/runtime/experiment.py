@@ -83,11 +83,12 @@ class Experiment:
         With `--resume`, the arguments are the checkpointed run's (run-control flags given now still win, see
         `checkpoint.restored_args`): a script takes them from here, the only place that has them right.
         """
-        exp = cls(parse_args(Args), script_file)
+        exp = cls(parse_args(Args), script_file, sys.argv[1:])
         return exp.args, exp
 
-    def __init__(self, args: Any, script_file: str) -> None:
-        """Check the run flags and load a `--resume` checkpoint, whose arguments then replace `args`'s values in place."""
+    def __init__(self, args: Any, script_file: str, argv: Sequence[str] | None = None) -> None:
+        """Check the run flags and load a `--resume` checkpoint, whose arguments then replace `args`'s values in place
+        but for the run-control flags `argv` (the command line `args` came from, if any) names."""
         self.args = args
         self.script_file = script_file
         self.script = os.path.basename(script_file)
@@ -109,7 +110,7 @@ class Experiment:
                 self._lock_resumed_folder(early)
             try:  # a resumed run goes on with the arguments it was started with
                 self.loaded_checkpoint = ckpt.load(args.resume)
-                ckpt.restored_args(args, self.loaded_checkpoint)  # first: a checkpoint of another script is named so
+                ckpt.restored_args(args, self.loaded_checkpoint, argv)  # first: a checkpoint of another script is named so
                 ckpt.check_run_state(self.loaded_checkpoint)
             except ckpt.CheckpointError as e:
                 self.fail(str(e))

@@ -17,7 +17,7 @@ RUNTIME = UTILS / "runtime"  # what an algorithm file may import from cleanrl_ut
 # The run-time package's size budget: lines of its .py files as `wc -l` counts them (4,362 when it was set). A
 # reader of an algorithm file should be able to hold what it imports; growing past this is a decision for the
 # contribution page, not a side effect.
-RUNTIME_LINE_BUDGET = 4_940
+RUNTIME_LINE_BUDGET = 4_960
 
 
 def imported_modules(source: str) -> set[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from cleanrl import sac_continuous_action
 from cleanrl_utils.runtime import run_folder
-from cleanrl_utils.runtime.command_line import bool_words_as_flags, parse_args
+from cleanrl_utils.runtime.command_line import bool_words_as_flags, named_fields, parse_args
 from cleanrl_utils.runtime.experiment import Experiment
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 from tests.helpers import event_writer_threads
@@ -65,6 +65,19 @@ def fails_with(capsys, call) -> str:
 )
 def test_boolean_words_become_flags(argv, expected):
     assert bool_words_as_flags(Args, argv) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--seed", "1", "--checkpoint-frequency=0"], {"seed", "checkpoint_frequency"}),
+        (["--no-track", "--cuda", "--capture_video", "False"], {"track", "cuda", "capture_video"}),
+        (["--no-capture_video", "--no_save_model"], {"capture_video", "save_model"}),
+        (["--no-seed", "--nothing", "-s", "--", "seed", "--exp-name", "--gamma"], {"exp_name", "gamma"}),
+    ],
+)
+def test_named_fields_are_those_the_command_line_spells(argv, expected):
+    assert named_fields(Args, argv) == expected
 
 
 def test_parse_args_takes_both_spellings():
@@ -250,6 +263,33 @@ def test_from_command_line_gives_the_checkpointed_runs_arguments(tmp_path, monke
     resumed_args, resumed = Experiment.from_command_line(Args, SCRIPT)
     assert (resumed_args.seed, resumed_args.num_envs, resumed_args.autotune) == (5, 3, True)
     assert resumed.run_name == exp.run_name and resumed.loaded_checkpoint["global_step"] == 10
+
+
+def test_a_resumes_command_line_flag_counts_when_named_even_at_its_default(tmp_path, monkeypatch, capsys):
+    """A run-control flag given at its default value still wins (checkpoints off, no model saved, cuda back on); any
+    other flag named at its default, and differing from the run's, is reported as overridden, never dropped in silence."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cleanrl_utils.runtime.checkpoint.running_script", lambda: "algo.py")
+    start = ["--seed", "5", "--checkpoint-frequency", "1", "--save-model", "--no-cuda", "--capture-video"]
+    monkeypatch.setattr("sys.argv", ["algo.py", *start])
+    args, exp = Experiment.from_command_line(Args, SCRIPT)
+    with exp:
+        exp.start_logging()
+        exp.save_checkpoint(10, {})
+    capsys.readouterr()
+    resume = ["--resume", f"runs/{exp.run_name}", "--checkpoint-frequency=0", "--no-save-model", "--cuda"]
+    monkeypatch.setattr("sys.argv", ["algo.py", *resume, "--seed", "1", "--no-capture-video", "--gamma", "0.99"])
+    resumed_args, resumed = Experiment.from_command_line(Args, SCRIPT)
+    assert (resumed.checkpoint_frequency, resumed_args.save_model, resumed_args.cuda) == (0, False, True)
+    assert (resumed_args.seed, resumed_args.capture_video, resumed_args.gamma) == (5, True, 0.99)
+    assert capsys.readouterr().err == (
+        "resume: the checkpoint's arguments win over --seed 1 (the run uses 5), --capture-video False (the run uses True)\n"
+    )
+    resumed.writer_lock.release()  # one writer at a time: this resume lets go of the folder before the next
+    # not named: the run's run-control values go on (it checkpointed every step, saved its model, ran without cuda)
+    monkeypatch.setattr("sys.argv", ["algo.py", "--resume", f"runs/{exp.run_name}"])
+    kept_args, kept = Experiment.from_command_line(Args, SCRIPT)
+    assert (kept.checkpoint_frequency, kept_args.save_model, kept_args.cuda) == (1, True, False)
 
 
 def test_restoring_before_the_envs_exist_fails_with_one_line(tmp_path, monkeypatch, capsys):
