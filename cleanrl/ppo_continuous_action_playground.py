@@ -429,6 +429,7 @@ if __name__ == "__main__":
 
         if video is not None:
             video.write(f"rl-video-step-{global_step // args.num_envs - len(video.frames)}")  # the clip in progress
+            video.close()  # its GL context now: at exit another library's atexit may have ended EGL first
         if args.save_model:
             exp.save_model(agent.state_dict())  # the weights and, as buffers, the observation statistics
             episodic_returns_eval = evaluate_playground(  # on the training's batch shape: its compiled functions are reused

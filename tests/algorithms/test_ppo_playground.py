@@ -6,6 +6,8 @@ The script contract's own checks (tags, W&B, determinism, interrupts, help) run 
 import importlib.util
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,26 @@ def test_smoke_run_logs_each_episode_where_it_ended(smoke):
     printed = re.findall(r"^global_step=(\d+), episodic_return=([\d.]+)$", smoke.stdout, flags=re.M)
     assert [(int(s), float(r)) for s, r in printed] == returns
     assert scalars["charts/SPS"][-1][0] == 640
+
+
+@pytest.mark.extended
+def test_the_training_video_frees_its_gl_context_before_exit(tmp_path):
+    """A library imported after the run (dm_control's EGL renderer) ends EGL's display at exit before the training
+    video's own atexit runs: freed only then, its context failed in an EGLError traceback at the end of the process."""
+    pytest.importorskip("dm_control", reason='dm_control is not installed (pip install -e ".[dm_control]")')
+    if reason := egl_missing():
+        missing_system_package(reason)
+    argv = [SCRIPT, *TINY, "--total-timesteps", "128", "--capture-video"]
+    code = (
+        f"import runpy, sys; sys.argv = {argv!r}; runpy.run_path({str(REPO / 'cleanrl' / SCRIPT)!r}, run_name='__main__'); "
+        "import dm_control._render.pyopengl.egl_renderer"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert list((tmp_path / "videos").rglob("*.mp4")), "the run films"
+    assert "Exception ignored" not in run.stderr, run.stderr[-3000:]
 
 
 @pytest.mark.extended
