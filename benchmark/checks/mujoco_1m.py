@@ -599,7 +599,8 @@ def aggregate_section(estimates: dict[str, rlstats.Estimate], table: list[Cell],
     for algo, estimate in estimates.items():
         runs = [r for c in table if c.algo == algo for r in c.runs]
         envs = sum(c.algo == algo for c in table)
-        rows.append([algo, f"{len(runs)} runs on {envs} envs, {sum(r.at_budget for r in runs)} at 1M", interval(estimate, 2)])
+        counted = f"{len(runs)} run{'s' * (len(runs) != 1)} on {envs} env{'s' * (envs != 1)}"
+        rows.append([algo, f"{counted}, {sum(r.at_budget for r in runs)} at 1M", interval(estimate, 2)])
     return markdown_table(["algorithm", "runs", f"IQM of score / published mean [{confidence:.0%} CI]"], rows)
 
 

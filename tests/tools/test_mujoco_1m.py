@@ -216,6 +216,10 @@ def test_verdict_at_the_bar_and_the_aggregate_iqm_of_normalised_scores():
     estimate = bench.aggregate(table, reps=500, confidence=0.95, seed=0)["TD3"]
     assert estimate.value == pytest.approx((0.7 + 0.8 + 0.9 + 1.0 + 1.5) / 5)  # the middle 5 of 9
     assert estimate.low <= estimate.value <= estimate.high
+    assert "| TD3 | 9 runs on 3 envs, 9 at 1M |" in bench.aggregate_section({"TD3": estimate}, table, 0.95)
+    one = bench.cells(results[:1], reps=500, confidence=0.95, seed=0)
+    one_estimate = bench.aggregate(one, reps=500, confidence=0.95, seed=0)
+    assert "| TD3 | 1 run on 1 env, 1 at 1M |" in bench.aggregate_section(one_estimate, one, 0.95)
     hopper = next(c for c in table if c.env_id == "Hopper-v4")
     assert hopper.mean == pytest.approx(2940.10) and hopper.std == pytest.approx(2940.10 * math.sqrt(1 / 6))
     assert hopper.iqm.value == pytest.approx(hopper.mean)
