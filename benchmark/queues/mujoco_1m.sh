@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Issue 53's 27 runs: TD3, DDPG and SAC (the JAX files, measured faster than their torch twins) on Hopper-v4,
-# HalfCheetah-v4 and Walker2d-v4, seeds 1-3, 1M steps each, one at a time, at nice 19, from a
+# HalfCheetah-v4 and Walker2d-v4, seeds 1-3, 1M steps each, one at a time in a lane, at nice 19, from a
 # worktree pinned at the commit they started on. Run it again after any stop: each benchmark continues from its log
 # folder (finished runs skipped, the others resumed from their newest checkpoint, every 25k steps).
 # Then: python -m benchmark.checks.mujoco_1m collect --runs $HOME/runs/tree/runs && python -m benchmark.checks.mujoco_1m report
+# `mujoco_1m.sh backward` is a second lane: the same list from its end. Each run is taken under a lock of its own
+# (flock), so a lane skips the run the other lane is on, and a run finished in either lane is skipped by its benchmark.
 set -u
+ORDER=${1:-forward}
+case "$ORDER" in
+    forward | backward) ;;
+    *) echo "mujoco_1m: usage: mujoco_1m.sh [forward|backward], not $ORDER" >&2; exit 2 ;;
+esac
 PIN=c105263  # the commit every run of this queue uses
 TREE=$HOME/runs/tree
 OUT=$HOME/runs/mujoco_1m
@@ -24,9 +31,9 @@ cd "$TREE" || exit 2
 export PYTHONPATH=$TREE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MUJOCO_GL=egl
 export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 # A run whose summary is committed under benchmark/results/mujoco_1m/ is done, so a fresh machine (its logs gone) runs
-# only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone), run one after another:
-# a TD3 run alone takes ~1.3-1.6 cores (160-190 SPS, ~1.5 h for 1M steps), so it ends within a session; two lanes
-# (~75 SPS each beside other work) took ~3.6 h a run and lost both runs in progress when the machine was replaced.
+# only the others. Each run is a benchmark of its own (its own log folder, so it resumes alone), run one after another
+# in a lane: a TD3 run alone takes ~1.3-1.6 cores (160-190 SPS, ~1.5 h for 1M steps); two lanes (~75-110 SPS each
+# beside other work) take ~2.5-4 h a run, and a replaced machine loses both runs in progress, not one.
 RESULTS=$REPO/benchmark/results/mujoco_1m
 todo=()
 for algo in td3 ddpg sac; do
@@ -36,10 +43,18 @@ for algo in td3 ddpg sac; do
         done
     done
 done
-echo "mujoco_1m: ${#todo[@]} runs to go"
+echo "mujoco_1m: ${#todo[@]} runs to go ($ORDER)"
+if [ "$ORDER" = backward ]; then
+    reversed=()
+    for ((i = ${#todo[@]} - 1; i >= 0; i--)); do reversed+=("${todo[i]}"); done
+    todo=("${reversed[@]}")
+fi
 for run in "${todo[@]}"; do
     read -r algo env seed <<<"$run"
-    nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
+    mkdir -p "$OUT/logs/$algo/$env"
+    flock -n -E 75 "$OUT/logs/$algo/$env/$seed.lock" \
+        nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
         --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
         --log-dir "$OUT/logs/$algo/$env/$seed"
+    if [ $? = 75 ]; then echo "mujoco_1m: $algo $env $seed is running in the other lane; skipped"; fi
 done

@@ -187,6 +187,33 @@ def test_mujoco_1m_runs_only_the_runs_without_a_committed_summary_in_order(queue
     assert tree_head.stdout.startswith(MUJOCO_PIN)
 
 
+def test_mujoco_1m_second_lane_walks_the_list_backward_and_skips_the_first_lanes_run(queue_env, tmp_path):
+    """Two lanes: the second takes the runs from the list's end and skips the one the first lane holds (its flock)."""
+    first = subprocess.Popen(
+        ["bash", str(QUEUES / "mujoco_1m.sh")], env={**queue_env, "STUB_SLEEP": "60"}, start_new_session=True
+    )
+    try:
+        wait_for(lambda: len(calls(queue_env)) == 1)  # the first lane is on td3 Hopper-v4 seed 1
+        second_env = {**queue_env, "STUB_LOG": str(tmp_path / "second.log")}
+        second = subprocess.run(
+            ["bash", str(QUEUES / "mujoco_1m.sh"), "backward"], env=second_env, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=10)
+    assert second.returncode == 0, second.stderr
+    assert "27 runs to go (backward)" in second.stdout
+    assert "mujoco_1m: td3 Hopper-v4 1 is running in the other lane; skipped" in second.stdout
+    runs = []
+    for *_, args in calls(second_env):
+        env_id, seed = re.search(r"--env-ids (\S+) --start-seed (\d+) ", args).groups()
+        runs.append((re.search(r"cleanrl/(\w+)_continuous_action_jax", args).group(1), env_id, seed))
+    every = [(a, e, s) for a in ("td3", "ddpg", "sac") for e in ("Hopper-v4", "HalfCheetah-v4", "Walker2d-v4") for s in "123"]
+    assert runs == every[::-1][:-1]  # all but the first lane's, from the end
+    bad = subprocess.run(["bash", str(QUEUES / "mujoco_1m.sh"), "sideways"], env=queue_env, capture_output=True, text=True)
+    assert (bad.returncode, bad.stderr) == (2, "mujoco_1m: usage: mujoco_1m.sh [forward|backward], not sideways\n")
+
+
 @pytest.fixture
 def stub_queues(tmp_path: Path) -> Path:
     """chain.sh beside two stub queues that log their start and end; mujoco_1m.sh sleeps, then fails."""
