@@ -5,23 +5,33 @@
 # folder (finished runs skipped, the others resumed from their newest checkpoint, every 25k steps).
 # Then: python -m benchmark.checks.mujoco_1m collect --runs $HOME/runs/tree/runs && python -m benchmark.checks.mujoco_1m report
 # `mujoco_1m.sh backward` is a second lane: the same list from its end. Each run is taken under a lock of its own
-# (flock), so a lane skips the run the other lane is on, and a run finished in either lane is skipped by its benchmark.
+# (flock on <log folder>.lock), so a lane skips the run the other lane is on, and a run finished in either lane is
+# skipped by its benchmark. The first lane takes no word: chain.sh knows it by its command line's last word.
 set -u
+if [ $# -gt 1 ] || { [ $# = 1 ] && [ "$1" != backward ]; }; then
+    echo "mujoco_1m: usage: mujoco_1m.sh [backward], not: $*" >&2
+    exit 2
+fi
 ORDER=${1:-forward}
-case "$ORDER" in
-    forward | backward) ;;
-    *) echo "mujoco_1m: usage: mujoco_1m.sh [forward|backward], not $ORDER" >&2; exit 2 ;;
-esac
+command -v flock > /dev/null || { echo "mujoco_1m: needs flock (Debian package util-linux)" >&2; exit 2; }
 PIN=c105263  # the commit every run of this queue uses
 TREE=$HOME/runs/tree
 OUT=$HOME/runs/mujoco_1m
 VENV=${MUJOCO_1M_VENV:-/work/main/.venv}
 REPO=${MUJOCO_1M_REPO:-/work/main}
 
-if [ ! -d "$TREE" ]; then
-    git -C "$REPO" worktree add --detach "$TREE" "$PIN" || { echo "mujoco_1m: cannot make the worktree $TREE at $PIN" >&2; exit 2; }
+mkdir -p "$OUT"
+{
+    flock 9  # lanes started together: one makes the worktree, the other waits for it
+    if [ ! -d "$TREE" ]; then
+        git -C "$REPO" worktree add --detach "$TREE" "$PIN" || { echo "mujoco_1m: cannot make the worktree $TREE at $PIN" >&2; exit 2; }
+    fi
+} 9> "$OUT/.tree.lock"
+if ! head=$(git -C "$TREE" rev-parse --short=7 HEAD 2> /dev/null); then
+    # its runs/ may hold checkpoints: never removed here
+    echo "mujoco_1m: $TREE is not a git worktree (a worktree add cut short?): move its runs/ aside, remove it, start again" >&2
+    exit 2
 fi
-head=$(git -C "$TREE" rev-parse --short=7 HEAD)
 if [ "$head" != "${PIN:0:7}" ] || [ -n "$(git -C "$TREE" status --porcelain --untracked-files=no)" ]; then
     echo "mujoco_1m: $TREE is at $head or has edits; the queue runs only from a clean $PIN" >&2
     exit 2
@@ -52,9 +62,13 @@ fi
 for run in "${todo[@]}"; do
     read -r algo env seed <<<"$run"
     mkdir -p "$OUT/logs/$algo/$env"
-    flock -n -E 75 "$OUT/logs/$algo/$env/$seed.lock" \
+    exec 8> "$OUT/logs/$algo/$env/$seed.lock"  # held by this lane and its run until the run ends
+    if flock -n 8; then
         nice -n 19 python -m cleanrl_utils.benchmark --env-ids "$env" --start-seed "$seed" --num-seeds 1 --workers 1 \
-        --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
-        --log-dir "$OUT/logs/$algo/$env/$seed"
-    if [ $? = 75 ]; then echo "mujoco_1m: $algo $env $seed is running in the other lane; skipped"; fi
+            --command "python cleanrl/${algo}_continuous_action_jax.py --checkpoint-frequency 25000" \
+            --log-dir "$OUT/logs/$algo/$env/$seed"
+    else
+        echo "mujoco_1m: $algo $env $seed is running in the other lane; skipped"
+    fi
+    exec 8>&-
 done
