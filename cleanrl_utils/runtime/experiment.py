@@ -121,7 +121,7 @@ class Experiment:
         if getattr(args, "upload_model", False):
             from cleanrl_utils.runtime.huggingface import UploadError, require_token
 
-            self.require(args.save_model, "--upload-model uploads the saved model: add --save-model")
+            self.require(args.save_model, "--upload-model uploads the saved model: add --save-model, or --no-upload-model")
             try:  # checked now, not after training
                 require_token()
             except UploadError as e:

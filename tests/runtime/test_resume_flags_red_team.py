@@ -216,7 +216,9 @@ def test_no_save_model_on_a_run_that_uploads_is_refused_in_one_line(tmp_path, mo
     with pytest.raises(SystemExit) as stop:
         Experiment.from_command_line(Args, SCRIPT)
     assert stop.value.code == 2
-    assert capsys.readouterr().err == "algo.py: error: --upload-model uploads the saved model: add --save-model\n"
+    assert capsys.readouterr().err == (
+        "algo.py: error: --upload-model uploads the saved model: add --save-model, or --no-upload-model\n"
+    )
     monkeypatch.setattr("sys.argv", ["algo.py", "--resume", folder, "--no-save-model", "--no-upload-model"])
     args, exp = Experiment.from_command_line(Args, SCRIPT)
     assert (args.save_model, args.upload_model) == (False, False)
