@@ -105,6 +105,14 @@ def kill_group(process: subprocess.Popen, signum: int) -> None:
         pass
 
 
+def gated_first_lane(env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], subprocess.Popen]:
+    """A forward lane whose training runs wait while the returned gate file exists."""
+    gate = tmp_path / "gate"
+    gate.touch()
+    first_env = lane_env(env, tmp_path, "first", STUB_GATE=str(gate))
+    return gate, first_env, lane(first_env)
+
+
 # --- starting both lanes at once -------------------------------------------------------------------------------
 
 
@@ -182,10 +190,7 @@ def test_a_killed_lane_under_the_real_benchmark_leaves_no_run_behind_and_its_run
     """Held, with the pinned runner: SIGKILL to the forward lane's group kills the runner, whose training run (in a
     session of its own, out of the group's reach) gets SIGTERM from PR_SET_PDEATHSIG; the run did not inherit the
     flock's descriptor, so nothing holds the lock, and the backward lane runs seed 1 again."""
-    gate = tmp_path / "gate"
-    gate.touch()
-    first_env = lane_env(bench_env, tmp_path, "first", STUB_GATE=str(gate))
-    first = lane(first_env)
+    gate, first_env, first = gated_first_lane(bench_env, tmp_path)
     try:
         wait_for(lambda: len(calls(first_env)) == 1, seconds=30)
     finally:
@@ -204,10 +209,7 @@ def test_a_killed_lane_under_the_real_benchmark_leaves_no_run_behind_and_its_run
 def test_lanes_meeting_under_the_real_benchmark_run_each_run_once(bench_env, tmp_path):
     """Held: the forward lane holds seed 1; the backward lane runs 3 and 2 and skips 1 with the claimed line; when
     seed 1 ends, the forward lane reaches 2 and 3, which the pinned benchmark's ledger skips (finished earlier)."""
-    gate = tmp_path / "gate"
-    gate.touch()
-    first_env = lane_env(bench_env, tmp_path, "first", STUB_GATE=str(gate))
-    first = lane(first_env)
+    gate, first_env, first = gated_first_lane(bench_env, tmp_path)
     try:
         wait_for(lambda: len(calls(first_env)) == 1, seconds=30)
         second_env = lane_env(bench_env, tmp_path, "second")
