@@ -215,13 +215,19 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     # here, and gymnasium's video recorder asks for one after each video. Frozen, this process's objects are
     # skipped; a new interpreter would not have them. Unfrozen after, so earlier runs' garbage is still freed.
     gc.freeze()
+    script_globals = None
     try:
         with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
-            runpy.run_path(path, run_name="__main__")
+            script_globals = globals_of_script(runpy.run_path(path, run_name="__main__").values(), path)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        script_globals = globals_of_frames(e.__traceback__, path)
     finally:
         gc.unfreeze()
+        if script_globals is not None:
+            # JAX keeps the script's pytree classes registered for good, and their methods keep the script's
+            # globals (envs, replay memory) alive: a new interpreter would have freed them at exit
+            script_globals.clear()
         stop_wandb_service()  # as a process's exit does
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
@@ -230,6 +236,24 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
         sys.argv = saved_argv
         os.chdir(saved_cwd)
     return Run(code, out.getvalue(), err.getvalue(), cwd)
+
+
+def globals_of_script(values, path: str) -> dict | None:
+    """The namespace the script at `path` ran in, found through a function it defined (runpy returns a copy)."""
+    for value in values:
+        namespace = getattr(value, "__globals__", None)
+        if isinstance(namespace, dict) and namespace.get("__file__") == path:
+            return namespace
+    return None
+
+
+def globals_of_frames(traceback, path: str) -> dict | None:
+    """The namespace the script at `path` ran in, from the frames an exception left it through."""
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == path:
+            return traceback.tb_frame.f_globals
+        traceback = traceback.tb_next
+    return None
 
 
 def stop_wandb_service() -> None:

@@ -1648,3 +1648,26 @@ def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
     logged = run.scalars()[return_tag(script)]
     # The signal is acted on between steps, never between printing an episode and logging it.
     assert [f"global_step={s}, {key}={r}" for s, r in logged] == printed
+
+
+@pytest.mark.parametrize("stop", ["finished", "interrupted"])
+def test_an_in_process_run_leaves_no_env_behind(stop, tmp_path):
+    """What a script made is freed after an in-process run, as at a process's exit: JAX keeps the script's pytree
+    classes registered, whose methods hold its globals (an ALE emulator left so is reported leaked at exit)."""
+    import gc
+
+    from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(obj, CartPoleEnv) for obj in gc.get_objects())
+
+    before = alive()
+    if stop == "finished":
+        run = run_in_process("dqn_jax.py", "--total-timesteps", "600", "--learning-starts", "500", cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-3000:]
+    else:
+        stdout = SignalAfterLines("global_step=", 2, signal.SIGTERM)
+        run = run_in_process("dqn_jax.py", "--total-timesteps", "100000000", cwd=tmp_path, stdout=stdout)
+        assert run.returncode == 130, run.stderr[-3000:]
+    assert alive() == before
