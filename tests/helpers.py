@@ -222,6 +222,9 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
         script_globals = globals_of_frames(e.__traceback__, path)
+    except BaseException as e:  # a crash, or this harness's own timeout: freed all the same
+        script_globals = globals_of_frames(e.__traceback__, path)
+        raise
     finally:
         gc.unfreeze()
         if script_globals is not None:

@@ -20,6 +20,7 @@ import pytest
 from tests.fixtures.teachers import JAX_TEACHER_MODEL, TEACHER_MODEL, short_teacher_phase
 from tests.helpers import (
     REPO,
+    RanIntoTraining,
     Run,
     SignalAfterLines,
     egl_missing,
@@ -1650,19 +1651,21 @@ def test_interrupted_run_keeps_what_it_logged(name, sig, tmp_path):
     assert [f"global_step={s}, {key}={r}" for s, r in logged] == printed
 
 
-@pytest.mark.parametrize("stop", ["finished", "interrupted"])
-def test_an_in_process_run_leaves_no_env_behind(stop, tmp_path):
-    """What a script made is freed after an in-process run, as at a process's exit: JAX keeps the script's pytree
-    classes registered, whose methods hold its globals (an ALE emulator left so is reported leaked at exit)."""
+def live_cartpoles() -> int:
+    """CartPole envs alive in this process, after a full collection."""
     import gc
 
     from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
-    def alive() -> int:
-        gc.collect()
-        return sum(isinstance(obj, CartPoleEnv) for obj in gc.get_objects())
+    gc.collect()
+    return sum(isinstance(obj, CartPoleEnv) for obj in gc.get_objects())
 
-    before = alive()
+
+@pytest.mark.parametrize("stop", ["finished", "interrupted"])
+def test_an_in_process_run_leaves_no_env_behind(stop, tmp_path):
+    """What a script made is freed after an in-process run, as at a process's exit: JAX keeps the script's pytree
+    classes registered, whose methods hold its globals (an ALE emulator left so is reported leaked at exit)."""
+    before = live_cartpoles()
     if stop == "finished":
         run = run_in_process("dqn_jax.py", "--total-timesteps", "600", "--learning-starts", "500", cwd=tmp_path)
         assert run.returncode == 0, run.stderr[-3000:]
@@ -1670,4 +1673,15 @@ def test_an_in_process_run_leaves_no_env_behind(stop, tmp_path):
         stdout = SignalAfterLines("global_step=", 2, signal.SIGTERM)
         run = run_in_process("dqn_jax.py", "--total-timesteps", "100000000", cwd=tmp_path, stdout=stdout)
         assert run.returncode == 130, run.stderr[-3000:]
-    assert alive() == before
+    assert live_cartpoles() == before
+
+
+def test_an_in_process_run_that_times_out_leaves_no_env_behind(tmp_path):
+    """The run the harness stops itself (its SIGALRM timeout, RanIntoTraining) is freed too: the exception passes
+    through run_in_process, which must still clear the script's namespace that JAX's pytree classes keep alive."""
+    before = live_cartpoles()
+    # the harness's own timeout, sent while training (as `signal.alarm` would) rather than after a wall-clock wait
+    stdout = SignalAfterLines("global_step=", 2, signal.SIGALRM)
+    with pytest.raises(RanIntoTraining):
+        run_in_process("dqn_jax.py", "--total-timesteps", "100000000", cwd=tmp_path, stdout=stdout)
+    assert live_cartpoles() == before
