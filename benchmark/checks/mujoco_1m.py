@@ -734,7 +734,7 @@ def report(out: Path, record: Path, images: Path, argv: list[str], reps: int, co
         "per cell, mean ± population std (ddof=0) over the seeds, the statistic of the original's tables. IQM: over the "
         f"seeds, with a {confidence:.0%} stratified-bootstrap interval ({reps} draws; with 3 seeds the IQM is their mean and the interval their range: a draw of one seed three times is 1 in 27). "
         "Median SPS: the median over the cell's runs of each run's median `charts/SPS` (steps over training time, "
-        "random-action steps included), on a 2-core machine (two runs at a time, except on 2026-12-06: one). "
+        "random-action steps included), on a 2-core machine (two runs at a time, except one on 2026-12-06 and three for DDPG Walker2d-v4). "
         "Verdict: *matches published* at or above the bar with 3 seeds at 1M; *learns* below the bar but above "
         "random play; *fails its check* at or below random play; *pending* before 3 seeds reach 1M.",
         "",
