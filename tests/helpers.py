@@ -17,6 +17,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+from gymnasium.envs.registration import registry as gym_registry
+
 from cleanrl_utils.tensorboard_reader import read_scalars, read_texts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,6 +213,8 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     signal.alarm(timeout_s)
     saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop_wandb_service()  # as in a new process, whatever an earlier test in this one tracked
+    # A script may register envs with classes from its namespace, which is cleared below: this process keeps its own.
+    saved_env_specs = dict(gym_registry)
     # A full collection walks every object of this process (torch, JAX and what earlier runs left): ~0.3 s each
     # here, and gymnasium's video recorder asks for one after each video. Frozen, this process's objects are
     # skipped; a new interpreter would not have them. Unfrozen after, so earlier runs' garbage is still freed.
@@ -232,6 +236,8 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
             # globals (envs, replay memory) alive: a new interpreter would have freed them at exit
             script_globals.clear()
         stop_wandb_service()  # as a process's exit does
+        gym_registry.clear()
+        gym_registry.update(saved_env_specs)
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
         for sig, handler in saved_handlers.items():

@@ -1685,3 +1685,17 @@ def test_an_in_process_run_that_times_out_leaves_no_env_behind(tmp_path):
     with pytest.raises(RanIntoTraining):
         run_in_process("dqn_jax.py", "--total-timesteps", "100000000", cwd=tmp_path, stdout=stdout)
     assert live_cartpoles() == before
+
+
+def test_an_in_process_run_leaves_the_env_registry_as_it_found_it(tmp_path):
+    """ppo_trxl.py registers ProofofMemory-v0 with a class defined in its namespace, which is cleared after the
+    run: the test process must keep its own registration (a new interpreter would never have touched it)."""
+    import gymnasium as gym
+
+    from cleanrl.ppo_trxl import ppo_trxl
+
+    # a run that gets past the script's module-level registration, stopped by a check that comes after it
+    run = run_in_process("ppo_trxl/ppo_trxl.py", "--total-timesteps", "1", cwd=tmp_path)
+    assert run.returncode == 2 and "less than one rollout batch" in run.stderr, run.stderr[-3000:]
+    assert gym.spec("ProofofMemory-v0").entry_point is ppo_trxl.ProofofMemoryEnv
+    gym.make("ProofofMemory-v0").reset(seed=0)
