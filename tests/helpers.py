@@ -196,8 +196,9 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     --help), for short whole runs (each script's smoke run and its same-seed reruns; tests/conftest.py
     gives this process the thread counts `script_env` gives scripts), and for runs stopped by a signal
     (`stdout=SignalAfterLines(...)`). A script that does not stop within `timeout_s` is interrupted with
-    RanIntoTraining. Warning filters and signal handlers are restored after, and W&B's service is stopped
-    before and after (`stop_wandb_service`), as a new process starts and an exiting one ends.
+    RanIntoTraining. Warning filters, signal handlers, exception hooks and the env registry are restored after
+    (`restore_env_registry`), and W&B's service is stopped before and after (`stop_wandb_service`), as a new
+    process starts and an exiting one ends.
     """
     path = str(REPO / "cleanrl" / script)
     out, err = stdout or io.StringIO(), io.StringIO()
@@ -212,9 +213,11 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     os.chdir(cwd)
     signal.alarm(timeout_s)
     saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # Experiment's hook for TensorBoard's writer thread, W&B's on `sys.exit` and uncaught errors: set for good, a new
+    # process's own. Here pytest's hook reports a thread's uncaught exception: replaced, later tests' went unreported.
+    saved_hooks = sys.excepthook, threading.excepthook, sys.exit
     stop_wandb_service()  # as in a new process, whatever an earlier test in this one tracked
-    # A script may register envs with classes from its namespace, which is cleared below: this process keeps its own.
-    saved_env_specs = dict(gym_registry)
+    saved_env_specs = dict(gym_registry)  # a script may register envs with classes from its namespace, cleared below
     # A full collection walks every object of this process (torch, JAX and what earlier runs left): ~0.3 s each
     # here, and gymnasium's video recorder asks for one after each video. Frozen, this process's objects are
     # skipped; a new interpreter would not have them. Unfrozen after, so earlier runs' garbage is still freed.
@@ -236,8 +239,8 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
             # globals (envs, replay memory) alive: a new interpreter would have freed them at exit
             script_globals.clear()
         stop_wandb_service()  # as a process's exit does
-        gym_registry.clear()
-        gym_registry.update(saved_env_specs)
+        restore_env_registry(saved_env_specs)
+        sys.excepthook, threading.excepthook, sys.exit = saved_hooks
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
         for sig, handler in saved_handlers.items():
@@ -245,6 +248,21 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
         sys.argv = saved_argv
         os.chdir(saved_cwd)
     return Run(code, out.getvalue(), err.getvalue(), cwd)
+
+
+def restore_env_registry(saved: dict) -> None:
+    """Put back (or remove) the envs an in-process run registered with classes of its own namespace, cleared after it.
+
+    The envs a package registered when the run first imported it (minigrid's, shimmy's dm_control/...) stay: the
+    package stays imported, and this process importing it later would register nothing.
+    """
+    for env_id, spec in list(gym_registry.items()):
+        entry = spec.entry_point
+        if spec is not saved.get(env_id) and "__main__" in (getattr(entry, "__module__", None), str(entry).split(":")[0]):
+            if env_id in saved:
+                gym_registry[env_id] = saved[env_id]
+            else:
+                del gym_registry[env_id]
 
 
 def globals_of_script(values, path: str) -> dict | None:

@@ -1699,3 +1699,43 @@ def test_an_in_process_run_leaves_the_env_registry_as_it_found_it(tmp_path):
     assert run.returncode == 2 and "less than one rollout batch" in run.stderr, run.stderr[-3000:]
     assert gym.spec("ProofofMemory-v0").entry_point is ppo_trxl.ProofofMemoryEnv
     gym.make("ProofofMemory-v0").reset(seed=0)
+
+
+def test_an_in_process_run_keeps_the_envs_a_package_it_imported_registered(tmp_path, monkeypatch):
+    """A package registers its envs when first imported (minigrid, imported by ppo_trxl.py; shimmy's dm_control/...):
+    putting the registry back as it was dropped them while the package stayed imported, and this process's own import
+    of it then registered nothing. Seen: an in-process ppo_trxl.py run, then MiniGrid-MemoryS7-v0 not found by
+    tests/runtime/test_checkpoint_restore.py in the same worker; a second in-process dm_control run not finding its
+    namespace. Here a package of the test's own, imported by the run through gymnasium's `module:env-id` form."""
+    import gymnasium as gym
+    from gymnasium.envs.registration import registry
+
+    package, env_id = "registers_envs_on_import", "RegisteredOnImport-v0"
+    (tmp_path / "pkg" / package).mkdir(parents=True)
+    (tmp_path / "pkg" / package / "__init__.py").write_text(
+        "import gymnasium as gym\n"
+        f"gym.register({env_id!r}, entry_point='gymnasium.envs.classic_control.pendulum:PendulumEnv')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
+    try:
+        # imported and made, then refused (continuous actions), as a run that goes on to train would have made it
+        run = run_in_process("dqn.py", "--env-id", f"{package}:{env_id}", cwd=tmp_path / "run")
+        assert run.returncode == 2 and "needs Discrete" in run.stderr, run.stderr[-3000:]
+        assert package in sys.modules
+        gym.make(env_id).reset(seed=0)  # as this process's `import registers_envs_on_import` would have left it
+    finally:
+        sys.modules.pop(package, None)
+        registry.pop(env_id, None)
+
+
+def test_an_in_process_run_leaves_this_process_exception_hooks(tmp_path):
+    """Experiment sets `threading.excepthook` (TensorBoard's writer thread dying of a full disk says it in one line)
+    and W&B's `init` sets `sys.excepthook` and `sys.exit`, for good: a new process's own. Left in this one, pytest's
+    hook was gone for the rest of the worker, and a thread's uncaught exception in a later test went to stderr instead
+    of being reported (PytestUnhandledThreadExceptionWarning, an error under -W error)."""
+    import threading
+
+    before = sys.excepthook, threading.excepthook, sys.exit
+    run = run_in_process("dqn.py", "--total-timesteps", "600", "--learning-starts", "500", "--track", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (sys.excepthook, threading.excepthook, sys.exit) == before
