@@ -196,7 +196,7 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     --help), for short whole runs (each script's smoke run and its same-seed reruns; tests/conftest.py
     gives this process the thread counts `script_env` gives scripts), and for runs stopped by a signal
     (`stdout=SignalAfterLines(...)`). A script that does not stop within `timeout_s` is interrupted with
-    RanIntoTraining. Warning filters, signal handlers, exception hooks and the env registry are restored after
+    RanIntoTraining. Warning filters, signal handlers, exception hooks, sys.path and the env registry are restored after
     (`restore_env_registry`), and W&B's service is stopped before and after (`stop_wandb_service`), as a new
     process starts and an exiting one ends.
     """
@@ -216,6 +216,7 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
     # Experiment's hook for TensorBoard's writer thread, W&B's on `sys.exit` and uncaught errors: set for good, a new
     # process's own. Here pytest's hook reports a thread's uncaught exception: replaced, later tests' went unreported.
     saved_hooks = sys.excepthook, threading.excepthook, sys.exit
+    saved_path = sys.path[:]  # ppo_trxl/enjoy.py puts its folder first, to import the script beside it
     stop_wandb_service()  # as in a new process, whatever an earlier test in this one tracked
     saved_env_specs = dict(gym_registry)  # a script may register envs with classes from its namespace, cleared below
     # A full collection walks every object of this process (torch, JAX and what earlier runs left): ~0.3 s each
@@ -241,6 +242,7 @@ def run_in_process(script: str, *args: str, cwd: Path, timeout_s: int = 60, stdo
         stop_wandb_service()  # as a process's exit does
         restore_env_registry(saved_env_specs)
         sys.excepthook, threading.excepthook, sys.exit = saved_hooks
+        sys.path[:] = saved_path
         signal.alarm(0)
         signal.signal(signal.SIGALRM, saved_alarm)
         for sig, handler in saved_handlers.items():

@@ -1692,12 +1692,14 @@ def test_an_in_process_run_leaves_the_env_registry_as_it_found_it(tmp_path):
     run: the test process must keep its own registration (a new interpreter would never have touched it)."""
     import gymnasium as gym
 
-    from cleanrl.ppo_trxl import ppo_trxl
+    from cleanrl.ppo_trxl import ppo_trxl  # noqa: F401 (registers ProofofMemory-v0 if no test has yet)
 
+    before = gym.spec("ProofofMemory-v0")
     # a run that gets past the script's module-level registration, stopped by a check that comes after it
     run = run_in_process("ppo_trxl/ppo_trxl.py", "--total-timesteps", "1", cwd=tmp_path)
     assert run.returncode == 2 and "less than one rollout batch" in run.stderr, run.stderr[-3000:]
-    assert gym.spec("ProofofMemory-v0").entry_point is ppo_trxl.ProofofMemoryEnv
+    # whichever import registered it last before the run (this one, or another test's `import ppo_trxl`) is kept
+    assert gym.spec("ProofofMemory-v0") is before
     gym.make("ProofofMemory-v0").reset(seed=0)
 
 
@@ -1739,3 +1741,11 @@ def test_an_in_process_run_leaves_this_process_exception_hooks(tmp_path):
     run = run_in_process("dqn.py", "--total-timesteps", "600", "--learning-starts", "500", "--track", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (sys.excepthook, threading.excepthook, sys.exit) == before
+
+
+def test_an_in_process_run_leaves_this_process_import_path(tmp_path):
+    """ppo_trxl/enjoy.py puts its own folder first on sys.path to import ppo_trxl.py; a new process's own."""
+    before = sys.path[:]
+    run = run_in_process("ppo_trxl/enjoy.py", "--name", str(tmp_path / "nothing"), "--no-render", cwd=tmp_path)
+    assert run.returncode == 2 and "nothing" in run.stderr, run.stderr[-3000:]
+    assert sys.path == before
